@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CrawlersConfig(AppConfig):
+    name = "crawlers"
+    verbose_name = "Crawlers"

@@ -1,0 +1,28 @@
+"""Crawler cursors: the last block each crawler has fully processed."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+CHAIN = "eth"
+LATEST = "latest"
+FINALIZED = "finalized"
+
+
+class LastBlock(models.Model):
+    chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
+    label = models.CharField(max_length=32)
+    value = models.BigIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+    modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        db_table = "last_block"
+        constraints = [
+            models.UniqueConstraint(fields=["chain", "label"], name="last_block_chain_label_key"),
+            models.CheckConstraint(condition=models.Q(value__gte=0), name="last_block_value_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chain}/{self.label} at {self.value}"

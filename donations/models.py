@@ -1,0 +1,154 @@
+"""Donations, the campaign row and per-donor totals. Table names follow seed 000 so its SQL works."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.db import models
+from django.db.models import Q, Value
+from django.db.models.functions import Lower, Now
+
+from dws_project.fields import PostgresEnumField
+
+ASSETS = ("eth", "usdt", "usdc")
+# ETH amounts are kept at 8 decimals: widening them would not preserve the donations on record.
+ETH_AMOUNT_SCALE = 8
+
+
+class DonationStatus(models.TextChoices):
+    UNCONFIRMED = "unconfirmed"
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+
+
+class CampaignStatus(models.TextChoices):
+    OPEN = "open"
+    CLOSED = "closed"
+    PAUSED = "paused"
+
+
+class StakeStatus(models.TextChoices):
+    NONE = "none"
+    STAKED = "staked"
+    UNSTAKING = "unstaking"
+
+
+class Donation(models.Model):
+    tx_hash = models.CharField(max_length=66)
+    log_index = models.IntegerField(null=True, blank=True, help_text="NULL for a native ETH transfer")
+    address = models.CharField(max_length=42, help_text="the donor, lower case")
+    asset = models.CharField(max_length=8, choices=[(a, a) for a in ASSETS])
+    amount = models.DecimalField(max_digits=20, decimal_places=10)
+    usd_amount = models.DecimalField(max_digits=12, decimal_places=2)
+    price = models.DecimalField(max_digits=12, decimal_places=5, help_text="token price applied, USD")
+    tokens = models.BigIntegerField()
+    status = PostgresEnumField(
+        enum_name="donation_status_enum",
+        choices=DonationStatus.choices,
+        default=DonationStatus.UNCONFIRMED,
+        db_default=DonationStatus.UNCONFIRMED,
+    )
+    block_number = models.BigIntegerField()
+    block_hash = models.CharField(max_length=66)
+    block_time = models.DateTimeField()
+    absent_count = models.IntegerField(default=0, db_default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+    modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        db_table = "donation"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tx_hash", "log_index"], nulls_distinct=False, name="donation_tx_hash_log_index_key"
+            ),
+            models.CheckConstraint(condition=Q(asset__in=ASSETS), name="donation_asset_check"),
+            models.CheckConstraint(condition=Q(amount__gt=0), name="donation_amount_positive"),
+            models.CheckConstraint(condition=Q(usd_amount__gte=0), name="donation_usd_amount_nonnegative"),
+            models.CheckConstraint(condition=Q(tokens__gte=0), name="donation_tokens_nonnegative"),
+            models.CheckConstraint(condition=Q(absent_count__gte=0), name="donation_absent_count_nonnegative"),
+            models.CheckConstraint(condition=Q(address=Lower("address")), name="donation_address_lower"),
+        ]
+        indexes = [
+            models.Index(fields=["status", "block_time"], name="donation_status_block_time_idx"),
+            models.Index(fields=["address"], name="donation_address_idx"),
+            models.Index(fields=["block_number"], name="donation_block_number_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.asset} {self.amount} from {self.address} ({self.status})"
+
+
+def amount_scale(asset: str) -> int:
+    """How many decimals a donation amount of `asset` is written with; read from the model field."""
+    if asset == "eth":
+        return ETH_AMOUNT_SCALE
+    return Donation._meta.get_field("amount").decimal_places
+
+
+def amount_quantum(asset: str) -> Decimal:
+    return Decimal(1).scaleb(-amount_scale(asset))
+
+
+class DonationStats(models.Model):
+    """The campaign: exactly one row, created by a migration and locked by every crediting write."""
+
+    total = models.DecimalField(max_digits=14, decimal_places=2, default=Decimal("0"), db_default=Decimal("0"))
+    tokens = models.BigIntegerField(default=0, db_default=0)
+    status = PostgresEnumField(
+        enum_name="donation_stats_status_enum",
+        choices=CampaignStatus.choices,
+        default=CampaignStatus.OPEN,
+        db_default=CampaignStatus.OPEN,
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+    modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        db_table = "donation_stats"
+        verbose_name = "campaign"
+        verbose_name_plural = "campaign"
+        constraints = [
+            # A unique index on a constant admits exactly one row.
+            models.UniqueConstraint(Value(True), name="donation_stats_single_row"),
+            models.CheckConstraint(condition=Q(total__gte=0), name="donation_stats_total_nonnegative"),
+            models.CheckConstraint(condition=Q(tokens__gte=0), name="donation_stats_tokens_nonnegative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"campaign {self.status}: {self.total} USD, {self.tokens} tokens"
+
+
+class UserData(models.Model):
+    """Per-donor totals, always equal to the sums of the address's confirmed donations."""
+
+    address = models.CharField(max_length=42)
+    total = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal("0"), db_default=Decimal("0"))
+    tokens = models.BigIntegerField(default=0, db_default=0)
+    staked = models.BigIntegerField(default=0, db_default=0)
+    reward = models.BigIntegerField(default=0, db_default=0)
+    status = PostgresEnumField(
+        enum_name="user_data_status_enum",
+        choices=StakeStatus.choices,
+        default=StakeStatus.NONE,
+        db_default=StakeStatus.NONE,
+    )
+    affiliate_code = models.CharField(max_length=16, null=True, blank=True)  # noqa: DJ001 - NULL: no code yet, unique when set
+    unstake_requested_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+    modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        db_table = "user_data"
+        verbose_name_plural = "user data"
+        constraints = [
+            # Constraints rather than unique=True: no redundant LIKE-pattern indexes to maintain.
+            models.UniqueConstraint(fields=["address"], name="user_data_address_key"),
+            models.UniqueConstraint(fields=["affiliate_code"], name="user_data_affiliate_code_key"),
+            models.CheckConstraint(condition=Q(total__gte=0), name="user_data_total_nonnegative"),
+            models.CheckConstraint(condition=Q(tokens__gte=0), name="user_data_tokens_nonnegative"),
+            models.CheckConstraint(condition=Q(staked__gte=0), name="user_data_staked_nonnegative"),
+            models.CheckConstraint(condition=Q(address=Lower("address")), name="user_data_address_lower"),
+        ]
+
+    def __str__(self) -> str:
+        return self.address

@@ -1,0 +1,376 @@
+"""The whole dws configuration, read from the environment once and validated into one typed object.
+
+Every process (web, worker, beat, management commands) builds its `Config` while Django loads its
+settings, so a bad value stops the process before it touches the chain or the database. Messages name
+the offending variable and never echo a secret: the database password, the path and query of
+ETH_RPC_URL (where providers put their API key), the signing key and the Django secret key.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from urllib.parse import urlsplit
+
+import environ
+from eth_utils import is_checksum_address, is_hex_address
+
+from dws_project.redaction import redact_url
+
+# Stable coins the crawlers hold an ERC-20 ABI for; an asset outside this set is refused at start.
+KNOWN_STABLE_COINS = frozenset({"usdt", "usdc"})
+STABLE_COIN_SCALES = range(2, 19)  # plausibility bound for a USD stable coin's decimals (2..18)
+LIBPQ_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+MAX_TIMESTAMP_AGE_CAP = 300
+VENUES = ("BINANCE", "COINBASE", "KRAKEN", "KUCOIN", "BITFINEX", "CEXIO")
+
+
+class ConfigError(Exception):
+    """One or more variables are unusable; each problem is `(variable, reason)`."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(f"{var}: {reason}" for var, reason in problems))
+
+
+@dataclass(frozen=True)
+class StableCoin:
+    asset: str
+    contract: str  # lower case 0x address
+    scale: int  # the token's decimals
+
+
+@dataclass(frozen=True)
+class SaleTier:
+    token_limit: int  # cumulative confirmed tokens up to which this tier's price applies
+    token_price: Decimal  # USD per token
+
+
+@dataclass(frozen=True)
+class Database:
+    name: str
+    user: str
+    password: str = field(repr=False)
+    host: str
+    port: int | None
+    sslmode: str
+
+    def describe(self) -> str:
+        """Where the database is, for logs: never the password."""
+        port = f":{self.port}" if self.port else ""
+        return f"postgres://{self.user}@{self.host}{port}/{self.name} (sslmode={self.sslmode})"
+
+
+@dataclass(frozen=True)
+class Config:
+    database: Database
+    redis_url: str = field(repr=False)
+    donation_address: str  # lower case
+    stable_coins: tuple[StableCoin, ...]
+    sale_tiers: tuple[SaleTier, ...]
+    eth_rpc_url: str = field(repr=False)
+    max_timestamp_age: int
+    debug_data_store: str | None
+    block_cache: str | None
+    tt_private_key: str | None = field(repr=False)
+    start_block: int | None
+    chain_id: int | None
+    venue_urls: Mapping[str, str]
+    trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    secret_key: str = field(repr=False)
+    allowed_hosts: tuple[str, ...]
+    debug: bool
+    log_level: str
+
+    @property
+    def eth_rpc_origin(self) -> str:
+        """The only part of ETH_RPC_URL that may be shown anywhere."""
+        return redact_url(self.eth_rpc_url)
+
+    @property
+    def sale_cap(self) -> int:
+        """The last tier's limit is the sale's token cap."""
+        return self.sale_tiers[-1].token_limit
+
+    def stable_coin(self, asset: str) -> StableCoin | None:
+        return next((c for c in self.stable_coins if c.asset == asset), None)
+
+    def secrets(self) -> list[str]:
+        """Every secret string this configuration holds, for the log redactor."""
+        found = [self.database.password, self.secret_key, self.tt_private_key or ""]
+        rpc = urlsplit(self.eth_rpc_url)
+        found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
+        if rpc.path not in ("", "/"):
+            found.append(self.eth_rpc_url)
+        return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_address(value: str) -> str:
+    """A 0x address, lower-cased; mixed case must carry a valid EIP-55 checksum."""
+    value = value.strip()
+    if not is_hex_address(value) or not value.startswith("0x"):
+        raise ValueError("not a 0x-prefixed 20-byte hex address")
+    body = value[2:]
+    if body != body.lower() and body != body.upper() and not is_checksum_address(value):
+        raise ValueError("mixed-case address with an invalid EIP-55 checksum")
+    return value.lower()
+
+
+def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
+    entries = [e.strip() for e in value.split(",") if e.strip()]
+    if not entries:
+        raise ValueError("empty: list at least one asset:contract:scale entry")
+    coins: list[StableCoin] = []
+    for position, entry in enumerate(entries, start=1):
+        parts = entry.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"entry {position} is not asset:contract:scale")
+        asset, contract, scale_text = (p.strip() for p in parts)
+        if asset not in KNOWN_STABLE_COINS:
+            known = ", ".join(sorted(KNOWN_STABLE_COINS))
+            raise ValueError(f"entry {position}: unknown asset {asset!r} (known, lower case: {known})")
+        try:
+            contract = parse_address(contract)
+        except ValueError as exc:
+            raise ValueError(f"entry {position} ({asset}): contract {exc}") from None
+        if not scale_text.isdigit() or int(scale_text) not in STABLE_COIN_SCALES:
+            raise ValueError(f"entry {position} ({asset}): scale must be a whole number from 2 to 18")
+        coins.append(StableCoin(asset=asset, contract=contract, scale=int(scale_text)))
+    if len({c.asset for c in coins}) != len(coins):
+        raise ValueError("an asset is listed twice")
+    if len({c.contract for c in coins}) != len(coins):
+        raise ValueError("a contract is listed twice")
+    return tuple(coins)
+
+
+def parse_sale_params(value: str) -> tuple[SaleTier, ...]:
+    entries = [e.strip() for e in value.split(",") if e.strip()]
+    if not entries:
+        raise ValueError("empty: list at least one token_limit:token_price_usd tier")
+    tiers: list[SaleTier] = []
+    for position, entry in enumerate(entries, start=1):
+        parts = entry.split(":")
+        if len(parts) != 2:
+            raise ValueError(f"tier {position} is not token_limit:token_price_usd")
+        limit_text, price_text = (p.strip() for p in parts)
+        if not limit_text.isdigit() or int(limit_text) <= 0:
+            raise ValueError(f"tier {position}: token limit must be a whole number greater than zero")
+        try:
+            price = Decimal(price_text)
+        except InvalidOperation:
+            raise ValueError(f"tier {position}: token price is not a decimal number") from None
+        if not price.is_finite() or price <= 0:
+            raise ValueError(f"tier {position}: token price must be greater than zero")
+        if tiers and int(limit_text) <= tiers[-1].token_limit:
+            raise ValueError(f"tier {position}: token limits must ascend")
+        tiers.append(SaleTier(token_limit=int(limit_text), token_price=price))
+    return tuple(tiers)
+
+
+def parse_rpc_url(value: str) -> str:
+    """https only; plain http is allowed for a loopback node (a local dev chain)."""
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise ValueError("not a valid URL") from None
+    if not host:
+        raise ValueError("not a URL with a host")
+    if parts.scheme == "https":
+        return value.strip()
+    if parts.scheme == "http" and is_loopback_host(host):
+        return value.strip()
+    raise ValueError(f"must be https (http only for a loopback host), got {redact_url(value)}")
+
+
+def parse_venue_url(value: str) -> str:
+    """A venue base URL: scheme://host[:port] and nothing else; the adapter appends its path."""
+    url = parse_rpc_url(value)
+    parts = urlsplit(url)
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        raise ValueError("must be a base URL scheme://host[:port] without path, query or credentials")
+    return url.rstrip("/")
+
+
+def parse_networks(value: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    networks = []
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an IP address or network") from None
+    return tuple(networks)
+
+
+def load_config(environ_: Mapping[str, str]) -> Config:
+    """Read and validate every dws variable; raise ConfigError listing each bad one."""
+    problems: list[tuple[str, str]] = []
+    values: dict[str, object] = {}
+
+    def read(var: str, parse, *, default: object = environ.Env.NOTSET, secret: bool = False) -> None:
+        raw = environ_.get(var)
+        if raw is None or raw.strip() == "":
+            if default is environ.Env.NOTSET:
+                problems.append((var, "is required but not set"))
+            else:
+                values[var] = default
+            return
+        try:
+            values[var] = parse(raw)
+        except (ValueError, TypeError) as exc:
+            reason = "has an invalid value" if secret else str(exc)
+            problems.append((var, reason))
+
+    read("DATABASE_URL", _parse_database_url, secret=True)
+    read("DWS_DB_SSLMODE", _parse_sslmode, default="require")
+    read("REDIS_URL", _parse_redis_url, default="redis://127.0.0.1:6379/0", secret=True)
+    read("DWS_DONATION_ADDRESS", parse_address)
+    read("DWS_STABLE_COINS", parse_stable_coins)
+    read("DWS_SALE_PARAMS", parse_sale_params)
+    read("ETH_RPC_URL", parse_rpc_url)
+    read("DWS_MAX_TIMESTAMP_AGE", _parse_timestamp_age, default=30)
+    read("DWS_DEBUG_DATA_STORE", _parse_directory, default=None)
+    read("DWS_BLOCK_CACHE", _parse_directory, default=None)
+    read("DWS_TT_PRIVATE_KEY", _parse_private_key, default=None, secret=True)
+    read("DWS_START_BLOCK", _parse_block_number, default=None)
+    read("DWS_CHAIN_ID", _parse_chain_id, default=None)
+    read("DWS_TRUSTED_PROXIES", parse_networks, default=())
+    read("DWS_LOG_LEVEL", _parse_log_level, default="INFO")
+    read("DJANGO_DEBUG", _parse_bool, default=False)
+    read("DJANGO_ALLOWED_HOSTS", _parse_hosts, default=("localhost", "127.0.0.1", "[::1]"))
+    venue_urls: dict[str, str] = {}
+    for venue in VENUES:
+        var = f"DWS_VENUE_{venue}_URL"
+        read(var, parse_venue_url, default=None)
+        if values.get(var):
+            venue_urls[venue.lower()] = values[var]  # type: ignore[assignment]
+    debug = bool(values.get("DJANGO_DEBUG"))
+    # Outside development a missing secret key stops the process; DEBUG gets a throwaway one.
+    read(
+        "DJANGO_SECRET_KEY",
+        _parse_secret_key,
+        default="dev-only-insecure-key" if debug else environ.Env.NOTSET,
+        secret=True,
+    )
+    if problems:
+        raise ConfigError(problems)
+
+    db = values["DATABASE_URL"]
+    return Config(
+        database=Database(**db, sslmode=values["DWS_DB_SSLMODE"]),  # type: ignore[arg-type]
+        redis_url=values["REDIS_URL"],  # type: ignore[arg-type]
+        donation_address=values["DWS_DONATION_ADDRESS"],  # type: ignore[arg-type]
+        stable_coins=values["DWS_STABLE_COINS"],  # type: ignore[arg-type]
+        sale_tiers=values["DWS_SALE_PARAMS"],  # type: ignore[arg-type]
+        eth_rpc_url=values["ETH_RPC_URL"],  # type: ignore[arg-type]
+        max_timestamp_age=values["DWS_MAX_TIMESTAMP_AGE"],  # type: ignore[arg-type]
+        debug_data_store=values["DWS_DEBUG_DATA_STORE"],  # type: ignore[arg-type]
+        block_cache=values["DWS_BLOCK_CACHE"],  # type: ignore[arg-type]
+        tt_private_key=values["DWS_TT_PRIVATE_KEY"],  # type: ignore[arg-type]
+        start_block=values["DWS_START_BLOCK"],  # type: ignore[arg-type]
+        chain_id=values["DWS_CHAIN_ID"],  # type: ignore[arg-type]
+        venue_urls=venue_urls,
+        trusted_proxies=values["DWS_TRUSTED_PROXIES"],  # type: ignore[arg-type]
+        secret_key=values["DJANGO_SECRET_KEY"],  # type: ignore[arg-type]
+        allowed_hosts=values["DJANGO_ALLOWED_HOSTS"],  # type: ignore[arg-type]
+        debug=debug,
+        log_level=values["DWS_LOG_LEVEL"],  # type: ignore[arg-type]
+    )
+
+
+def _parse_database_url(value: str) -> dict[str, object]:
+    scheme = urlsplit(value.strip()).scheme
+    if scheme not in ("postgres", "postgresql", "pgsql"):
+        raise ValueError("must be a postgres:// URL")
+    parsed = environ.Env.db_url_config(value.strip())
+    if not parsed.get("NAME") or not parsed.get("HOST"):
+        raise ValueError("must name a host and a database")
+    return {
+        "name": parsed["NAME"],
+        "user": parsed.get("USER") or "",
+        "password": parsed.get("PASSWORD") or "",
+        "host": parsed["HOST"],
+        "port": int(parsed["PORT"]) if parsed.get("PORT") else None,
+    }
+
+
+def _parse_sslmode(value: str) -> str:
+    if value.strip() not in LIBPQ_SSLMODES:
+        raise ValueError(f"must be one of libpq's modes: {', '.join(LIBPQ_SSLMODES)}")
+    return value.strip()
+
+
+def _parse_redis_url(value: str) -> str:
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("redis", "rediss", "unix") or (parts.scheme != "unix" and not parts.hostname):
+        raise ValueError("must be a redis://host:port/db URL")
+    return value.strip()
+
+
+def _parse_timestamp_age(value: str) -> int:
+    if not value.strip().isdigit() or not 1 <= int(value) <= MAX_TIMESTAMP_AGE_CAP:
+        raise ValueError(f"must be whole seconds from 1 to {MAX_TIMESTAMP_AGE_CAP}")
+    return int(value)
+
+
+def _parse_directory(value: str) -> str:
+    return value.strip()
+
+
+def _parse_private_key(value: str) -> str:
+    body = value.strip().removeprefix("0x")
+    if len(body) != 64 or any(ch not in "0123456789abcdefABCDEF" for ch in body):
+        raise ValueError("not a 32-byte hex key")
+    return "0x" + body
+
+
+def _parse_block_number(value: str) -> int:
+    if not value.strip().isdigit():
+        raise ValueError("must be a block number (a whole number >= 0)")
+    return int(value)
+
+
+def _parse_chain_id(value: str) -> int:
+    if not value.strip().isdigit() or int(value) <= 0:
+        raise ValueError("must be a positive chain id")
+    return int(value)
+
+
+def _parse_bool(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("must be true or false")
+
+
+def _parse_log_level(value: str) -> str:
+    level = value.strip().upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise ValueError("must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    return level
+
+
+def _parse_hosts(value: str) -> tuple[str, ...]:
+    return tuple(h.strip() for h in value.split(",") if h.strip())
+
+
+def _parse_secret_key(value: str) -> str:
+    if len(value) < 32:
+        raise ValueError("must be at least 32 characters")
+    return value

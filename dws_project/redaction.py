@@ -1,0 +1,61 @@
+"""Secret redaction: the one place that decides what of a secret may be shown.
+
+Used at every boundary where text leaves the process: log formatting, error messages, the JSON-RPC
+client and the startup checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from urllib.parse import urlsplit
+
+_MASK = "***"
+_secrets: list[str] = []
+_lock = threading.Lock()
+
+
+def redact_url(url: str) -> str:
+    """scheme://host[:port] of a URL: providers put API keys in the path, query or user info."""
+    try:
+        parts = urlsplit(str(url).strip())
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<unparseable URL>"
+    if not parts.scheme or not host:
+        return "<unparseable URL>"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
+def signature_digest(signature: str) -> str:
+    """How a rejected signature is logged: it is a bearer credential inside its time window."""
+    return "sha256:" + hashlib.sha256(signature.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def register_secrets(*secrets: str | None) -> None:
+    """Remember strings that must never be printed; the log formatter masks them."""
+    with _lock:
+        for secret in secrets:
+            if secret and len(secret) >= 4 and secret not in _secrets:
+                _secrets.append(secret)
+        _secrets.sort(key=len, reverse=True)
+
+
+def redact(text: object) -> str:
+    """`text` with every registered secret masked."""
+    result = str(text)
+    for secret in _secrets:
+        if secret in result:
+            result = result.replace(secret, _MASK)
+    return result
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats as usual, then masks secrets in the whole line, traceback included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))

@@ -1,0 +1,169 @@
+"""Django settings for dws: every value comes from the environment through dws_project.config."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from dws_project.config import Config, ConfigError, load_config
+from dws_project.redaction import register_secrets
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _load() -> Config:
+    try:
+        return load_config(os.environ)
+    except ConfigError as exc:
+        # Logging is not configured yet; write log-shaped lines and stop before anything runs.
+        for variable, reason in exc.problems:
+            sys.stderr.write(f"CRITICAL dws.config configuration error: {variable} {reason}\n")
+        sys.stderr.write("CRITICAL dws.config refusing to start; see deploy/env.example\n")
+        sys.stderr.flush()
+        raise SystemExit(2) from None
+
+
+CONFIG: Config = _load()
+register_secrets(*CONFIG.secrets())
+
+SECRET_KEY = CONFIG.secret_key
+DEBUG = CONFIG.debug
+ALLOWED_HOSTS = list(CONFIG.allowed_hosts)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "donations",
+    "prices",
+    "affiliates",
+    "crawlers",
+    "web",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "dws_project.urls"
+WSGI_APPLICATION = "dws_project.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# Connect timeout bounds the dial and the start-up handshake of every connection, not just the first.
+DB_CONNECT_TIMEOUT = 10
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": CONFIG.database.name,
+        "USER": CONFIG.database.user,
+        "PASSWORD": CONFIG.database.password,
+        "HOST": CONFIG.database.host,
+        "PORT": CONFIG.database.port or "",
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {
+            "connect_timeout": DB_CONNECT_TIMEOUT,
+            "sslmode": CONFIG.database.sslmode,
+            "application_name": "dws",
+        },
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CONFIG.redis_url,
+        "KEY_PREFIX": "dws",
+    }
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "COERCE_DECIMAL_TO_STRING": True,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "delphi",
+    "DESCRIPTION": "The dws donation API used by the donation page.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# Celery: Redis broker, at-least-once delivery (acks late) and one task at a time per process, so a
+# killed worker's task is redelivered and no worker hoards work another could run.
+CELERY_BROKER_URL = CONFIG.redis_url
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# Beat entries are named by cadence; `expires` keeps a backlog of stale runs from piling up.
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "redacting": {
+            "()": "dws_project.redaction.RedactingFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        },
+    },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": "redacting"},
+    },
+    "root": {"handlers": ["stderr"], "level": CONFIG.log_level},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "web3": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,13 @@
+"""URL routes: probes, the admin, the delphi API and the donation page."""
+
+from django.contrib import admin
+from django.urls import path
+
+from dws_project import health
+
+urlpatterns = [
+    path("live", health.live, name="live"),
+    path("ready", health.ready, name="ready"),
+    path("version", health.version, name="version"),
+    path("admin/", admin.site.urls),
+]

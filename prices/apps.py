@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PricesConfig(AppConfig):
+    name = "prices"
+    verbose_name = "Prices"
