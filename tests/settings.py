@@ -1,4 +1,8 @@
-"""Settings for the test suite: the development defaults, with the tests' own database and Redis db."""
+"""Settings for the test suite: the development defaults, with the tests' own Redis db.
+
+Values already in the environment win, so parallel checkouts can point at their own database
+(DATABASE_URL) and Redis db (REDIS_URL).
+"""
 
 import os
 from pathlib import Path
@@ -6,11 +10,17 @@ from pathlib import Path
 _TEST_ENV = {
     "REDIS_URL": "redis://127.0.0.1:6379/15",
     "DJANGO_DEBUG": "false",
+    # The suite starts its own anvil nodes; this default only has to pass validation.
+    "ETH_RPC_URL": "http://127.0.0.1:8545",
 }
 
+_defaults = {}
 for line in (Path(__file__).resolve().parent.parent / "deploy" / "env.local").read_text().splitlines():
     if line.strip() and not line.lstrip().startswith("#"):
         key, _, value = line.partition("=")
-        os.environ.setdefault(key.strip(), _TEST_ENV.get(key.strip(), value.strip()))
+        _defaults[key.strip()] = value.strip()
+_defaults.update(_TEST_ENV)
+for key, value in _defaults.items():
+    os.environ.setdefault(key, value)
 
 from dws_project.settings import *

@@ -1,0 +1,33 @@
+# The two commands a newcomer needs: `make run` (the whole system, locally) and `make test`.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test deps services lint
+
+run: deps services
+	deploy/run-local.sh
+
+test: deps services
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) manage.py makemigrations --check --dry-run
+	$(VENV)/bin/pytest
+
+deps: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+services:
+	deploy/local-services.sh
+
+lint:
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
