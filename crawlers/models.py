@@ -14,6 +14,9 @@ class LastBlock(models.Model):
     chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
     label = models.CharField(max_length=32)
     value = models.BigIntegerField()
+    # Hash of block `value` as the crawler saw it (NULL when set by hand): the next run checks that the
+    # chain still builds on it, which is how the latest crawler notices a re-org behind its cursor.
+    block_hash = models.CharField(max_length=66, null=True, blank=True)  # noqa: DJ001 - NULL: unknown
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 

@@ -1,0 +1,285 @@
+"""The crawlers' JSON-RPC client: batches, bounded time-outs, typed "no evidence", a shared back-off.
+
+Every answer is either an `Answer` (the provider said something definite) or a `NoEvidence` (an error
+object, a null, a 429, a time-out, a dropped connection, a malformed reply, or a back-off window still
+open). A caller can never read a `NoEvidence` as "the transaction/block does not exist": it is not a
+value, and `require()` turns it into `NoEvidenceError`, which every crawler treats as "hold the cursor".
+
+Only `redact_url(url)` (scheme, host, port) of the provider URL ever appears in a log line or an
+exception: providers put the API key in the path or the query string. requests' own exception texts
+carry the full URL, so they are never passed on; we name the exception class instead.
+
+A 429 or a rate-limit error object opens a back-off window in Redis (keyed by the provider's origin),
+and every worker on every machine asks nothing of that provider until it has passed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from redis.exceptions import RedisError
+
+from dws_project.redaction import redact_url, register_secrets
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.crawlers.rpc")
+
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 15.0
+DEFAULT_BACKOFF_SECONDS = 30.0
+MAX_BACKOFF_SECONDS = 600.0
+MAX_BATCH = 200  # providers cap batch sizes; bigger batches are split into several posts
+LOG_SPAN_MAX = 2000
+LOG_SPAN_MIN = 1
+
+_RATE_LIMIT_TEXT = re.compile(
+    r"rate.?limit|too many requests|request limit|requests? per|exceeded .*(capacity|quota|compute units)|"
+    r"daily request count|throughput",
+    re.IGNORECASE,
+)
+_RANGE_TEXT = re.compile(
+    r"block range|range (is )?too (large|wide|big)|exceed(s|ed)? (the )?(max(imum)?|allowed) (block )?range|"
+    r"too many (results|logs)|more than \d+ (results|logs)|response size|query returned more than|"
+    r"limited to a \d+ block range|up to a \d+ block range|log response size",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A definite, non-null result from the provider."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class NoEvidence:
+    """The provider told us nothing usable. Never a reason to fail or skip a donation."""
+
+    method: str
+    kind: str  # "null" | "error" | "rate-limited" | "backoff" | "timeout" | "connection" | "http" | "malformed"
+    detail: str
+
+    def describe(self) -> str:
+        return f"{self.method}: {self.kind} ({self.detail})"
+
+
+Outcome = Answer | NoEvidence
+
+
+class NoEvidenceError(Exception):
+    """Raised by `require()`: the caller must hold its position and retry later."""
+
+    def __init__(self, outcome: NoEvidence) -> None:
+        self.outcome = outcome
+        super().__init__(outcome.describe())
+
+
+class ChainMismatchError(Exception):
+    """The provider serves another chain than DWS_CHAIN_ID: nothing it says may be recorded."""
+
+
+def require(outcome: Outcome) -> Any:
+    if isinstance(outcome, NoEvidence):
+        raise NoEvidenceError(outcome)
+    return outcome.value
+
+
+def _retry_after_seconds(header: str | None) -> float:
+    if header and header.strip().isdigit():
+        return min(float(header.strip()), MAX_BACKOFF_SECONDS)
+    return DEFAULT_BACKOFF_SECONDS
+
+
+def _error_text(error: Any) -> str:
+    """The provider's message, bounded; it comes from the provider, never from our URL."""
+    if isinstance(error, dict):
+        return f"code {error.get('code')}: {str(error.get('message', ''))[:200]}"
+    return str(error)[:200]
+
+
+def is_range_refusal(error: Any) -> bool:
+    return bool(_RANGE_TEXT.search(_error_text(error)))
+
+
+def is_rate_limit(error: Any) -> bool:
+    text = _error_text(error)
+    return bool(_RATE_LIMIT_TEXT.search(text)) or (isinstance(error, dict) and error.get("code") == 429)
+
+
+class RpcClient:
+    """One provider. Safe to keep for a process's lifetime; holds a pooled HTTP session."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
+        max_batch: int = MAX_BATCH,
+        log_span: int = LOG_SPAN_MAX,
+    ) -> None:
+        self._url = url
+        self.origin = redact_url(url)
+        parts = urlsplit(url)
+        # Belt and braces: should any library log the URL, the formatter masks the key parts.
+        register_secrets(parts.path if parts.path not in ("", "/") else None, parts.query, parts.password)
+        self._timeout = (connect_timeout, read_timeout)
+        self._max_batch = max_batch
+        self._session = requests.Session()
+        self._session.headers["Content-Type"] = "application/json"
+        self._next_id = 0
+        self.log_span_max = log_span
+        self.log_span = log_span
+        self.round_trips = 0  # HTTP posts made, for benchmarks and tests
+        self._chain_checked = False
+
+    # --- back-off window, shared by every worker --------------------------------------------
+    @property
+    def _backoff_key(self) -> str:
+        return f"dws:rpc-backoff:{self.origin}"
+
+    def backoff_remaining(self) -> float:
+        try:
+            ttl_ms = get_redis().pttl(self._backoff_key)
+        except RedisError:
+            return 0.0  # Redis down: we cannot share the window, but asking is still allowed
+        return max(ttl_ms, 0) / 1000.0
+
+    def _open_backoff(self, seconds: float, why: str) -> None:
+        seconds = max(1.0, min(seconds, MAX_BACKOFF_SECONDS))
+        try:
+            get_redis().set(self._backoff_key, why, px=int(seconds * 1000))
+        except RedisError as exc:
+            logger.warning("provider %s: could not share the back-off window: %s", self.origin, type(exc).__name__)
+        logger.warning("provider %s rate-limited us (%s); every worker backs off for %.0f s", self.origin, why, seconds)
+
+    # --- transport ---------------------------------------------------------------------------
+    def _post(self, payload: Any, label: str) -> tuple[Any, NoEvidence | None]:
+        """One HTTP round trip; returns (decoded body, None) or (None, why not)."""
+        remaining = self.backoff_remaining()
+        if remaining > 0:
+            return None, NoEvidence(label, "backoff", f"{self.origin} backing off for {remaining:.0f} s more")
+        self.round_trips += 1
+        try:
+            response = self._session.post(self._url, json=payload, timeout=self._timeout)
+        except requests.Timeout as exc:
+            return None, NoEvidence(label, "timeout", f"{self.origin}: {type(exc).__name__}")
+        except requests.RequestException as exc:
+            return None, NoEvidence(label, "connection", f"{self.origin}: {type(exc).__name__}")
+        if response.status_code == 429:
+            self._open_backoff(_retry_after_seconds(response.headers.get("Retry-After")), "HTTP 429")
+            return None, NoEvidence(label, "rate-limited", f"{self.origin}: HTTP 429")
+        if response.status_code != 200:
+            return None, NoEvidence(label, "http", f"{self.origin}: HTTP {response.status_code}")
+        try:
+            return response.json(), None
+        except ValueError:
+            return None, NoEvidence(label, "malformed", f"{self.origin}: reply is not JSON")
+
+    def _request(self, method: str, params: Sequence[Any]) -> dict[str, Any]:
+        self._next_id += 1
+        return {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": list(params)}
+
+    def _interpret(self, method: str, reply: Any, *, null_is_answer: bool) -> Outcome:
+        if not isinstance(reply, dict):
+            return NoEvidence(method, "malformed", f"{self.origin}: reply is not a JSON-RPC object")
+        if "error" in reply and reply["error"] is not None:
+            error = reply["error"]
+            if is_rate_limit(error):
+                self._open_backoff(DEFAULT_BACKOFF_SECONDS, _error_text(error))
+                return NoEvidence(method, "rate-limited", _error_text(error))
+            return NoEvidence(method, "error", _error_text(error))
+        if "result" not in reply:
+            return NoEvidence(method, "malformed", f"{self.origin}: reply has neither result nor error")
+        if reply["result"] is None and not null_is_answer:
+            return NoEvidence(method, "null", f"{self.origin} returned null")
+        return Answer(reply["result"])
+
+    # --- public calls ------------------------------------------------------------------------
+    def call(self, method: str, params: Sequence[Any] = (), *, null_is_answer: bool = False) -> Outcome:
+        """One request. A null result is `NoEvidence` unless the caller says null means something."""
+        request = self._request(method, params)
+        body, failure = self._post(request, method)
+        if failure:
+            return failure
+        return self._interpret(method, body, null_is_answer=null_is_answer)
+
+    def batch(self, calls: Sequence[tuple[str, Sequence[Any]]], *, null_is_answer: bool = False) -> list[Outcome]:
+        """Many requests in as few round trips as the batch limit allows; outcomes in call order."""
+        outcomes: list[Outcome] = []
+        for start in range(0, len(calls), self._max_batch):
+            chunk = calls[start : start + self._max_batch]
+            requests_ = [self._request(method, params) for method, params in chunk]
+            body, failure = self._post(requests_, f"batch of {len(chunk)}")
+            if failure:
+                outcomes += [NoEvidence(m, failure.kind, failure.detail) for m, _ in chunk]
+                continue
+            if isinstance(body, dict):  # some providers answer a whole batch with one error object
+                outcomes += [self._interpret(m, body, null_is_answer=null_is_answer) for m, _ in chunk]
+                continue
+            by_id = {r.get("id"): r for r in body if isinstance(r, dict)} if isinstance(body, list) else {}
+            for request, (method, _) in zip(requests_, chunk, strict=True):
+                reply = by_id.get(request["id"])
+                if reply is None:
+                    outcomes.append(NoEvidence(method, "malformed", f"{self.origin}: batch reply lacks an answer"))
+                else:
+                    outcomes.append(self._interpret(method, reply, null_is_answer=null_is_answer))
+        return outcomes
+
+    # --- typed helpers -----------------------------------------------------------------------
+    def block_number(self) -> int:
+        return int(require(self.call("eth_blockNumber")), 16)
+
+    def chain_id(self) -> int:
+        return int(require(self.call("eth_chainId")), 16)
+
+    def check_chain_id(self, expected: int | None) -> None:
+        """Refuse a provider on another chain (a testnet URL in production would corrupt the records)."""
+        if expected is None or self._chain_checked:
+            return
+        actual = self.chain_id()
+        if actual != expected:
+            raise ChainMismatchError(f"provider {self.origin} serves chain id {actual}, DWS_CHAIN_ID is {expected}")
+        self._chain_checked = True
+
+    def get_logs(self, *, addresses: Sequence[str], topics: Sequence[Any], from_block: int, to_block: int) -> list[dict]:
+        """eth_getLogs over [from_block, to_block], in sub-ranges the provider accepts.
+
+        A refusal for size halves the span and retries; each accepted range lets it grow again (up to
+        the configured maximum). Any other failure raises `NoEvidenceError`: a partial log list would
+        read as "no donation in the rest", which we cannot know.
+        """
+        logs: list[dict] = []
+        start = from_block
+        while start <= to_block:
+            end = min(to_block, start + self.log_span - 1)
+            params = [{"address": list(addresses), "topics": list(topics), "fromBlock": hex(start), "toBlock": hex(end)}]
+            outcome = self.call("eth_getLogs", params)
+            if isinstance(outcome, NoEvidence) and outcome.kind == "error" and is_range_refusal(outcome.detail):
+                if end == start:
+                    raise NoEvidenceError(outcome)
+                self.log_span = max(LOG_SPAN_MIN, (end - start + 1) // 2)
+                logger.info("provider %s refused %d blocks of logs; retrying with %d", self.origin, end - start + 1, self.log_span)
+                continue
+            found = require(outcome)
+            if not isinstance(found, list):
+                raise NoEvidenceError(NoEvidence("eth_getLogs", "malformed", f"{self.origin}: logs are not a list"))
+            logs += found
+            start = end + 1
+            self.log_span = min(self.log_span_max, self.log_span * 2)
+        return logs
+
+
+def wait_for_backoff(client: RpcClient, limit: float) -> None:
+    """Sleep out a short back-off window (used by the looping command between runs)."""
+    remaining = client.backoff_remaining()
+    if 0 < remaining <= limit:
+        time.sleep(remaining)

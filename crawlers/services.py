@@ -1,0 +1,403 @@
+"""The latest and finalized crawlers.
+
+Both walk the chain from their cursor (`last_block`) in ranges: one batched request for the range's
+full blocks, one `eth_getLogs` for the coins' Transfer logs to the donation address, and one batched
+request for the receipts of the ETH transfers found. A block is written (its donations and the cursor,
+in one transaction) only with positive evidence for every donation in it; a block the provider will
+not answer for holds the cursor and logs the grep-able "stuck" line.
+
+* latest: from its cursor to the head; inserts donations as unconfirmed. Notices a re-org behind its
+  cursor (the chain no longer builds on the block it recorded) and re-crawls from a safe point.
+* finalized: from its cursor to the `finalized` tag; confirms every donation of each block (inserting
+  it first if the latest crawler missed it), fails a native transfer whose receipt reports a revert,
+  and recomputes the campaign, all under the donation_stats lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from crawlers import detection
+from crawlers.detection import BlockHeader, EthCandidate, Transfer
+from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock
+from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient, require
+from donations.models import Donation, amount_scale
+from donations.rules import round_usd, usd_value
+from donations.services import Sighting, donation_record_unconfirmed, finalized_block_record
+from dws_project.config import Config
+from prices.models import ETH, Price, PriceRequest
+
+logger = logging.getLogger("dws.crawlers")
+
+LABELS = (LATEST, FINALIZED)
+RANGE_BLOCKS = 50  # blocks fetched per batch: one round trip for the blocks, one for the logs
+REORG_REWIND_BLOCKS = 64  # how far back the latest crawler re-crawls after noticing a re-org
+PRICE_WINDOW = timedelta(seconds=90)  # ETH price searched within +-1.5 minutes of the block's minute
+STUCK_POINTER = "if this persists see 'a crawler is stuck on a block' in the README"
+
+
+@dataclass
+class CrawlResult:
+    label: str
+    cursor_before: int | None = None
+    cursor: int | None = None
+    tip: int | None = None  # head (latest) or finalized block the run aimed for
+    blocks: int = 0
+    inserted: int = 0
+    confirmed: int = 0
+    failed: int = 0
+    held: str | None = None  # why the run stopped short of the tip
+
+    def summary(self) -> str:
+        text = (
+            f"crawl {self.label}: cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
+            f"{self.blocks} block(s), {self.inserted} inserted, {self.confirmed} confirmed, {self.failed} failed"
+        )
+        return text + (f"; held: {self.held}" if self.held else "")
+
+
+class BlockHeld(Exception):
+    """A block we cannot prove; the cursor stays before it."""
+
+    def __init__(self, number: int, reason: str) -> None:
+        self.number = number
+        super().__init__(reason)
+
+
+@dataclass
+class ScannedBlock:
+    header: BlockHeader
+    transfers: list[Transfer] = field(default_factory=list)
+    reverted: list[str] = field(default_factory=list)  # ETH txs to us whose receipt says status 0
+
+
+def stuck_message(number: int, reason: str) -> str:
+    return f"block: {number} -- {reason}; {STUCK_POINTER}"
+
+
+def make_client(config: Config | None = None) -> RpcClient:
+    config = config or settings.CONFIG
+    return RpcClient(config.eth_rpc_url)
+
+
+# --- cursors ------------------------------------------------------------------------------------
+
+
+def cursor_get(label: str) -> LastBlock | None:
+    return LastBlock.objects.filter(chain=CHAIN, label=label).first()
+
+
+def cursor_set(label: str, value: int, block_hash: str | None = None) -> None:
+    LastBlock.objects.update_or_create(chain=CHAIN, label=label, defaults={"value": value, "block_hash": block_hash})
+
+
+# --- reading the chain ----------------------------------------------------------------------------
+
+
+def _scan_range(client: RpcClient, config: Config, start: int, end: int) -> tuple[list[ScannedBlock], BlockHeld | None]:
+    """Blocks start..end with their donations; stops at the first block it cannot prove.
+
+    Returns the proven prefix and, if it stopped early, why. The blocks' own parent hashes must chain
+    together and every log and receipt must name the block we fetched: a re-org between our requests
+    shows up as a mismatch, which is no evidence either.
+    """
+    eth_scale = amount_scale("eth")
+    coin_scale = amount_scale("usdt")
+    outcomes = client.batch([("eth_getBlockByNumber", [hex(n), True]) for n in range(start, end + 1)])
+    blocks: list[dict] = []
+    held: BlockHeld | None = None
+    for number, outcome in zip(range(start, end + 1), outcomes, strict=True):
+        if isinstance(outcome, NoEvidence):
+            held = BlockHeld(number, f"no block from the provider ({outcome.kind}: {outcome.detail})")
+            break
+        if blocks and outcome.value["parentHash"].lower() != blocks[-1]["hash"].lower():
+            held = BlockHeld(number, "block does not build on the previous one fetched (re-org under way)")
+            break
+        blocks.append(outcome.value)
+    if not blocks:
+        return [], held
+    last = int(blocks[-1]["number"], 16)
+    scanned = {}
+    for block in blocks:
+        header = detection.block_header(block)
+        scanned[header.number] = (header, detection.eth_candidates(block, config.donation_address, eth_scale))
+
+    logs: list[dict] = []
+    if config.stable_coins:
+        try:
+            logs = client.get_logs(
+                addresses=[c.contract for c in config.stable_coins],
+                topics=[detection.TRANSFER_TOPIC, None, detection.donation_address_topic(config.donation_address)],
+                from_block=start,
+                to_block=last,
+            )
+        except NoEvidenceError as exc:
+            return [], BlockHeld(start, f"no Transfer logs for blocks {start}..{last} ({exc})")
+    transfers_by_block: dict[int, list[Transfer]] = {n: [] for n in scanned}
+    for transfer in detection.token_transfers(logs, config.stable_coins, config.donation_address, coin_scale):
+        header = scanned.get(transfer.block_number, (None, None))[0]
+        if header is None or header.hash != transfer.block_hash:
+            cut = min(transfer.block_number, last)
+            return _prefix(scanned, transfers_by_block, {}, cut), BlockHeld(
+                cut, f"Transfer log of tx '{transfer.tx_hash}' names another block hash (re-org under way)"
+            )
+        transfers_by_block[transfer.block_number].append(transfer)
+
+    candidates = [c for _, cands in scanned.values() for c in cands]
+    receipts = client.batch([("eth_getTransactionReceipt", [c.tx_hash]) for c in candidates]) if candidates else []
+    reverted: dict[int, list[str]] = {}
+    for candidate, outcome in zip(candidates, receipts, strict=True):
+        receipt = outcome.value if isinstance(outcome, Answer) else None
+        if receipt is None or (receipt.get("blockHash") or "").lower() != candidate.block_hash:
+            usable = _usable_receipts(scanned[candidate.block_number][1], candidates, receipts)
+            total = len(scanned[candidate.block_number][1])
+            why = outcome.describe() if isinstance(outcome, NoEvidence) else "receipt names another block"
+            return _prefix(scanned, transfers_by_block, reverted, candidate.block_number), BlockHeld(
+                candidate.block_number,
+                f"no tx receipt for tx '{candidate.tx_hash}' ({usable} usable receipt(s) for {total} tx(s)): {why}",
+            )
+        if detection.receipt_succeeded(receipt):
+            transfers_by_block[candidate.block_number].append(detection.eth_transfer(candidate, eth_scale))
+        else:
+            reverted.setdefault(candidate.block_number, []).append(candidate.tx_hash)
+    return _prefix(scanned, transfers_by_block, reverted, last + 1), held
+
+
+def _usable_receipts(block_candidates: Sequence[EthCandidate], candidates: Sequence[EthCandidate], receipts) -> int:
+    wanted = {c.tx_hash: c.block_hash for c in block_candidates}
+    count = 0
+    for candidate, outcome in zip(candidates, receipts, strict=True):
+        if candidate.tx_hash in wanted and isinstance(outcome, Answer):
+            if (outcome.value.get("blockHash") or "").lower() == wanted[candidate.tx_hash]:
+                count += 1
+    return count
+
+
+def _prefix(scanned, transfers_by_block, reverted, stop: int) -> list[ScannedBlock]:
+    """The scanned blocks before `stop`, in order."""
+    return [
+        ScannedBlock(header=scanned[n][0], transfers=transfers_by_block.get(n, []), reverted=reverted.get(n, []))
+        for n in sorted(scanned)
+        if n < stop
+    ]
+
+
+# --- pricing --------------------------------------------------------------------------------------
+
+
+def block_minute(when: datetime) -> datetime:
+    return when.replace(second=0, microsecond=0)
+
+
+def eth_price_near(minute: datetime) -> Price | None:
+    """The ETH price row nearest the block's minute within +-1.5 minutes."""
+    rows = list(Price.objects.filter(asset=ETH, created_at__range=(minute - PRICE_WINDOW, minute + PRICE_WINDOW)))
+    return min(rows, key=lambda r: (abs(r.created_at - minute), r.created_at), default=None)
+
+
+def price_request_file(minute: datetime) -> PriceRequest:
+    """Ask the price service for a historical minute; filing twice is a no-op."""
+    request, created = PriceRequest.objects.get_or_create(asset=ETH, requested_at=minute)
+    if created:
+        logger.info("filed a price request for ETH at %s", minute.isoformat())
+    return request
+
+
+def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sighting]:
+    """USD values for a block's transfers; raises BlockHeld when an ETH transfer has no price yet."""
+    if not transfers:
+        return []
+    eth_price = None
+    if any(t.asset == "eth" for t in transfers):
+        minute = block_minute(block.header.time)
+        row = eth_price_near(minute)
+        if row is None:
+            price_request_file(minute)
+            raise BlockHeld(block.header.number, f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC")
+        eth_price = row.price
+    return [
+        Sighting(transfer=t, block_time=block.header.time, usd_amount=round_usd(usd_value(t.asset, t.amount, eth_price)))
+        for t in transfers
+    ]
+
+
+def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
+    """The transfers without a row seen in this very block (the rest need no price)."""
+    if not transfers:
+        return []
+    known = set(
+        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list("tx_hash", "log_index", "block_hash")
+    )
+    return [t for t in transfers if (t.tx_hash, t.log_index, t.block_hash) not in known]
+
+
+# --- writing one block ----------------------------------------------------------------------------
+
+
+def _write_latest(block: ScannedBlock, config: Config) -> int:
+    transfers = _unrecorded(block.transfers)
+    inserted = 0
+    for sighting in _sightings(block, transfers):
+        _, outcome = donation_record_unconfirmed(sighting=sighting, tiers=config.sale_tiers)
+        inserted += outcome != "unchanged"
+        logger.info(
+            "latest: %s donation %s of %s %s from %s in block %d (%s)",
+            sighting.transfer.asset,
+            sighting.transfer.tx_hash,
+            sighting.transfer.amount,
+            sighting.transfer.asset,
+            sighting.transfer.donor,
+            block.header.number,
+            outcome,
+        )
+    return inserted
+
+
+def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int]:
+    if not block.transfers and not block.reverted:
+        return 0, 0, 0
+    # Rows already seen in this block keep their USD value; only new sightings need a price.
+    unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers)}
+    priced = {(s.transfer.tx_hash, s.transfer.log_index): s for s in _sightings(block, [t for t in block.transfers if (t.tx_hash, t.log_index) in unrecorded])}
+    sightings = []
+    for transfer in block.transfers:
+        key = (transfer.tx_hash, transfer.log_index)
+        if key in priced:
+            sightings.append(priced[key])
+        else:
+            row = Donation.objects.get(tx_hash=transfer.tx_hash, log_index=transfer.log_index)
+            sightings.append(Sighting(transfer=transfer, block_time=block.header.time, usd_amount=row.usd_amount))
+    result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
+    if sightings or result.failed:
+        logger.info(
+            "finalized: block %d: %d confirmed, %d inserted, %d held (paused), %d failed (reverted)",
+            block.header.number,
+            result.confirmed,
+            result.inserted,
+            result.held_paused,
+            result.failed,
+        )
+    return result.inserted, result.confirmed, result.failed
+
+
+def _write_block(label: str, block: ScannedBlock, config: Config, result: CrawlResult) -> None:
+    if label == LATEST:
+        result.inserted += _write_latest(block, config)
+    else:
+        inserted, confirmed, failed = _write_finalized(block, config)
+        result.inserted += inserted
+        result.confirmed += confirmed
+        result.failed += failed
+
+
+# --- the crawl loop -------------------------------------------------------------------------------
+
+
+def _tip(client: RpcClient, label: str) -> int:
+    if label == LATEST:
+        return client.block_number()
+    block = require(client.call("eth_getBlockByNumber", ["finalized", False]))
+    return int(block["number"], 16)
+
+
+def _start_cursor(client: RpcClient, label: str, config: Config) -> LastBlock:
+    """A first run begins at DWS_START_BLOCK, else at the current head (the cursor is the block before)."""
+    start = config.start_block if config.start_block is not None else client.block_number()
+    cursor_set(label, max(start - 1, 0))
+    logger.info("crawl %s: no cursor yet; starting at block %d", label, start)
+    return cursor_get(label)  # type: ignore[return-value]
+
+
+def crawl(label: str, *, config: Config | None = None, client: RpcClient | None = None, max_blocks: int | None = None) -> CrawlResult:
+    """One run of the `label` crawler: from its cursor towards the tip until caught up or held."""
+    config = config or settings.CONFIG
+    client = client or make_client(config)
+    result = CrawlResult(label)
+    try:
+        client.check_chain_id(config.chain_id)
+        cursor = cursor_get(label) or _start_cursor(client, label, config)
+        result.cursor_before = result.cursor = cursor.value
+        tip = _tip(client, label)
+    except NoEvidenceError as exc:
+        result.held = f"provider gave no evidence: {exc}"
+        logger.warning("crawl %s: %s", label, result.held)
+        return result
+    result.tip = tip
+    if tip < cursor.value:
+        result.held = f"provider's {label} block {tip} is behind our cursor {cursor.value} (lagging or re-syncing node); waiting"
+        logger.warning("crawl %s: %s", label, result.held)
+        return result
+    position, position_hash = cursor.value, cursor.block_hash
+    budget = max_blocks if max_blocks is not None else float("inf")
+    while position < tip and result.blocks < budget:
+        end = int(min(tip, position + RANGE_BLOCKS, position + budget - result.blocks))
+        blocks, held = _scan_range(client, config, position + 1, end)
+        if blocks and position_hash and blocks[0].header.parent_hash != position_hash:
+            if label == LATEST:
+                position, position_hash = _rewind_after_reorg(client, position, config)
+                continue
+            result.held = f"finalized block {position + 1} does not build on the finalized block {position} we recorded"
+            logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
+            return result
+        try:
+            for block in blocks:
+                with transaction.atomic():
+                    _write_block(label, block, config, result)
+                    cursor_set(label, block.header.number, block.header.hash)
+                position, position_hash = block.header.number, block.header.hash
+                result.cursor = position
+                result.blocks += 1
+        except BlockHeld as exc:
+            held = exc
+        if held is not None:
+            result.held = stuck_message(held.number, str(held))
+            logger.error("crawl %s: %s", label, result.held)
+            return result
+    return result
+
+
+def _rewind_after_reorg(client: RpcClient, position: int, config: Config) -> tuple[int, str | None]:
+    """The chain no longer builds on our cursor's block: re-crawl from a point the re-org cannot reach."""
+    floor = config.start_block - 1 if config.start_block else 0
+    target = max(position - REORG_REWIND_BLOCKS, floor)
+    try:
+        target = max(target, min(_tip(client, FINALIZED), position - 1))
+    except NoEvidenceError:
+        pass
+    logger.warning("crawl latest: re-org detected at block %d; re-crawling from block %d", position, target + 1)
+    cursor_set(LATEST, target, None)
+    return target, None
+
+
+def crawl_single_block(label: str, number: int, *, config: Config | None = None, client: RpcClient | None = None) -> CrawlResult:
+    """Re-crawl one block without touching the cursor; writes are idempotent, so nothing is duplicated."""
+    config = config or settings.CONFIG
+    client = client or make_client(config)
+    result = CrawlResult(label, cursor_before=number, cursor=number, tip=number)
+    try:
+        client.check_chain_id(config.chain_id)
+        tip = _tip(client, label)
+    except NoEvidenceError as exc:
+        result.held = f"provider gave no evidence: {exc}"
+        return result
+    if number > tip:
+        result.held = f"block {number} is beyond the provider's {label} block {tip}"
+        return result
+    blocks, held = _scan_range(client, config, number, number)
+    try:
+        for block in blocks:
+            with transaction.atomic():
+                _write_block(label, block, config, result)
+            result.blocks += 1
+    except BlockHeld as exc:
+        held = exc
+    if held is not None:
+        result.held = stuck_message(held.number, str(held))
+        logger.error("crawl %s --single-block: %s", label, result.held)
+    return result

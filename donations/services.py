@@ -1,0 +1,272 @@
+"""The crediting writes: record a sighting, confirm, fail a revert, recompute the campaign and per-donor totals.
+
+Every rule here exists once and is shared by the latest crawler, the finalized crawler and the
+old-unconfirmed crawler (issue #4). Confirmation and the campaign totals change only under the
+donation_stats row lock, taken first and always in the same order (campaign row, then donation rows,
+then user_data rows by address), so two writers can never interleave a crediting decision.
+
+Token counts: a donation gets ceil(USD / price) at the tier in force when it is recorded; when it is
+confirmed the tier is read again from the confirmed total under the lock, and a closed sale issues 0.
+A confirmed donation is never re-priced.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from crawlers.detection import Transfer
+from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
+from donations.rules import SaleState, round_usd, sale_state, tokens_for
+from dws_project.config import SaleTier
+from prices.models import TOKEN, Price
+
+logger = logging.getLogger("dws.donations")
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """A transfer seen in a block, with its USD value at that block's ETH price (coins 1:1)."""
+
+    transfer: Transfer
+    block_time: datetime
+    usd_amount: Decimal  # already rounded to cents
+
+
+class Outcome:
+    INSERTED = "inserted"
+    MOVED = "moved"  # seen again in another block after a re-org: recorded anew
+    UNCHANGED = "unchanged"
+    CONFIRMED = "confirmed"
+    ALREADY_CONFIRMED = "already-confirmed"
+    HELD_PAUSED = "held-paused"
+    FAILED = "failed"
+
+
+def stats_lock() -> DonationStats:
+    """The campaign row, locked until the surrounding transaction ends."""
+    return DonationStats.objects.select_for_update().get()
+
+
+def confirmed_totals(address: str | None = None) -> tuple[Decimal, int, int]:
+    """(USD, tokens, count) of the confirmed donations, of everyone or of one address."""
+    rows = Donation.objects.filter(status=DonationStatus.CONFIRMED)
+    if address is not None:
+        rows = rows.filter(address=address)
+    sums = rows.aggregate(total=Sum("usd_amount"), tokens=Sum("tokens"), n=Count("id"))
+    return sums["total"] or Decimal("0"), sums["tokens"] or 0, sums["n"]
+
+
+def _priced(usd: Decimal, state: SaleState) -> tuple[Decimal, int]:
+    return state.token_price, tokens_for(usd, state.token_price)
+
+
+def _find(transfer: Transfer, *, lock: bool) -> Donation | None:
+    rows = Donation.objects.filter(tx_hash=transfer.tx_hash)
+    rows = rows.filter(log_index__isnull=True) if transfer.log_index is None else rows.filter(log_index=transfer.log_index)
+    if lock:
+        rows = rows.select_for_update()
+    return rows.first()
+
+
+def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
+    t = sighting.transfer
+    return Donation(
+        tx_hash=t.tx_hash,
+        log_index=t.log_index,
+        address=t.donor,
+        asset=t.asset,
+        amount=t.amount,
+        usd_amount=sighting.usd_amount,
+        price=price,
+        tokens=tokens,
+        status=DonationStatus.UNCONFIRMED,
+        block_number=t.block_number,
+        block_hash=t.block_hash,
+        block_time=sighting.block_time,
+    )
+
+
+def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int) -> None:
+    """An unconfirmed row whose block was re-orged away, seen again elsewhere: record it as seen there."""
+    donation.block_number = sighting.transfer.block_number
+    donation.block_hash = sighting.transfer.block_hash
+    donation.block_time = sighting.block_time
+    donation.usd_amount = sighting.usd_amount
+    donation.price = price
+    donation.tokens = tokens
+    donation.save(update_fields=["block_number", "block_hash", "block_time", "usd_amount", "price", "tokens", "modified_at"])
+
+
+def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]) -> tuple[Donation, str]:
+    """Insert a sighting as unconfirmed (idempotent); the latest crawler's only write.
+
+    Tokens are priced at the current tier and never zeroed here: a closed sale is applied when the
+    donation is confirmed, since the sale may reopen before then. A confirmed or failed row is left
+    alone; an unconfirmed row from a block that is no longer canonical is recorded anew.
+    """
+    state = sale_state(DonationStats.objects.get().tokens, tiers)
+    price, tokens = _priced(sighting.usd_amount, state)
+    with transaction.atomic():
+        existing = _find(sighting.transfer, lock=True)
+        if existing is None:
+            try:
+                with transaction.atomic():
+                    row = _new_row(sighting, price, tokens)
+                    row.save(force_insert=True)
+                    return row, Outcome.INSERTED
+            except IntegrityError:  # another writer inserted it first: theirs stands
+                return _find(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
+        if existing.status == DonationStatus.UNCONFIRMED and existing.block_hash != sighting.transfer.block_hash:
+            _move_to(existing, sighting, price, tokens)
+            return existing, Outcome.MOVED
+        return existing, Outcome.UNCHANGED
+
+
+def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequence[SaleTier]) -> str:
+    """Apply the crediting rule to one donation, exactly once. Caller holds `stats_lock()`.
+
+    `stats.tokens` must be the confirmed total as of this moment (it is advanced here, so several
+    confirmations under one lock see each other). Paused: the row stays unconfirmed. Already
+    confirmed: untouched, whatever the sale does now. Closed: confirmed with 0 tokens.
+    """
+    if donation.status == DonationStatus.CONFIRMED:
+        return Outcome.ALREADY_CONFIRMED
+    if stats.status == CampaignStatus.PAUSED:
+        return Outcome.HELD_PAUSED
+    if donation.status == DonationStatus.FAILED:
+        # Positive evidence (the transfer in a finalized block) outweighs an earlier absence.
+        logger.warning("donation %s was failed but is in a finalized block; confirming it", donation.tx_hash)
+    state = sale_state(stats.tokens, tiers)
+    donation.price = state.token_price
+    donation.tokens = 0 if state.closed else tokens_for(donation.usd_amount, state.token_price)
+    donation.status = DonationStatus.CONFIRMED
+    donation.save(update_fields=["price", "tokens", "status", "modified_at"])
+    stats.tokens += donation.tokens
+    stats.total += donation.usd_amount
+    return Outcome.CONFIRMED
+
+
+def donation_fail_reverted(*, donation: Donation) -> bool:
+    """A finalized receipt reports the transaction reverted: no money moved. Caller holds the stats lock."""
+    if donation.status == DonationStatus.FAILED:
+        return False
+    logger.warning(
+        "donation %s (%s) reverted on chain per its finalized receipt; %s -> failed",
+        donation.tx_hash,
+        donation.asset,
+        donation.status,
+    )
+    donation.status = DonationStatus.FAILED
+    donation.save(update_fields=["status", "modified_at"])
+    return True
+
+
+def stats_recompute(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> DonationStats:
+    """Campaign totals from the confirmed donations; open/closed re-derived; token price row on a tier change.
+
+    The stored status is never an input. `paused` is the operator's and is left as it is.
+    """
+    total, tokens, _ = confirmed_totals()
+    state = sale_state(tokens, tiers)
+    stats.total = round_usd(total)
+    stats.tokens = tokens
+    if stats.status != CampaignStatus.PAUSED:
+        stats.status = CampaignStatus.CLOSED if state.closed else CampaignStatus.OPEN
+    stats.save(update_fields=["total", "tokens", "status", "modified_at"])
+    token_price_record(state=state, confirmed_tokens=tokens)
+    return stats
+
+
+def token_price_record(*, state: SaleState, confirmed_tokens: int) -> Price | None:
+    """A `price` row for the sale token whenever the tier's price differs from the last one written."""
+    last = Price.objects.filter(asset=TOKEN).order_by("-created_at").values_list("price", flat=True).first()
+    if last is not None and last == state.token_price:
+        return None
+    row = Price.objects.create(
+        asset=TOKEN,
+        price=state.token_price,
+        created_at=timezone.now(),
+        sources={"tier": state.tier_number, "confirmed_tokens": confirmed_tokens, "closed": state.closed},
+    )
+    logger.info("token price now %s (tier %d, %d tokens confirmed)", state.token_price, state.tier_number, confirmed_tokens)
+    return row
+
+
+_USER_DATA_REFRESH = """
+WITH sums AS (
+    SELECT COALESCE(SUM(usd_amount), 0) AS total, COALESCE(SUM(tokens), 0) AS tokens, COUNT(*) AS n
+    FROM donation WHERE address = %(address)s AND status = 'confirmed'
+)
+INSERT INTO user_data (address, total, tokens)
+SELECT %(address)s, sums.total, sums.tokens FROM sums
+WHERE sums.n > 0 OR EXISTS (SELECT 1 FROM user_data WHERE address = %(address)s)
+ON CONFLICT (address) DO UPDATE SET total = EXCLUDED.total, tokens = EXCLUDED.tokens, modified_at = now()
+WHERE user_data.total IS DISTINCT FROM EXCLUDED.total OR user_data.tokens IS DISTINCT FROM EXCLUDED.tokens
+"""
+
+
+def user_data_refresh(*, addresses: Iterable[str]) -> None:
+    """Bring each address's totals to the sum of its confirmed donations (seed 000's update_user_data).
+
+    No row is created for an address without a confirmed donation; an existing row is zeroed when its
+    donations all leave `confirmed`; nothing is written when nothing changed. Addresses in sorted
+    order, so concurrent writers lock rows in the same order.
+    """
+    with connection.cursor() as cursor:
+        for address in sorted(set(addresses)):
+            cursor.execute(_USER_DATA_REFRESH, {"address": address})
+
+
+@dataclass
+class FinalizedBlockResult:
+    confirmed: int = 0
+    inserted: int = 0
+    held_paused: int = 0
+    failed: int = 0
+
+
+@transaction.atomic
+def finalized_block_record(
+    *, sightings: Sequence[Sighting], reverted_tx_hashes: Sequence[str], tiers: Sequence[SaleTier]
+) -> FinalizedBlockResult:
+    """Everything the finalized crawler writes for one block, under the campaign lock, in one transaction.
+
+    Each sighting is inserted if the latest crawler missed it and then confirmed by the crediting
+    rule; each native ETH transaction whose finalized receipt reports a revert fails its row (a
+    confirmed one drops out of the totals, so the sale may reopen). Then the campaign and the touched
+    donors' totals are recomputed.
+    """
+    result = FinalizedBlockResult()
+    stats = stats_lock()
+    stats.total, stats.tokens, _ = confirmed_totals()  # the truth under the lock, not the stored copy
+    touched: set[str] = set()
+    for sighting in sightings:
+        donation, outcome = donation_record_unconfirmed(sighting=sighting, tiers=tiers)
+        if outcome == Outcome.INSERTED:
+            result.inserted += 1
+        donation.refresh_from_db()
+        decision = donation_confirm(stats=stats, donation=donation, tiers=tiers)
+        if decision == Outcome.CONFIRMED:
+            result.confirmed += 1
+            touched.add(donation.address)
+        elif decision == Outcome.HELD_PAUSED:
+            result.held_paused += 1
+    for tx_hash in reverted_tx_hashes:
+        for donation in Donation.objects.select_for_update().filter(tx_hash=tx_hash, log_index__isnull=True):
+            was_confirmed = donation.status == DonationStatus.CONFIRMED
+            if donation_fail_reverted(donation=donation):
+                result.failed += 1
+                if was_confirmed:
+                    touched.add(donation.address)
+    if result.confirmed or result.failed or result.inserted:
+        stats_recompute(stats=stats, tiers=tiers)
+        user_data_refresh(addresses=touched)
+    return result

@@ -1,0 +1,240 @@
+"""A real anvil node for tests and benchmarks: start/stop, deploy the test contracts, move ETH and tokens.
+
+Used by the crawler tests, the chaos tests and the browser tests. Every call is plain JSON-RPC over HTTP
+(anvil's development accounts are unlocked, so `eth_sendTransaction` needs no key handling here).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import requests
+from eth_abi import encode
+from eth_utils import keccak, to_checksum_address
+
+ROOT = Path(__file__).resolve().parent.parent
+ANVIL = ROOT / "node_modules" / ".bin" / "anvil"
+ARTIFACTS = Path(__file__).resolve().parent / "contracts" / "artifacts"
+PORT_RANGE = range(18500, 18600)
+
+# anvil's well-known development accounts (mnemonic "test test ... junk"), lower case.
+ACCOUNTS = (
+    "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
+    "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
+    "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc",
+    "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
+    "0x15d34aaf54267db7d7c367839aaf71a00a2c6a65",
+    "0x9965507d1a55bcc2695c58ba16fb37d819b0a4dc",
+    "0x976ea74026e726554db657fa54763abd0c3a0aa9",
+    "0x14dc79964da2c08b23698b3d3cc7ca32193d9955",
+    "0x23618e81e3f5cdf7f54c3d65f7fbc0abaa3ed39d",
+    "0xa0ee7a142d267c1f36714e4a8f75612f20a79720",
+)
+DEPLOYER = ACCOUNTS[0]
+DONATION_ADDRESS = ACCOUNTS[9]  # deploy/env.local's DWS_DONATION_ADDRESS
+ETHER = 10**18
+
+
+def selector(signature: str) -> bytes:
+    return keccak(text=signature)[:4]
+
+
+def free_port(ports: Sequence[int] = PORT_RANGE) -> int:
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {ports[0]}..{ports[-1]}")
+
+
+def load_artifact(name: str) -> dict[str, Any]:
+    return json.loads((ARTIFACTS / f"{name}.json").read_text())
+
+
+class RpcFailure(Exception):
+    pass
+
+
+class Anvil:
+    """One anvil process. `finalized` trails the head by two blocks (one slot per epoch)."""
+
+    def __init__(self, *, port: int | None = None, slots_in_an_epoch: int = 1, extra_args: Sequence[str] = ()) -> None:
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._args = [
+            str(ANVIL),
+            "--port",
+            str(self.port),
+            "--host",
+            "127.0.0.1",
+            "--slots-in-an-epoch",
+            str(slots_in_an_epoch),
+            "--silent",
+            *extra_args,
+        ]
+        self._process: subprocess.Popen | None = None
+        self._session = requests.Session()
+        self._ids = 0
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def start(self, timeout: float = 20.0) -> Anvil:
+        self._process = subprocess.Popen(self._args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"anvil exited: {self._process.stderr.read().decode(errors='replace')[:500]}")
+            try:
+                self.rpc("eth_chainId")
+                return self
+            except (requests.ConnectionError, RpcFailure):
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("anvil did not answer in time")
+
+    def stop(self) -> None:
+        if self._process and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        self._process = None
+
+    def __enter__(self) -> Anvil:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    # --- raw JSON-RPC -------------------------------------------------------------------------
+    def rpc(self, method: str, *params: Any) -> Any:
+        self._ids += 1
+        body = {"jsonrpc": "2.0", "id": self._ids, "method": method, "params": list(params)}
+        reply = self._session.post(self.url, json=body, timeout=30).json()
+        if "error" in reply:
+            raise RpcFailure(f"{method}: {reply['error']}")
+        return reply["result"]
+
+    def rpc_batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
+        body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(calls)]
+        replies = sorted(self._session.post(self.url, json=body, timeout=120).json(), key=lambda r: r["id"])
+        for reply in replies:
+            if "error" in reply:
+                raise RpcFailure(str(reply["error"]))
+        return [r["result"] for r in replies]
+
+    # --- chain control ------------------------------------------------------------------------
+    def head(self) -> int:
+        return int(self.rpc("eth_blockNumber"), 16)
+
+    def finalized(self) -> int:
+        return int(self.rpc("eth_getBlockByNumber", "finalized", False)["number"], 16)
+
+    def block(self, number: int | str, full: bool = False) -> dict[str, Any]:
+        tag = hex(number) if isinstance(number, int) else number
+        return self.rpc("eth_getBlockByNumber", tag, full)
+
+    def mine(self, blocks: int = 1) -> int:
+        self.rpc("anvil_mine", hex(blocks))
+        return self.head()
+
+    def set_automine(self, enabled: bool) -> None:
+        self.rpc("evm_setAutomine", enabled)
+
+    def set_next_block_timestamp(self, timestamp: int) -> None:
+        self.rpc("evm_setNextBlockTimestamp", hex(timestamp))
+
+    def snapshot(self) -> str:
+        return self.rpc("evm_snapshot")
+
+    def revert(self, snapshot_id: str) -> None:
+        if not self.rpc("evm_revert", snapshot_id):
+            raise RpcFailure(f"evm_revert {snapshot_id} refused")
+
+    def reorg(self, depth: int, transactions: Sequence[tuple[dict[str, Any], int]] = ()) -> None:
+        """Replace the last `depth` blocks; `transactions` are (tx request, block offset) pairs."""
+        self.rpc("anvil_reorg", depth, [[tx, offset] for tx, offset in transactions])
+
+    def set_code(self, address: str, code: str) -> None:
+        self.rpc("anvil_setCode", address, code)
+
+    def set_balance(self, address: str, wei: int) -> None:
+        self.rpc("anvil_setBalance", address, hex(wei))
+
+    def impersonate(self, address: str) -> None:
+        self.rpc("anvil_impersonateAccount", address)
+
+    def receipt(self, tx_hash: str) -> dict[str, Any]:
+        return self.rpc("eth_getTransactionReceipt", tx_hash)
+
+    # --- transactions -------------------------------------------------------------------------
+    def send(self, tx: dict[str, Any]) -> str:
+        return self.rpc("eth_sendTransaction", tx)
+
+    def send_eth(self, sender: str, to: str, wei: int, *, gas: int | None = None) -> str:
+        tx: dict[str, Any] = {"from": sender, "to": to, "value": hex(wei)}
+        if gas is not None:
+            tx["gas"] = hex(gas)
+        return self.send(tx)
+
+    def deploy(self, artifact: str, types: Sequence[str] = (), args: Sequence[Any] = (), *, sender: str = DEPLOYER) -> str:
+        data = load_artifact(artifact)["bytecode"] + encode(list(types), list(args)).hex()
+        tx_hash = self.send({"from": sender, "data": data, "gas": hex(3_000_000)})
+        receipt = self.receipt(tx_hash)
+        if receipt is None:  # automine off: the caller mines later
+            raise RpcFailure("deploy needs automine")
+        if receipt["status"] != "0x1":
+            raise RpcFailure(f"deploying {artifact} reverted")
+        return receipt["contractAddress"].lower()
+
+    def call_data(self, signature: str, types: Sequence[str], args: Sequence[Any]) -> str:
+        return "0x" + (selector(signature) + encode(list(types), list(args))).hex()
+
+    def token_tx(self, token: str, sender: str, signature: str, types: Sequence[str], args: Sequence[Any]) -> dict:
+        return {"from": sender, "to": token, "data": self.call_data(signature, types, args), "gas": hex(200_000)}
+
+    def mint(self, token: str, to: str, amount: int) -> str:
+        return self.send(self.token_tx(token, DEPLOYER, "mint(address,uint256)", ["address", "uint256"], [to, amount]))
+
+    def transfer_token(self, token: str, sender: str, to: str, amount: int) -> str:
+        tx = self.token_tx(token, sender, "transfer(address,uint256)", ["address", "uint256"], [to, amount])
+        return self.send(tx)
+
+    def approve(self, token: str, owner: str, spender: str, amount: int) -> str:
+        tx = self.token_tx(token, owner, "approve(address,uint256)", ["address", "uint256"], [spender, amount])
+        return self.send(tx)
+
+    def transfer_from(self, token: str, spender: str, owner: str, to: str, amount: int) -> str:
+        types = ["address", "address", "uint256"]
+        tx = self.token_tx(token, spender, "transferFrom(address,address,uint256)", types, [owner, to, amount])
+        return self.send(tx)
+
+    def wallet_forward(self, wallet: str, owner: str, token: str, to: str, amount: int) -> str:
+        types = ["address", "address", "uint256"]
+        tx = self.token_tx(wallet, owner, "forward(address,address,uint256)", types, [token, to, amount])
+        return self.send(tx)
+
+    def token_balance(self, token: str, owner: str) -> int:
+        data = self.call_data("balanceOf(address)", ["address"], [owner])
+        return int(self.rpc("eth_call", {"to": token, "data": data}, "latest"), 16)
+
+
+def deploy_stable_coins(anvil: Anvil) -> dict[str, str]:
+    """USDT then USDC from the deployer's first two nonces: the addresses deploy/env.local configures."""
+    usdt = anvil.deploy("TestStableCoin", ["string", "string"], ["Tether USD (test)", "USDT"])
+    usdc = anvil.deploy("TestStableCoin", ["string", "string"], ["USD Coin (test)", "USDC"])
+    return {"usdt": usdt, "usdc": usdc}
+
+
+def checksum(address: str) -> str:
+    return to_checksum_address(address)
