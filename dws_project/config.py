@@ -225,7 +225,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         raw = environ_.get(var)
         if raw is None or raw.strip() == "":
             if default is environ.Env.NOTSET:
-                problems.append((var, "is required but not set"))
+                problems.append((var, "is required but not set or empty"))
             else:
                 values[var] = default
             return
