@@ -250,7 +250,9 @@ class RpcClient:
             raise ChainMismatchError(f"provider {self.origin} serves chain id {actual}, DWS_CHAIN_ID is {expected}")
         self._chain_checked = True
 
-    def get_logs(self, *, addresses: Sequence[str], topics: Sequence[Any], from_block: int, to_block: int) -> list[dict]:
+    def get_logs(
+        self, *, addresses: Sequence[str], topics: Sequence[Any], from_block: int, to_block: int
+    ) -> list[dict]:
         """eth_getLogs over [from_block, to_block], in sub-ranges the provider accepts.
 
         A refusal for size halves the span and retries; each accepted range lets it grow again (up to
@@ -261,13 +263,20 @@ class RpcClient:
         start = from_block
         while start <= to_block:
             end = min(to_block, start + self.log_span - 1)
-            params = [{"address": list(addresses), "topics": list(topics), "fromBlock": hex(start), "toBlock": hex(end)}]
+            params = [
+                {"address": list(addresses), "topics": list(topics), "fromBlock": hex(start), "toBlock": hex(end)}
+            ]
             outcome = self.call("eth_getLogs", params)
             if isinstance(outcome, NoEvidence) and outcome.kind == "error" and is_range_refusal(outcome.detail):
                 if end == start:
                     raise NoEvidenceError(outcome)
                 self.log_span = max(LOG_SPAN_MIN, (end - start + 1) // 2)
-                logger.info("provider %s refused %d blocks of logs; retrying with %d", self.origin, end - start + 1, self.log_span)
+                logger.info(
+                    "provider %s refused %d blocks of logs; retrying with %d",
+                    self.origin,
+                    end - start + 1,
+                    self.log_span,
+                )
                 continue
             found = require(outcome)
             if not isinstance(found, list):

@@ -15,6 +15,7 @@ not answer for holds the cursor and logs the grep-able "stuck" line.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -173,9 +174,9 @@ def _usable_receipts(block_candidates: Sequence[EthCandidate], candidates: Seque
     wanted = {c.tx_hash: c.block_hash for c in block_candidates}
     count = 0
     for candidate, outcome in zip(candidates, receipts, strict=True):
-        if candidate.tx_hash in wanted and isinstance(outcome, Answer):
-            if (outcome.value.get("blockHash") or "").lower() == wanted[candidate.tx_hash]:
-                count += 1
+        answered = isinstance(outcome, Answer) and candidate.tx_hash in wanted
+        if answered and (outcome.value.get("blockHash") or "").lower() == wanted[candidate.tx_hash]:
+            count += 1
     return count
 
 
@@ -222,7 +223,9 @@ def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sight
             raise BlockHeld(block.header.number, f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC")
         eth_price = row.price
     return [
-        Sighting(transfer=t, block_time=block.header.time, usd_amount=round_usd(usd_value(t.asset, t.amount, eth_price)))
+        Sighting(
+            transfer=t, block_time=block.header.time, usd_amount=round_usd(usd_value(t.asset, t.amount, eth_price))
+        )
         for t in transfers
     ]
 
@@ -232,7 +235,9 @@ def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
     if not transfers:
         return []
     known = set(
-        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list("tx_hash", "log_index", "block_hash")
+        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list(
+            "tx_hash", "log_index", "block_hash"
+        )
     )
     return [t for t in transfers if (t.tx_hash, t.log_index, t.block_hash) not in known]
 
@@ -264,7 +269,10 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
         return 0, 0, 0
     # Rows already seen in this block keep their USD value; only new sightings need a price.
     unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers)}
-    priced = {(s.transfer.tx_hash, s.transfer.log_index): s for s in _sightings(block, [t for t in block.transfers if (t.tx_hash, t.log_index) in unrecorded])}
+    priced = {
+        (s.transfer.tx_hash, s.transfer.log_index): s
+        for s in _sightings(block, [t for t in block.transfers if (t.tx_hash, t.log_index) in unrecorded])
+    }
     sightings = []
     for transfer in block.transfers:
         key = (transfer.tx_hash, transfer.log_index)
@@ -314,7 +322,9 @@ def _start_cursor(client: RpcClient, label: str, config: Config) -> LastBlock:
     return cursor_get(label)  # type: ignore[return-value]
 
 
-def crawl(label: str, *, config: Config | None = None, client: RpcClient | None = None, max_blocks: int | None = None) -> CrawlResult:
+def crawl(
+    label: str, *, config: Config | None = None, client: RpcClient | None = None, max_blocks: int | None = None
+) -> CrawlResult:
     """One run of the `label` crawler: from its cursor towards the tip until caught up or held."""
     config = config or settings.CONFIG
     client = client or make_client(config)
@@ -330,7 +340,9 @@ def crawl(label: str, *, config: Config | None = None, client: RpcClient | None 
         return result
     result.tip = tip
     if tip < cursor.value:
-        result.held = f"provider's {label} block {tip} is behind our cursor {cursor.value} (lagging or re-syncing node); waiting"
+        result.held = (
+            f"provider's {label} block {tip} is behind our cursor {cursor.value} (lagging or re-syncing node); waiting"
+        )
         logger.warning("crawl %s: %s", label, result.held)
         return result
     position, position_hash = cursor.value, cursor.block_hash
@@ -366,16 +378,16 @@ def _rewind_after_reorg(client: RpcClient, position: int, config: Config) -> tup
     """The chain no longer builds on our cursor's block: re-crawl from a point the re-org cannot reach."""
     floor = config.start_block - 1 if config.start_block else 0
     target = max(position - REORG_REWIND_BLOCKS, floor)
-    try:
+    with contextlib.suppress(NoEvidenceError):  # without the finalized tag, the fixed rewind will do
         target = max(target, min(_tip(client, FINALIZED), position - 1))
-    except NoEvidenceError:
-        pass
     logger.warning("crawl latest: re-org detected at block %d; re-crawling from block %d", position, target + 1)
     cursor_set(LATEST, target, None)
     return target, None
 
 
-def crawl_single_block(label: str, number: int, *, config: Config | None = None, client: RpcClient | None = None) -> CrawlResult:
+def crawl_single_block(
+    label: str, number: int, *, config: Config | None = None, client: RpcClient | None = None
+) -> CrawlResult:
     """Re-crawl one block without touching the cursor; writes are idempotent, so nothing is duplicated."""
     config = config or settings.CONFIG
     client = client or make_client(config)

@@ -70,7 +70,9 @@ def _priced(usd: Decimal, state: SaleState) -> tuple[Decimal, int]:
 
 def _find(transfer: Transfer, *, lock: bool) -> Donation | None:
     rows = Donation.objects.filter(tx_hash=transfer.tx_hash)
-    rows = rows.filter(log_index__isnull=True) if transfer.log_index is None else rows.filter(log_index=transfer.log_index)
+    rows = (
+        rows.filter(log_index__isnull=True) if transfer.log_index is None else rows.filter(log_index=transfer.log_index)
+    )
     if lock:
         rows = rows.select_for_update()
     return rows.first()
@@ -102,7 +104,9 @@ def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int
     donation.usd_amount = sighting.usd_amount
     donation.price = price
     donation.tokens = tokens
-    donation.save(update_fields=["block_number", "block_hash", "block_time", "usd_amount", "price", "tokens", "modified_at"])
+    donation.save(
+        update_fields=["block_number", "block_hash", "block_time", "usd_amount", "price", "tokens", "modified_at"]
+    )
 
 
 def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]) -> tuple[Donation, str]:
@@ -196,7 +200,9 @@ def token_price_record(*, state: SaleState, confirmed_tokens: int) -> Price | No
         created_at=timezone.now(),
         sources={"tier": state.tier_number, "confirmed_tokens": confirmed_tokens, "closed": state.closed},
     )
-    logger.info("token price now %s (tier %d, %d tokens confirmed)", state.token_price, state.tier_number, confirmed_tokens)
+    logger.info(
+        "token price now %s (tier %d, %d tokens confirmed)", state.token_price, state.tier_number, confirmed_tokens
+    )
     return row
 
 

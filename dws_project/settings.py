@@ -146,7 +146,11 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Beat entries are named by cadence; `expires` keeps a backlog of stale runs from piling up.
-CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {
+    # crawlers: the latest crawler keeps up with ~12 s blocks; finality moves in ~6.4 minute epochs.
+    "every-12s-crawl-latest": {"task": "crawlers.crawl_latest", "schedule": 12.0, "options": {"expires": 12}},
+    "every-60s-crawl-finalized": {"task": "crawlers.crawl_finalized", "schedule": 60.0, "options": {"expires": 60}},
+}
 
 LOGGING = {
     "version": 1,

@@ -10,7 +10,8 @@ import json
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,16 @@ class Anvil:
     def set_automine(self, enabled: bool) -> None:
         self.rpc("evm_setAutomine", enabled)
 
+    @contextmanager
+    def one_block(self) -> Iterator[None]:
+        """Transactions sent inside the block are mined together, in one block, when it ends."""
+        self.set_automine(False)
+        try:
+            yield
+            self.mine(1)
+        finally:
+            self.set_automine(True)
+
     def set_next_block_timestamp(self, timestamp: int) -> None:
         self.rpc("evm_setNextBlockTimestamp", hex(timestamp))
 
@@ -177,6 +188,15 @@ class Anvil:
     def receipt(self, tx_hash: str) -> dict[str, Any]:
         return self.rpc("eth_getTransactionReceipt", tx_hash)
 
+    def wait_receipt(self, tx_hash: str, timeout: float = 10.0) -> dict[str, Any]:
+        """The receipt once the (auto-mined) transaction is in a block."""
+        deadline = time.monotonic() + timeout
+        while (receipt := self.receipt(tx_hash)) is None:
+            if time.monotonic() > deadline:
+                raise RpcFailure(f"no receipt for {tx_hash}: is automine off?")
+            time.sleep(0.02)
+        return receipt
+
     # --- transactions -------------------------------------------------------------------------
     def send(self, tx: dict[str, Any]) -> str:
         return self.rpc("eth_sendTransaction", tx)
@@ -187,12 +207,12 @@ class Anvil:
             tx["gas"] = hex(gas)
         return self.send(tx)
 
-    def deploy(self, artifact: str, types: Sequence[str] = (), args: Sequence[Any] = (), *, sender: str = DEPLOYER) -> str:
+    def deploy(
+        self, artifact: str, types: Sequence[str] = (), args: Sequence[Any] = (), *, sender: str = DEPLOYER
+    ) -> str:
         data = load_artifact(artifact)["bytecode"] + encode(list(types), list(args)).hex()
         tx_hash = self.send({"from": sender, "data": data, "gas": hex(3_000_000)})
-        receipt = self.receipt(tx_hash)
-        if receipt is None:  # automine off: the caller mines later
-            raise RpcFailure("deploy needs automine")
+        receipt = self.wait_receipt(tx_hash)
         if receipt["status"] != "0x1":
             raise RpcFailure(f"deploying {artifact} reverted")
         return receipt["contractAddress"].lower()

@@ -1,0 +1,49 @@
+"""`manage.py crawl latest|finalized|old-unconfirmed [--once | --single-block N]`."""
+
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from crawlers.models import FINALIZED, LATEST
+from crawlers.services import crawl_single_block, make_client
+from crawlers.tasks import INTERVALS, run_crawler
+
+OLD_UNCONFIRMED = "old-unconfirmed"
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a crawler: one run with --once, else a loop at the beat cadence (under the same lock as the "
+        "Celery task). --single-block N re-crawls one block without touching the cursor."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("crawler", choices=[LATEST, FINALIZED, OLD_UNCONFIRMED])
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--once", action="store_true", help="one run, then exit")
+        mode.add_argument("--single-block", type=int, metavar="N", help="re-crawl block N only; the cursor stays")
+
+    def handle(self, *args: object, **options: object) -> None:
+        label = str(options["crawler"])
+        if label == OLD_UNCONFIRMED:
+            raise CommandError("the old-unconfirmed crawler is not implemented yet (issue #4)")
+        single = options["single_block"]
+        if single is not None:
+            if int(single) < 0:
+                raise CommandError("--single-block needs a block number >= 0")
+            result = crawl_single_block(label, int(single))
+            self.stdout.write(result.summary())
+            if result.held:
+                raise CommandError(result.held)
+            return
+        client = make_client()
+        while True:
+            result = run_crawler(label, client=client)
+            self.stdout.write(result.summary() if result else f"crawl {label}: another run holds the lock; skipped")
+            if options["once"]:
+                if result is not None and result.held:
+                    raise CommandError(result.held)
+                return
+            time.sleep(INTERVALS[label])

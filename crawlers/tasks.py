@@ -1,0 +1,46 @@
+"""Celery tasks for the crawlers: a lock, one domain call, a log line."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from crawlers.models import FINALIZED, LATEST
+from crawlers.rpc import RpcClient
+from crawlers.services import CrawlResult, crawl
+from dws_project.locks import non_overlapping
+
+logger = logging.getLogger("dws.crawlers")
+
+# Seconds between runs (the beat schedule in settings uses the same numbers).
+INTERVALS = {LATEST: 12, FINALIZED: 60}
+LOCK_TTL = 120.0  # extended while a run works; frees itself this long after a dead holder
+
+
+def job_name(label: str) -> str:
+    return f"crawl-{label}"
+
+
+def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult | None:
+    """One run under the crawler's non-overlap lock; None when another run holds it."""
+
+    @non_overlapping(job_name(label), ttl=LOCK_TTL)
+    def guarded() -> CrawlResult:
+        return crawl(label, client=client)
+
+    result = guarded()
+    if result is not None:
+        log = logger.warning if result.held else logger.info
+        log("%s", result.summary())
+    return result
+
+
+@shared_task(name="crawlers.crawl_latest", soft_time_limit=300, time_limit=360)
+def crawl_latest() -> None:
+    run_crawler(LATEST)
+
+
+@shared_task(name="crawlers.crawl_finalized", soft_time_limit=300, time_limit=360)
+def crawl_finalized() -> None:
+    run_crawler(FINALIZED)

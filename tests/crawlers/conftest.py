@@ -1,0 +1,63 @@
+"""A session anvil with the stable coins deployed at deploy/env.local's addresses; each test runs on a
+snapshot of it (reverted afterwards), with the crawlers pointed at it through settings.CONFIG."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from dws_project.redis_client import get_redis
+from prices.models import ETH, Price
+from tests.chain import Anvil, deploy_stable_coins
+
+ETH_USD = Decimal("2000")
+
+
+@pytest.fixture(scope="session")
+def chain() -> Iterator[Anvil]:
+    with Anvil() as anvil:
+        anvil.coins = deploy_stable_coins(anvil)
+        yield anvil
+
+
+@pytest.fixture
+def node(chain: Anvil) -> Iterator[Anvil]:
+    snapshot = chain.snapshot()
+    try:
+        yield chain
+    finally:
+        chain.set_automine(True)
+        chain.revert(snapshot)
+
+
+@pytest.fixture(autouse=True)
+def _clean_redis() -> None:
+    redis = get_redis()
+    for key in redis.scan_iter("dws:*"):
+        redis.delete(key)
+
+
+@pytest.fixture
+def crawl_config(settings, node: Anvil):
+    """The crawlers' configuration for this test: this node, starting after its current head."""
+    config = settings.CONFIG
+    coins = {c.asset: c.contract for c in config.stable_coins}
+    assert coins == node.coins, "deploy/env.local's DWS_STABLE_COINS must match the deployed test coins"
+    settings.CONFIG = dataclasses.replace(config, eth_rpc_url=node.url, start_block=node.head() + 1)
+    return settings
+
+
+@pytest.fixture
+def eth_prices(db) -> Decimal:
+    """An ETH price for every minute of the hour around now (anvil stamps blocks with the wall clock)."""
+    now = timezone.now().replace(second=0, microsecond=0)
+    Price.objects.bulk_create(
+        Price(asset=ETH, price=ETH_USD, created_at=now + timedelta(minutes=m), sources={"test": True})
+        for m in range(-30, 31)
+    )
+    return ETH_USD

@@ -1,0 +1,174 @@
+"""A fault-injecting JSON-RPC proxy: a real HTTP server in front of a node (anvil).
+
+Faults are armed per JSON-RPC method and for a number of matching requests (None: until disarmed):
+
+* ``null``    the method's result is replaced by null
+* ``error``   the method's answer is a JSON-RPC error object (code and message of your choice)
+* ``rewrite`` the method's result is passed through a function (a lying provider)
+* ``status``  the whole HTTP reply is that status (429 carries ``Retry-After``)
+* ``hang``    the reply is delayed by ``seconds`` (past the client's time-out)
+* ``drop``    the connection is closed without a reply
+
+Element faults (null, error, rewrite) hit the matching elements of a batch; transport faults (status,
+hang, drop) hit the whole HTTP request when any element matches. ``method="*"`` matches everything.
+Every HTTP request is logged (path and the methods in it), so tests can count round trips and check
+that a back-off really stopped the traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import requests
+
+from tests.chain import free_port
+
+
+@dataclass
+class Fault:
+    method: str
+    kind: str
+    count: int | None = 1
+    code: int = -32000
+    message: str = "injected failure"
+    status: int = 429
+    retry_after: int | None = 2
+    seconds: float = 0.0
+    rewrite: Callable[[Any, list], Any] | None = None  # (result, params) -> result
+    when: Callable[[list], bool] | None = None  # only requests whose params match
+    used: int = 0
+
+    def matches(self, request: dict) -> bool:
+        if self.count is not None and self.used >= self.count:
+            return False
+        if self.method not in ("*", request.get("method")):
+            return False
+        return self.when is None or self.when(request.get("params") or [])
+
+
+@dataclass
+class Seen:
+    path: str
+    methods: list[str] = field(default_factory=list)
+
+
+class RpcProxy:
+    def __init__(self, upstream: str, *, port: int | None = None) -> None:
+        self.upstream = upstream
+        self.port = port or free_port()
+        self.faults: list[Fault] = []
+        self.seen: list[Seen] = []
+        self._lock = threading.Lock()
+        self._upstream = requests.Session()
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                proxy._handle(self, body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def url(self, path: str = "/") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def start(self) -> RpcProxy:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> RpcProxy:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    # --- arming --------------------------------------------------------------------------------
+    def arm(self, method: str, kind: str, count: int | None = 1, **options: Any) -> Fault:
+        fault = Fault(method=method, kind=kind, count=count, **options)
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def disarm(self) -> None:
+        with self._lock:
+            self.faults.clear()
+
+    def requests_for(self, method: str) -> int:
+        return sum(s.methods.count(method) for s in self.seen)
+
+    # --- serving -------------------------------------------------------------------------------
+    def _take(self, request: dict, kinds: tuple[str, ...]) -> Fault | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.kind in kinds and fault.matches(request):
+                    fault.used += 1
+                    return fault
+        return None
+
+    def _handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        payload = json.loads(body)
+        batch = payload if isinstance(payload, list) else [payload]
+        with self._lock:
+            self.seen.append(Seen(handler.path, [r.get("method") for r in batch]))
+        transport = None
+        for request in batch:
+            transport = self._take(request, ("status", "hang", "drop"))
+            if transport:
+                break
+        if transport and transport.kind == "drop":
+            handler.close_connection = True
+            handler.connection.shutdown(2)  # socket.SHUT_RDWR: no reply at all
+            return
+        if transport and transport.kind == "status":
+            data = json.dumps({"error": "injected"}).encode()
+            handler.send_response(transport.status)
+            if transport.retry_after is not None:
+                handler.send_header("Retry-After", str(transport.retry_after))
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            return
+        if transport and transport.kind == "hang":
+            time.sleep(transport.seconds)
+        replies = self._upstream.post(self.upstream, json=batch, timeout=60).json()
+        by_id = {r.get("id"): r for r in replies}
+        out = []
+        for request in batch:
+            reply = dict(by_id[request.get("id")])
+            fault = self._take(request, ("null", "error", "rewrite"))
+            if fault and fault.kind == "null":
+                reply.pop("error", None)
+                reply["result"] = None
+            elif fault and fault.kind == "error":
+                reply.pop("result", None)
+                reply["error"] = {"code": fault.code, "message": fault.message}
+            elif fault and fault.kind == "rewrite" and "result" in reply:
+                reply["result"] = fault.rewrite(reply["result"], request.get("params") or [])  # type: ignore[misc]
+            out.append(reply)
+        data = json.dumps(out if isinstance(payload, list) else out[0]).encode()
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (its time-out); nothing to deliver
