@@ -66,9 +66,13 @@ class CrawlResult:
 class BlockHeld(Exception):
     """A block we cannot prove; the cursor stays before it."""
 
-    def __init__(self, number: int, reason: str) -> None:
+    def __init__(self, number: int, reason: str, *, stuck: bool = True) -> None:
         self.number = number
+        self.stuck = stuck  # False: waiting for something already on its way (a price), not for an operator
         super().__init__(reason)
+
+    def describe(self) -> str:
+        return stuck_message(self.number, str(self)) if self.stuck else f"block: {self.number} -- {self}"
 
 
 @dataclass
@@ -159,9 +163,10 @@ def _scan_range(client: RpcClient, config: Config, start: int, end: int) -> tupl
             usable = _usable_receipts(scanned[candidate.block_number][1], candidates, receipts)
             total = len(scanned[candidate.block_number][1])
             why = outcome.describe() if isinstance(outcome, NoEvidence) else "receipt names another block"
+            logger.warning("receipt of tx %s in block %d unusable: %s", candidate.tx_hash, candidate.block_number, why)
             return _prefix(scanned, transfers_by_block, reverted, candidate.block_number), BlockHeld(
                 candidate.block_number,
-                f"no tx receipt for tx '{candidate.tx_hash}' ({usable} usable receipt(s) for {total} tx(s)): {why}",
+                f"no tx receipt for tx '{candidate.tx_hash}' ({usable} usable receipt(s) for {total} tx(s))",
             )
         if detection.receipt_succeeded(receipt):
             transfers_by_block[candidate.block_number].append(detection.eth_transfer(candidate, eth_scale))
@@ -220,7 +225,11 @@ def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sight
         row = eth_price_near(minute)
         if row is None:
             price_request_file(minute)
-            raise BlockHeld(block.header.number, f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC")
+            raise BlockHeld(
+                block.header.number,
+                f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC; a price request is filed, waiting",
+                stuck=False,
+            )
         eth_price = row.price
     return [
         Sighting(
@@ -368,8 +377,8 @@ def crawl(
         except BlockHeld as exc:
             held = exc
         if held is not None:
-            result.held = stuck_message(held.number, str(held))
-            logger.error("crawl %s: %s", label, result.held)
+            result.held = held.describe()
+            (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
             return result
     return result
 
@@ -410,6 +419,6 @@ def crawl_single_block(
     except BlockHeld as exc:
         held = exc
     if held is not None:
-        result.held = stuck_message(held.number, str(held))
+        result.held = held.describe()
         logger.error("crawl %s --single-block: %s", label, result.held)
     return result

@@ -172,8 +172,8 @@ class Anvil:
         if not self.rpc("evm_revert", snapshot_id):
             raise RpcFailure(f"evm_revert {snapshot_id} refused")
 
-    def reorg(self, depth: int, transactions: Sequence[tuple[dict[str, Any], int]] = ()) -> None:
-        """Replace the last `depth` blocks; `transactions` are (tx request, block offset) pairs."""
+    def reorg(self, depth: int, transactions: Sequence[tuple[dict[str, Any] | str, int]] = ()) -> None:
+        """Replace the last `depth` blocks; `transactions` are (tx request or signed raw tx, block offset)."""
         self.rpc("anvil_reorg", depth, [[tx, offset] for tx, offset in transactions])
 
     def set_code(self, address: str, code: str) -> None:

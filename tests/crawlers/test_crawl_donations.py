@@ -73,3 +73,135 @@ def test_eth_usdt_and_usdc_donations_are_inserted_unconfirmed_then_confirmed_on_
     assert cursor_get(FINALIZED).value == node.finalized()
     assert cursor_get(LATEST).value == node.head() - 2
     assert_ledger_invariants()
+
+
+def test_a_donation_through_a_contract_wallet_counts_for_the_wallet(node):
+    owner = ACCOUNTS[5]
+    wallet = node.deploy("ForwardingWallet", sender=owner)
+    node.mint(node.coins["usdt"], wallet, 80 * USDT)
+    tx = node.wallet_forward(wallet, owner, node.coins["usdt"], DONATION_ADDRESS, 80 * USDT)
+    finalize(node)
+
+    crawl(LATEST)
+    crawl(FINALIZED)
+
+    donation = Donation.objects.get()
+    assert (donation.tx_hash, donation.address, donation.asset, donation.amount) == (tx, wallet, "usdt", Decimal("80"))
+    assert donation.status == "confirmed"
+    assert UserData.objects.get(address=wallet).tokens == 80_000
+    assert_ledger_invariants()
+
+
+def test_transfers_that_are_zero_at_the_column_scale_are_not_recorded(node):
+    donor = ACCOUNTS[1]
+    node.mint(node.coins["usdc"], donor, 5 * USDT)
+    with node.one_block():
+        node.send_eth(donor, DONATION_ADDRESS, 1)  # 1 wei
+        node.send_eth(donor, DONATION_ADDRESS, 0)
+        node.send_eth(donor, DONATION_ADDRESS, 10**10 - 1)  # just under 0.00000001 ETH
+        node.transfer_token(node.coins["usdc"], donor, DONATION_ADDRESS, 0)
+        smallest_eth = node.send_eth(donor, DONATION_ADDRESS, 10**10)  # exactly 0.00000001 ETH
+        smallest_usdc = node.transfer_token(node.coins["usdc"], donor, DONATION_ADDRESS, 1)  # 0.000001 USDC
+    finalize(node)
+
+    crawl(LATEST)
+    crawl(FINALIZED)
+
+    assert {d.tx_hash: d.amount for d in Donation.objects.all()} == {
+        smallest_eth: Decimal("0.00000001"),
+        smallest_usdc: Decimal("0.000001"),
+    }
+    assert_ledger_invariants()
+
+
+def test_reverted_transfers_are_not_donations(node):
+    donor = ACCOUNTS[1]
+    owner = ACCOUNTS[5]
+    wallet = node.deploy("ForwardingWallet", sender=owner)
+    # The donation address briefly runs code that reverts, so a plain ETH transfer to it fails.
+    node.set_code(DONATION_ADDRESS, "0x60006000fd")
+    eth_tx = node.send_eth(donor, DONATION_ADDRESS, ETHER, gas=60_000)
+    node.set_code(DONATION_ADDRESS, "0x")
+    no_balance = node.transfer_token(node.coins["usdt"], donor, DONATION_ADDRESS, 10 * USDT)
+    wallet_tx = node.wallet_forward(wallet, owner, node.coins["usdt"], DONATION_ADDRESS, 10 * USDT)
+    assert [node.receipt(tx)["status"] for tx in (eth_tx, no_balance, wallet_tx)] == ["0x0"] * 3
+    finalize(node)
+
+    latest, final = crawl(LATEST), crawl(FINALIZED)
+
+    assert latest.held is None
+    assert final.held is None
+    assert not Donation.objects.exists()
+    assert_ledger_invariants()
+
+
+def test_transfers_elsewhere_and_unconfigured_tokens_are_ignored(node):
+    donor, other = ACCOUNTS[1], ACCOUNTS[8]
+    stranger_coin = node.deploy("TestStableCoin", ["string", "string"], ["Not configured", "NOPE"])
+    node.mint(stranger_coin, donor, 100 * USDT)
+    node.mint(node.coins["usdt"], donor, 100 * USDT)
+    with node.one_block():
+        node.send_eth(donor, other, ETHER)
+        node.transfer_token(node.coins["usdt"], donor, other, 10 * USDT)
+        node.transfer_token(stranger_coin, donor, DONATION_ADDRESS, 10 * USDT)
+    finalize(node)
+
+    crawl(LATEST)
+    crawl(FINALIZED)
+
+    assert not Donation.objects.exists()
+    assert_ledger_invariants()
+
+
+def test_a_reorg_before_finality_removes_a_donation_and_it_is_never_confirmed(node):
+    donor, replacement_donor = ACCOUNTS[1], ACCOUNTS[2]
+    orphaned = node.send_eth(donor, DONATION_ADDRESS, ETHER)
+    crawl(LATEST)
+    assert Donation.objects.get().tx_hash == orphaned
+    orphaned_block_hash = Donation.objects.get().block_hash
+
+    # The block carrying the donation is replaced by one carrying another donor's donation.
+    node.reorg(1, [({"from": replacement_donor, "to": DONATION_ADDRESS, "value": hex(ETHER // 4)}, 0)])
+    assert node.rpc("eth_getTransactionByHash", orphaned) is None
+    node.mine(1)
+    crawl(LATEST)
+
+    rows = donations()
+    replacement = next(d for tx, d in rows.items() if tx != orphaned)
+    assert (replacement.address, replacement.status) == (replacement_donor, "unconfirmed")
+    assert (rows[orphaned].status, rows[orphaned].block_hash) == ("unconfirmed", orphaned_block_hash)
+
+    finalize(node)
+    final = crawl(FINALIZED)
+
+    assert final.held is None
+    rows = donations()
+    assert rows[orphaned].status == "unconfirmed"  # never confirmed; never failed on mere absence either
+    assert rows[replacement.tx_hash].status == "confirmed"
+    assert DonationStats.objects.get().total == Decimal("500.00")
+    assert not UserData.objects.filter(address=donor).exists()
+    assert_ledger_invariants()
+
+
+def test_a_transaction_remined_in_another_block_is_recorded_where_it_now_is(node):
+    donor = ACCOUNTS[1]
+    tx_hash = node.send_eth(donor, DONATION_ADDRESS, ETHER)
+    signed = node.rpc("eth_getRawTransactionByHash", tx_hash)
+    crawl(LATEST)
+    first_hash = Donation.objects.get().block_hash
+
+    # The block is re-orged away, and the very same signed transaction is mined again a block later.
+    node.reorg(1, [])
+    node.mine(1)
+    node.reorg(1, [(signed, 0)])
+    node.mine(1)
+    crawl(LATEST)
+
+    donation = Donation.objects.get()
+    assert donation.tx_hash == tx_hash
+    assert donation.block_hash != first_hash
+    assert donation.block_hash == node.receipt(tx_hash)["blockHash"]
+    finalize(node)
+    crawl(FINALIZED)
+    assert Donation.objects.get().status == "confirmed"
+    assert_ledger_invariants()
