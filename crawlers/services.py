@@ -66,9 +66,10 @@ class CrawlResult:
 class BlockHeld(Exception):
     """A block we cannot prove; the cursor stays before it."""
 
-    def __init__(self, number: int, reason: str, *, stuck: bool = True) -> None:
+    def __init__(self, number: int, reason: str, *, stuck: bool = True, price_minute: datetime | None = None) -> None:
         self.number = number
         self.stuck = stuck  # False: waiting for something already on its way (a price), not for an operator
+        self.price_minute = price_minute  # the minute to file a price request for, once the block rolled back
         super().__init__(reason)
 
     def describe(self) -> str:
@@ -224,11 +225,11 @@ def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sight
         minute = block_minute(block.header.time)
         row = eth_price_near(minute)
         if row is None:
-            price_request_file(minute)
             raise BlockHeld(
                 block.header.number,
                 f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC; a price request is filed, waiting",
                 stuck=False,
+                price_minute=minute,
             )
         eth_price = row.price
     return [
@@ -377,10 +378,17 @@ def crawl(
         except BlockHeld as exc:
             held = exc
         if held is not None:
+            _after_hold(held)
             result.held = held.describe()
             (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
             return result
     return result
+
+
+def _after_hold(held: BlockHeld) -> None:
+    """Outside the rolled-back block transaction: ask for the missing price, so the hold resolves."""
+    if held.price_minute is not None:
+        price_request_file(held.price_minute)
 
 
 def _rewind_after_reorg(client: RpcClient, position: int, config: Config) -> tuple[int, str | None]:
@@ -419,6 +427,7 @@ def crawl_single_block(
     except BlockHeld as exc:
         held = exc
     if held is not None:
+        _after_hold(held)
         result.held = held.describe()
         logger.error("crawl %s --single-block: %s", label, result.held)
     return result

@@ -1,0 +1,225 @@
+"""The sale's rules as the crawlers apply them: tiers, closing, pause/resume, prices, re-crawls, reverts."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from crawlers.models import FINALIZED, LATEST
+from crawlers.services import crawl, cursor_get
+from donations.models import Donation, DonationStats, UserData
+from dws_project.config import SaleTier
+from prices.models import ETH, TOKEN, Price, PriceRequest
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.invariants import assert_ledger_invariants
+from tests.rpc_proxy import RpcProxy
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+
+# 1 ETH = 2000 USD = 2,000,000 tokens in tier 1; the cap is 5,000,000 tokens.
+SMALL_SALE = (SaleTier(3_000_000, Decimal("0.001")), SaleTier(5_000_000, Decimal("0.002")))
+
+
+def use_tiers(settings, tiers) -> None:
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, sale_tiers=tuple(tiers))
+
+
+def finalize(node) -> None:
+    node.mine(2)
+
+
+def by_tx() -> dict[str, Donation]:
+    return {d.tx_hash: d for d in Donation.objects.all()}
+
+
+def test_tiers_are_crossed_and_a_closed_sale_confirms_at_zero_tokens_but_inserts_at_the_real_count(node, settings):
+    use_tiers(settings, SMALL_SALE)
+    first = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 2 * ETHER)  # 4,000,000 tokens at tier 1
+    second = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)  # tier 2: 2000 / 0.002 = 1,000,000 -> cap
+    third = node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER)  # after the cap
+
+    crawl(LATEST)
+    assert {tx: d.tokens for tx, d in by_tx().items()} == {first: 4_000_000, second: 2_000_000, third: 2_000_000}
+
+    finalize(node)
+    crawl(FINALIZED)
+
+    rows = by_tx()
+    assert {tx: (d.status, d.price, d.tokens) for tx, d in rows.items()} == {
+        first: ("confirmed", Decimal("0.001"), 4_000_000),
+        second: ("confirmed", Decimal("0.002"), 1_000_000),
+        third: ("confirmed", Decimal("0.002"), 0),  # closed at confirmation: recorded, refundable, 0 tokens
+    }
+    stats = DonationStats.objects.get()
+    assert (stats.tokens, stats.total, stats.status) == (5_000_000, Decimal("8000.00"), "closed")
+    assert list(Price.objects.filter(asset=TOKEN).order_by("created_at").values_list("price", flat=True)) == [
+        Decimal("0.002")
+    ]
+
+    # A donation arriving while closed is still inserted by the latest crawler at its real token count.
+    late = node.send_eth(ACCOUNTS[4], DONATION_ADDRESS, ETHER)
+    crawl(LATEST)
+    assert by_tx()[late].tokens == 1_000_000
+    assert_ledger_invariants()
+
+    # Raising the cap reopens the sale for donations confirmed from now on; the settled one keeps 0.
+    use_tiers(settings, (*SMALL_SALE, SaleTier(10_000_000, Decimal("0.004"))))
+    finalize(node)
+    crawl(FINALIZED)
+    rows = by_tx()
+    assert (rows[late].status, rows[late].tokens) == ("confirmed", 500_000)
+    assert rows[third].tokens == 0
+    assert DonationStats.objects.get().status == "open"
+    assert_ledger_invariants()
+
+
+def test_the_stored_status_is_never_read_back(node, settings):
+    use_tiers(settings, SMALL_SALE)
+    DonationStats.objects.update(status="closed")  # stale: nothing is confirmed
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    finalize(node)
+    crawl(LATEST)
+    crawl(FINALIZED)
+    assert (by_tx()[tx].status, by_tx()[tx].tokens) == ("confirmed", 2_000_000)
+    assert DonationStats.objects.get().status == "open"
+    assert_ledger_invariants()
+
+
+def sql(statement: str, params=()) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+
+
+PAUSE = "UPDATE donation_stats SET status='paused'"
+RESUME = (
+    "UPDATE donation_stats SET status = (CASE WHEN tokens >= %s THEN 'closed' ELSE 'open' END)"
+    "::donation_stats_status_enum WHERE status='paused'"
+)
+
+
+def test_pause_holds_confirmation_while_cursors_advance_and_resume_credits_through_the_same_path(node, settings):
+    use_tiers(settings, SMALL_SALE)
+    before = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    finalize(node)
+    crawl(LATEST)
+    crawl(FINALIZED)
+    assert by_tx()[before].status == "confirmed"
+
+    sql(PAUSE)
+    during = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    finalize(node)
+    crawl(LATEST)
+    result = crawl(FINALIZED)
+
+    rows = by_tx()
+    assert result.held is None
+    assert cursor_get(FINALIZED).value == node.finalized()  # no backlog builds up
+    assert (rows[during].status, rows[during].tokens) == ("unconfirmed", 2_000_000)
+    stats = DonationStats.objects.get()
+    assert (stats.status, stats.tokens) == ("paused", 2_000_000)  # frozen, and never un-paused by a crawler
+    # A pause cannot un-credit: re-crawling the confirmed donation's block keeps it confirmed.
+    call_command("crawl", "finalized", "--single-block", str(rows[before].block_number))
+    assert by_tx()[before].status == "confirmed"
+    assert_ledger_invariants()
+
+    sql(RESUME, [SMALL_SALE[-1].token_limit])
+    assert DonationStats.objects.get().status == "open"
+    call_command("crawl", "finalized", "--single-block", str(rows[during].block_number))
+
+    rows = by_tx()
+    assert (rows[during].status, rows[during].tokens) == ("confirmed", 2_000_000)
+    assert DonationStats.objects.get().tokens == 4_000_000
+    assert_ledger_invariants()
+
+
+def test_a_block_without_an_eth_price_holds_the_cursor_and_files_one_price_request(node, caplog):
+    later = datetime.now(tz=UTC).replace(second=0, microsecond=0) + timedelta(hours=3)
+    node.set_next_block_timestamp(int(later.timestamp()) + 20)
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(1)
+
+    with caplog.at_level(logging.WARNING, logger="dws.crawlers"):
+        first, second = crawl(LATEST), crawl(LATEST)
+
+    assert cursor_get(LATEST).value == block - 1
+    assert f"block: {block} -- no ETH price" in first.held
+    assert second.held == first.held
+    assert not Donation.objects.exists()
+    assert list(PriceRequest.objects.values_list("asset", "requested_at", "status")) == [(ETH, later, "new")]
+    assert f"block: {block} -- no ETH price" in caplog.text
+
+    # The price service answers the request: the next run records the donation at that price.
+    Price.objects.create(asset=ETH, price=Decimal("2500"), created_at=later + timedelta(minutes=1))
+    result = crawl(LATEST)
+    assert result.held is None
+    assert Donation.objects.get().usd_amount == Decimal("2500.00")
+    assert cursor_get(LATEST).value == node.head()
+    assert_ledger_invariants()
+
+
+def test_recrawling_a_confirmed_block_changes_nothing(node):
+    donor = ACCOUNTS[1]
+    node.mint(node.coins["usdt"], donor, 100 * 10**6)
+    with node.one_block():
+        node.send_eth(donor, DONATION_ADDRESS, ETHER)
+        node.transfer_token(node.coins["usdt"], donor, DONATION_ADDRESS, 100 * 10**6)
+    block = node.head()
+    finalize(node)
+    crawl(LATEST)
+    crawl(FINALIZED)
+    snapshot = list(Donation.objects.order_by("id").values())
+    stats = DonationStats.objects.values().get()
+    users = list(UserData.objects.order_by("id").values())
+    cursors = {label: cursor_get(label).value for label in (LATEST, FINALIZED)}
+
+    call_command("crawl", "finalized", "--single-block", str(block))
+    call_command("crawl", "latest", "--single-block", str(block))
+    crawl(FINALIZED)
+
+    assert list(Donation.objects.order_by("id").values()) == snapshot
+    assert DonationStats.objects.values().get() == stats
+    assert list(UserData.objects.order_by("id").values()) == users
+    assert {label: cursor_get(label).value for label in (LATEST, FINALIZED)} == cursors
+    assert_ledger_invariants()
+
+
+def test_a_finalized_receipt_reporting_revert_fails_a_confirmed_donation_and_reopens_the_sale(node, settings):
+    use_tiers(settings, SMALL_SALE)
+    honest = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 2 * ETHER)
+    node.set_code(DONATION_ADDRESS, "0x60006000fd")
+    reverted = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER, gas=60_000)
+    node.set_code(DONATION_ADDRESS, "0x")
+    reverted_block = int(node.receipt(reverted)["blockNumber"], 16)
+    finalize(node)
+
+    # A lying provider reports the reverted transfer as successful: it is credited and closes the sale.
+    with RpcProxy(node.url) as proxy:
+        proxy.arm(
+            "eth_getTransactionReceipt",
+            "rewrite",
+            count=None,
+            rewrite=lambda receipt, params: {**receipt, "status": "0x1"} if params[0] == reverted else receipt,
+        )
+        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=proxy.url())
+        crawl(FINALIZED)
+    assert by_tx()[reverted].status == "confirmed"
+    assert DonationStats.objects.get().status == "closed"
+
+    # The honest node's finalized receipt says it reverted: the row fails and the sale reopens.
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=node.url)
+    call_command("crawl", "finalized", "--single-block", str(reverted_block))
+
+    rows = by_tx()
+    assert rows[reverted].status == "failed"
+    assert rows[honest].status == "confirmed"
+    stats = DonationStats.objects.get()
+    assert (stats.tokens, stats.status) == (4_000_000, "open")
+    assert UserData.objects.get(address=ACCOUNTS[2]).tokens == 0  # zeroed, not deleted
+    assert_ledger_invariants()
