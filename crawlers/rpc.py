@@ -38,6 +38,7 @@ MAX_BACKOFF_SECONDS = 600.0
 MAX_BATCH = 200  # providers cap batch sizes; bigger batches are split into several posts
 LOG_SPAN_MAX = 2000
 LOG_SPAN_MIN = 1
+LOG_SPAN_PROBE_AFTER = 10  # accepted ranges before we try a span the provider refused earlier
 
 _RATE_LIMIT_TEXT = re.compile(
     r"rate.?limit|too many requests|request limit|requests? per|exceeded .*(capacity|quota|compute units)|"
@@ -138,6 +139,8 @@ class RpcClient:
         self._next_id = 0
         self.log_span_max = log_span
         self.log_span = log_span
+        self._log_span_ceiling = log_span  # lowered by refusals, lifted again after a run of successes
+        self._log_successes = 0
         self.round_trips = 0  # HTTP posts made, for benchmarks and tests
         self._chain_checked = False
 
@@ -255,8 +258,8 @@ class RpcClient:
     ) -> list[dict]:
         """eth_getLogs over [from_block, to_block], in sub-ranges the provider accepts.
 
-        A refusal for size halves the span and retries; each accepted range lets it grow again (up to
-        the configured maximum). Any other failure raises `NoEvidenceError`: a partial log list would
+        A refusal for size halves the span (and caps it there) and retries; accepted ranges let it grow
+        back to the cap, and after a run of them the cap is lifted to probe larger ranges again. Any other failure raises `NoEvidenceError`: a partial log list would
         read as "no donation in the rest", which we cannot know.
         """
         logs: list[dict] = []
@@ -270,7 +273,8 @@ class RpcClient:
             if isinstance(outcome, NoEvidence) and outcome.kind == "error" and is_range_refusal(outcome.detail):
                 if end == start:
                     raise NoEvidenceError(outcome)
-                self.log_span = max(LOG_SPAN_MIN, (end - start + 1) // 2)
+                self.log_span = self._log_span_ceiling = max(LOG_SPAN_MIN, (end - start + 1) // 2)
+                self._log_successes = 0
                 logger.info(
                     "provider %s refused %d blocks of logs; retrying with %d",
                     self.origin,
@@ -283,7 +287,10 @@ class RpcClient:
                 raise NoEvidenceError(NoEvidence("eth_getLogs", "malformed", f"{self.origin}: logs are not a list"))
             logs += found
             start = end + 1
-            self.log_span = min(self.log_span_max, self.log_span * 2)
+            self._log_successes += 1
+            if self._log_successes >= LOG_SPAN_PROBE_AFTER:
+                self._log_span_ceiling, self._log_successes = self.log_span_max, 0
+            self.log_span = min(self.log_span_max, self._log_span_ceiling, self.log_span * 2)
         return logs
 
 

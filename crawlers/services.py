@@ -27,7 +27,7 @@ from django.db import transaction
 from crawlers import detection
 from crawlers.detection import BlockHeader, EthCandidate, Transfer
 from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock
-from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient, require
+from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient, require
 from donations.models import Donation, amount_scale
 from donations.rules import round_usd, usd_value
 from donations.services import Sighting, donation_record_unconfirmed, finalized_block_record
@@ -89,7 +89,8 @@ def stuck_message(number: int, reason: str) -> str:
 
 def make_client(config: Config | None = None) -> RpcClient:
     config = config or settings.CONFIG
-    return RpcClient(config.eth_rpc_url)
+    # The read time-out can be lowered (tests) by a Django setting; it is never unbounded.
+    return RpcClient(config.eth_rpc_url, read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT))
 
 
 # --- cursors ------------------------------------------------------------------------------------

@@ -1,0 +1,92 @@
+"""The operator's commands and the Celery tasks around the crawlers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from django.conf import settings as django_settings
+from django.core.management import CommandError, call_command
+
+from crawlers.models import FINALIZED, LATEST
+from crawlers.services import cursor_get
+from crawlers.tasks import crawl_finalized, crawl_latest, job_name
+from donations.models import Donation
+from dws_project.locks import exclusive_run
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+
+
+def test_a_first_run_starts_at_dws_start_block(node, settings, capsys):
+    node.mine(5)
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=3)
+    call_command("crawl", "latest", "--once")
+    assert "crawl latest: cursor 2 -> " in capsys.readouterr().out
+    assert cursor_get(LATEST).value == node.head()
+
+
+def test_without_dws_start_block_a_first_run_starts_at_the_head(node, settings):
+    node.mine(5)
+    node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)  # before the head: not the crawler's business
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=None)
+    head = node.mine(1)
+    call_command("crawl", "latest", "--once")
+    assert cursor_get(LATEST).value == head
+    assert not Donation.objects.exists()
+
+
+def test_set_cursor_moves_only_the_named_crawler(node, capsys):
+    node.mine(4)
+    call_command("crawl", "latest", "--once")
+    call_command("crawl", "finalized", "--once")
+    finalized = cursor_get(FINALIZED).value
+
+    call_command("set_cursor", "latest", "2")
+
+    assert cursor_get(LATEST).value == 2
+    assert cursor_get(FINALIZED).value == finalized
+    assert "the next run starts at block 3" in capsys.readouterr().out
+
+
+def test_single_block_recrawls_without_touching_the_cursor(node):
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(3)
+    call_command("set_cursor", "latest", str(block))  # the operator skipped the block
+
+    call_command("crawl", "latest", "--single-block", str(block))
+
+    assert Donation.objects.get().tx_hash == tx
+    assert cursor_get(LATEST).value == block
+
+
+def test_single_block_refuses_a_block_that_is_not_finalized_yet(node):
+    head = node.mine(1)
+    with pytest.raises(CommandError, match="beyond the provider's finalized block"):
+        call_command("crawl", "finalized", "--single-block", str(head))
+
+
+def test_old_unconfirmed_is_accepted_but_not_implemented_yet():
+    with pytest.raises(CommandError, match="not implemented yet"):
+        call_command("crawl", "old-unconfirmed", "--once")
+
+
+def test_a_task_that_finds_the_previous_run_still_going_skips(node):
+    node.mine(2)
+    with exclusive_run(job_name(LATEST)) as held:
+        assert held
+        crawl_latest()
+    assert cursor_get(LATEST) is None
+    crawl_latest()
+    crawl_finalized()
+    assert cursor_get(LATEST).value == node.head()
+    assert cursor_get(FINALIZED).value == node.finalized()
+
+
+def test_beat_runs_latest_every_12_seconds_and_finalized_every_minute():
+    schedule = django_settings.CELERY_BEAT_SCHEDULE
+    assert schedule["every-12s-crawl-latest"]["task"] == crawl_latest.name
+    assert schedule["every-12s-crawl-latest"]["schedule"] == 12.0
+    assert schedule["every-60s-crawl-finalized"]["task"] == crawl_finalized.name
+    assert schedule["every-60s-crawl-finalized"]["options"]["expires"] <= 60

@@ -1,0 +1,125 @@
+"""The crawlers facing a bad provider: they hold, say why, and never fail or skip a donation."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from pathlib import Path
+
+import pytest
+
+from crawlers.models import FINALIZED, LATEST
+from crawlers.services import STUCK_POINTER, crawl, cursor_get
+from donations.models import Donation
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.invariants import assert_ledger_invariants
+from tests.rpc_proxy import RpcProxy
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+
+PATH_KEY = "pathKEY-5544332211"
+QUERY_KEY = "queryKEY-aabbccddee"
+
+
+@pytest.fixture
+def proxy(node, settings):
+    with RpcProxy(node.url) as running:
+        url = running.url(f"/rpc/{PATH_KEY}?key={QUERY_KEY}")
+        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=url)
+        yield running
+
+
+def test_a_receipt_the_provider_never_returns_holds_the_block_with_the_grepable_stuck_line(node, proxy, caplog):
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(1)
+    proxy.arm("eth_getTransactionReceipt", "null", count=None)
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(LATEST)
+
+    line = f"block: {block} -- no tx receipt for tx '{tx}' (0 usable receipt(s) for 1 tx(s)); {STUCK_POINTER}"
+    assert result.held == line
+    assert line in caplog.text
+    assert cursor_get(LATEST).value == block - 1
+    assert not Donation.objects.exists()
+    assert PATH_KEY not in caplog.text
+    assert QUERY_KEY not in caplog.text
+
+    proxy.disarm()
+    assert crawl(LATEST).held is None
+    assert Donation.objects.get().tx_hash == tx
+
+
+def test_the_stuck_line_points_at_a_readme_section_that_exists():
+    heading = re.search(r"see '(.+)' in the README", STUCK_POINTER).group(1)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert re.search(rf"^#+ {re.escape(heading)}\s*$", readme, re.MULTILINE | re.IGNORECASE)
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"kind": "null"},
+        {"kind": "error", "message": "internal error"},
+        {"kind": "status", "status": 429, "retry_after": 1},
+        {"kind": "hang", "seconds": 20},
+        {"kind": "drop"},
+    ],
+    ids=["null", "error", "429", "timeout", "drop"],
+)
+def test_a_block_the_provider_will_not_serve_holds_both_crawlers_and_fails_nothing(node, proxy, fault, settings):
+    confirmed = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    node.mine(2)
+    crawl(LATEST)
+    crawl(FINALIZED)
+    assert Donation.objects.get(tx_hash=confirmed).status == "confirmed"
+    pending = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    node.mine(2)
+    cursors = {label: cursor_get(label).value for label in (LATEST, FINALIZED)}
+    if fault["kind"] == "hang":
+        fault = {**fault, "seconds": 2}
+        settings.CRAWLER_RPC_READ_TIMEOUT = 0.5
+    proxy.arm("eth_getBlockByNumber", **fault, count=None, when=lambda params: params[1] is True)
+
+    results = [crawl(LATEST), crawl(FINALIZED)]
+
+    assert all(r.held for r in results)
+    assert {label: cursor_get(label).value for label in (LATEST, FINALIZED)} == cursors
+    statuses = dict(Donation.objects.values_list("tx_hash", "status"))
+    assert statuses[confirmed] == "confirmed"
+    assert statuses.get(pending, "unconfirmed") == "unconfirmed"
+    assert_ledger_invariants()
+
+
+def test_a_finalized_tag_behind_the_cursor_moves_nothing_backwards(node, proxy, caplog):
+    node.mine(6)
+    crawl(FINALIZED)
+    cursor = cursor_get(FINALIZED).value
+    stale = node.block(cursor - 3)
+    proxy.arm(
+        "eth_getBlockByNumber", "rewrite", count=None, when=lambda p: p[0] == "finalized", rewrite=lambda *_: stale
+    )
+
+    with caplog.at_level(logging.WARNING):
+        result = crawl(FINALIZED)
+
+    assert cursor_get(FINALIZED).value == cursor
+    assert "behind our cursor" in result.held
+    assert f"finalized block {cursor - 3} is behind our cursor {cursor}" in caplog.text
+
+
+def test_a_log_query_the_provider_refuses_holds_the_range(node, proxy):
+    node.mint(node.coins["usdt"], ACCOUNTS[1], 10**8)
+    node.transfer_token(node.coins["usdt"], ACCOUNTS[1], DONATION_ADDRESS, 10**8)
+    node.mine(1)
+    proxy.arm("eth_getLogs", "error", count=None, message="upstream unavailable")
+
+    result = crawl(LATEST)
+
+    assert "no Transfer logs" in result.held
+    assert cursor_get(LATEST).value == node.head() - 3  # the start: nothing skipped
+    proxy.disarm()
+    crawl(LATEST)
+    assert Donation.objects.get().asset == "usdt"
