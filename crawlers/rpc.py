@@ -259,8 +259,9 @@ class RpcClient:
         """eth_getLogs over [from_block, to_block], in sub-ranges the provider accepts.
 
         A refusal for size halves the span (and caps it there) and retries; accepted ranges let it grow
-        back to the cap, and after a run of them the cap is lifted to probe larger ranges again. Any other failure raises `NoEvidenceError`: a partial log list would
-        read as "no donation in the rest", which we cannot know.
+        back to the cap, and after a run of them the cap is lifted to probe larger ranges again. Any
+        other failure raises `NoEvidenceError`: a partial log list would read as "no donation in the
+        rest", which we cannot know.
         """
         logs: list[dict] = []
         start = from_block
