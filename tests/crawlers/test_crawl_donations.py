@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 
 import pytest
 
 from crawlers.models import FINALIZED, LATEST
+from crawlers.rpc import ChainMismatchError
 from crawlers.services import crawl, cursor_get
 from donations.models import Donation, DonationStats, UserData
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -205,3 +207,26 @@ def test_a_transaction_remined_in_another_block_is_recorded_where_it_now_is(node
     crawl(FINALIZED)
     assert Donation.objects.get().status == "confirmed"
     assert_ledger_invariants()
+
+
+def test_the_finalized_crawler_inserts_and_confirms_what_the_latest_crawler_missed(node):
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    finalize(node)
+
+    result = crawl(FINALIZED)
+
+    assert (result.inserted, result.confirmed) == (1, 1)
+    donation = Donation.objects.get()
+    assert (donation.tx_hash, donation.status, donation.tokens) == (tx, "confirmed", 2_000_000)
+    assert_ledger_invariants()
+
+
+def test_a_provider_on_another_chain_than_dws_chain_id_is_refused(node, settings):
+    node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, chain_id=1)
+    with pytest.raises(ChainMismatchError, match="DWS_CHAIN_ID is 1"):
+        crawl(LATEST)
+    assert cursor_get(LATEST) is None
+    assert not Donation.objects.exists()
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, chain_id=31337)
+    assert crawl(LATEST).inserted == 1
