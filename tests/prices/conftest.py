@@ -23,6 +23,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     hang: bool = False  # accept the request and never answer (until the test ends)
     delay: float = 0.0  # answer after this many seconds
+    trickle: float = 0.0  # send the body one byte per this many seconds (each read stays "alive")
 
 
 Route = Reply | Callable[[dict[str, str]], Reply]
@@ -66,6 +67,13 @@ class VenueServer:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
+                if reply.trickle:
+                    for byte in payload:
+                        if server.release.wait(reply.trickle):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    return
                 self.wfile.write(payload)
 
             def log_message(self, format: str, *args: object) -> None:

@@ -109,6 +109,22 @@ def test_one_hanging_venue_costs_the_cycle_one_timeout_not_six(venue_server):
     ]
 
 
+def test_a_venue_trickling_its_answer_is_given_up_on_after_the_timeout(venue_server):
+    serve_all(venue_server)
+    # Each byte arrives within the per-read time-out, so only the cycle's own deadline stops it.
+    venue_server.route(recorded.KRAKEN_TICKER, Reply(recorded.kraken_ticker("2002.30"), trickle=0.3))
+
+    started = time.monotonic()
+    result = fetch_prices(urls=venue_server.urls(), timeout=TIMEOUT)
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 3 * TIMEOUT  # the full answer would take over 60 s
+    assert result.written
+    assert Price.objects.get(asset=ETH).sources["dropped"] == [
+        {"venue": "kraken", "quote": None, "reason": "no answer within 1 s"}
+    ]
+
+
 def test_two_usdt_venues_depegged_are_dropped_and_the_usd_venues_price_is_written(venue_server):
     serve_all(venue_server, binance="2353.00", kucoin="2354.00")
 
