@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
@@ -84,8 +85,6 @@ def collect_quotes(
     *, now: datetime, urls: Mapping[str, str] | None = None, timeout: float | None = None
 ) -> list[VenueQuote]:
     """Ask all six venues at once; a venue still silent after the time-out counts as failed."""
-    from django.conf import settings
-
     urls = base_urls(urls)
     limit = settings.CONFIG.venue_timeout if timeout is None else timeout
     executor = ThreadPoolExecutor(max_workers=len(VENUES), thread_name_prefix="venue")

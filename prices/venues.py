@@ -262,8 +262,7 @@ def _kraken_result(body: Any) -> dict:
 def _kraken_single_pair(result: dict) -> Any:
     pairs = [key for key in result if key != "last"]
     _expect(len(pairs) == 1, f"expected one pair in the result, got {len(pairs)}")
-    check_pair_spelling = pairs[0] in KRAKEN_PAIR_SPELLINGS
-    _expect(check_pair_spelling, f"answered for pair {pairs[0][:40]!r}, asked for ETHUSD (XETHZUSD)")
+    _expect(pairs[0] in KRAKEN_PAIR_SPELLINGS, f"answered for pair {pairs[0][:40]!r}, asked for ETHUSD (XETHZUSD)")
     return result[pairs[0]]
 
 
