@@ -189,6 +189,10 @@ def price_request_serve(
 ) -> bool:
     """Write the closed klines around a requested minute, trying venue after venue; True once served."""
     requested = minute_of(request.requested_at)
+    if request.asset != ETH:
+        # Klines are ETH/USD; the sale token's price is set by the crawler, never fetched.
+        logger.error("price request %s asks for asset %r, which has no klines", requested.isoformat(), request.asset)
+        return False
     if price_near(asset=request.asset, moment=requested):
         return True  # the minute cycle (or an earlier request's window) already covers it
     current = minute_of(now)

@@ -221,7 +221,9 @@ def binance_klines(client: VenueClient, start: datetime, count: int) -> list[Kli
     if isinstance(body, dict) and "code" in body:
         raise VenueError(f"error {body['code']}: {str(body.get('msg'))[:120]}")
     _expect(isinstance(body, list), "klines answer is not an array")
-    return [Kline("binance", _epoch(row[0], millis=True), to_price(row[4], "close")) for row in _rows(body, 5)]
+    klines = [Kline("binance", _epoch(row[0], millis=True), to_price(row[4], "close")) for row in _rows(body, 5)]
+    end = start + timedelta(minutes=count)
+    return [k for k in klines if start <= k.minute < end]
 
 
 # --- coinbase -----------------------------------------------------------------------------------
@@ -230,8 +232,9 @@ def binance_klines(client: VenueClient, start: datetime, count: int) -> list[Kli
 def coinbase_quote(client: VenueClient, now: datetime) -> Decimal:
     """coinbase: GET /v2/prices/ETH-USD/spot (no authentication needed).
 
-    Verified (Coinbase App "Data API - Prices", Get Spot Price): `{"data": {"amount": "...",
-    "base": "ETH", "currency": "USD"}}`; errors as `{"errors": [{"id": ..., "message": ...}]}`.
+    Verified (docs.cdp.coinbase.com "Data API - Prices", Get Spot Price, no authentication):
+    `{"data": {"amount": "...", "base": "ETH", "currency": "USD"}}`. The v2 API's error body is
+    `{"errors": [{"id": ..., "message": ...}]}` (not found in the search index; from its conventions).
     The echoed base/currency is checked against ETH-USD.
     """
     body = client.get_json("/v2/prices/ETH-USD/spot")
@@ -311,8 +314,9 @@ def _kucoin_data(body: Any) -> Any:
 def kucoin_quote(client: VenueClient, now: datetime) -> Decimal:
     """kucoin: GET /api/v1/market/orderbook/level1?symbol=ETH-USDT.
 
-    Verified (KuCoin spot "Get Ticker"): `{"code": "200000", "data": {"time": <ms>, "sequence", "price",
-    "size", "bestBid", ...}}`; any other code is an error with `msg`. The body names no instrument;
+    Verified (path and `data` fields `time` ms, `sequence`, `price`, `size`, `bestBid`, `bestAsk`... in the
+    kucoin_api client's Ticker model; the envelope `{"code": "200000", "data": ...}`, any other code
+    being an error with `msg`, is KuCoin's documented convention). The body names no instrument;
     the quote time is checked (older than 2 min or more than 30 s ahead is rejected). Quoted in USDT.
     """
     data = _kucoin_data(client.get_json("/api/v1/market/orderbook/level1", {"symbol": "ETH-USDT"}))
@@ -324,8 +328,8 @@ def kucoin_quote(client: VenueClient, now: datetime) -> Decimal:
 def kucoin_klines(client: VenueClient, start: datetime, count: int) -> list[Kline]:
     """GET /api/v1/market/candles?type=1min&symbol=ETH-USDT&startAt=<s>&endAt=<s>.
 
-    Verified (KuCoin spot "Get Klines"): `data` is an array, newest first, of string rows
-    `[start s, open, close, high, low, volume, turnover]`.
+    Verified (KuCoin's documented row shape as quoted by client code in the search index): `data` is an
+    array, newest first, of string rows `[start s, open, close, high, low, volume, turnover]`.
     """
     end = start + timedelta(minutes=count)
     data = _kucoin_data(
@@ -355,9 +359,10 @@ def _bitfinex_check(body: Any) -> None:
 def bitfinex_quote(client: VenueClient, now: datetime) -> Decimal:
     """bitfinex: GET /v2/ticker/tETHUSD on the public API host.
 
-    Verified (docs.bitfinex.com "Ticker", trading pairs): a flat array `[BID, BID_SIZE, ASK, ASK_SIZE,
-    DAILY_CHANGE, DAILY_CHANGE_RELATIVE, LAST_PRICE, VOLUME, HIGH, LOW]` of JSON numbers; errors as
-    `["error", <code>, "<message>"]`. The pair-specific path is the only instrument check possible.
+    Verified (docs.bitfinex.com "Public Endpoints": public calls go to api-pub.bitfinex.com; "Ticker",
+    trading pairs): a flat array `[BID, BID_SIZE, ASK, ASK_SIZE, DAILY_CHANGE, DAILY_CHANGE_RELATIVE,
+    LAST_PRICE, VOLUME, HIGH, LOW]` of JSON numbers. Errors come as `["error", <code>, "<message>"]`
+    (v2 convention; no page found in the index). The pair-specific path is the only instrument check.
     """
     body = client.get_json("/v2/ticker/tETHUSD")
     _bitfinex_check(body)
@@ -368,7 +373,8 @@ def bitfinex_quote(client: VenueClient, now: datetime) -> Decimal:
 def bitfinex_klines(client: VenueClient, start: datetime, count: int) -> list[Kline]:
     """GET /v2/candles/trade:1m:tETHUSD/hist?start=<ms>&end=<ms>&limit=<n>&sort=1.
 
-    Verified (docs.bitfinex.com "Candles"): rows `[MTS, OPEN, CLOSE, HIGH, LOW, VOLUME]`, JSON numbers.
+    Verified (docs.bitfinex.com candles, same row layout on REST and websocket): rows
+    `[MTS, OPEN, CLOSE, HIGH, LOW, VOLUME]` as JSON numbers.
     """
     end = start + timedelta(minutes=count)
     body = client.get_json(
@@ -392,9 +398,10 @@ def bitfinex_klines(client: VenueClient, start: datetime, count: int) -> list[Kl
 def cexio_quote(client: VenueClient, now: datetime) -> Decimal:
     """cex.io: GET /api/ticker/ETH/USD.
 
-    Verified (cex.io public REST API "Ticker"): `{"timestamp": "<s>", "low", "high", "last", "volume",
-    "volume30d", "bid", "ask", "pair": "ETH:USD"}`; errors as `{"error": "..."}`. Both the echoed pair
-    and the quote time are checked.
+    Verified (path from client code; shape from a recorded cex.io response in public test code):
+    `{"timestamp": "<s>", "low", "high", "last", "volume", "volume30d", "bid", "ask", "priceChange",
+    "priceChangePercentage", "pair": "ETH:USD"}`. Errors are taken to be `{"error": "..."}` (not
+    verified; any other shape still fails on the pair check). The echoed pair and quote time are checked.
     """
     body = client.get_json("/api/ticker/ETH/USD")
     _expect(isinstance(body, dict), "answer is not an object")

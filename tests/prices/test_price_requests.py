@@ -210,6 +210,21 @@ def test_a_request_unfulfilled_for_over_an_hour_is_logged_at_error_level_each_po
 
 
 @pytest.mark.django_db
+def test_a_request_for_an_asset_without_klines_is_not_served_from_eth_klines(venue_server, caplog):
+    request = PriceRequest.objects.create(asset="dws", requested_at=minute_now() - timedelta(minutes=30))
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))
+
+    with caplog.at_level(logging.ERROR, logger="dws.prices"):
+        serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert request.status == PriceRequestStatus.FAILED
+    assert venue_server.hits == []
+    assert not Price.objects.exists()
+    assert "asks for asset 'dws', which has no klines" in caplog.text
+
+
+@pytest.mark.django_db
 def test_of_two_pollers_holding_the_same_request_only_one_claims_it():
     request = PriceRequest.objects.create(asset=ETH, requested_at=minute_now() - timedelta(minutes=30))
     seen_by_a = PriceRequest.objects.get(pk=request.pk)
