@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection
 from django.db.models import F, Q
@@ -36,6 +38,7 @@ RETRY_AFTER = timedelta(minutes=5)  # a failed request is asked again after this
 MATCH_WINDOW = timedelta(seconds=90)  # the crawler looks for a price within ±1.5 minutes
 OVERDUE_AFTER = timedelta(hours=1)  # unfulfilled this long: error-level log on every poll
 POLL_BATCH = 20
+POLL_BUDGET_SECONDS = 60  # a poll claims no new request after this; the rest wait for the next poll
 OVERDUE_LOG_LINES = 10
 
 
@@ -203,6 +206,8 @@ def price_request_serve(
         except VenueError as exc:
             logger.warning("price request %s: %s klines unusable: %s", requested.isoformat(), name, redact(exc))
             continue
+        except SoftTimeLimitExceeded:
+            raise  # the task's own deadline, not a venue fault
         except Exception as exc:  # noqa: BLE001 - a broken adapter means: try the next venue
             logger.warning("price request %s: %s klines raised %s", requested.isoformat(), name, type(exc).__name__)
             continue
@@ -247,7 +252,10 @@ def serve_price_requests(
     now = now or timezone.now()
     urls = base_urls(urls)
     claimed = succeeded = failed = 0
+    started = time.monotonic()
     for request in price_requests_due(now=now):
+        if time.monotonic() - started > POLL_BUDGET_SECONDS:
+            break  # still `new` or due: the next poll takes them
         if not price_request_claim(request, now=now):
             continue  # another poller has it
         claimed += 1

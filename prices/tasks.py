@@ -36,7 +36,8 @@ def fetch_prices() -> None:
         logger.info("fetch_prices: minute %s written=%s", result.minute.isoformat(), result.written)
 
 
-@shared_task(name="prices.serve_price_requests", ignore_result=True, soft_time_limit=120, time_limit=150)
+# A poll stops claiming after POLL_BUDGET_SECONDS; one request then costs at most four venue time-outs.
+@shared_task(name="prices.serve_price_requests", ignore_result=True, soft_time_limit=240, time_limit=270)
 def serve_price_requests() -> None:
     result = run_serve_price_requests()
     if result is not None and result.claimed:
