@@ -104,8 +104,6 @@ class Config:
         found = [self.database.password, self.secret_key, self.tt_private_key or ""]
         rpc = urlsplit(self.eth_rpc_url)
         found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
-        if rpc.path not in ("", "/"):
-            found.append(self.eth_rpc_url)
         return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
 
 
@@ -227,7 +225,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         raw = environ_.get(var)
         if raw is None or raw.strip() == "":
             if default is environ.Env.NOTSET:
-                problems.append((var, "is required but not set"))
+                problems.append((var, "is required but not set or empty"))
             else:
                 values[var] = default
             return

@@ -9,7 +9,7 @@ from pathlib import Path
 from celery.schedules import crontab
 
 from dws_project.config import Config, ConfigError, load_config
-from dws_project.redaction import register_secrets
+from dws_project.redaction import register_secrets, register_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -27,6 +27,7 @@ def _load() -> Config:
 
 
 CONFIG: Config = _load()
+register_url(CONFIG.eth_rpc_url)
 register_secrets(*CONFIG.secrets())
 
 SECRET_KEY = CONFIG.secret_key

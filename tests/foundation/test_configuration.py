@@ -1,0 +1,138 @@
+"""Every configuration rule: a bad value stops the process, names the variable, leaks no secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.processes import base_environment, leaked_secrets, run_manage
+
+VALID_USDT = "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:6"
+VALID_USDC = "usdc:0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48:6"
+
+BAD_VALUES = [
+    ("DATABASE_URL", None),
+    ("DATABASE_URL", "mysql://root@127.0.0.1/dws"),
+    ("DATABASE_URL", "postgres://"),
+    ("DWS_DB_SSLMODE", "required"),
+    ("DWS_DB_SSLMODE", "on"),
+    ("REDIS_URL", "http://127.0.0.1:6379/0"),
+    ("DWS_DONATION_ADDRESS", None),
+    ("DWS_DONATION_ADDRESS", "0x1234"),
+    ("DWS_DONATION_ADDRESS", "a0Ee7A142d267C1f36714E4a8F75612F20a79720"),
+    ("DWS_DONATION_ADDRESS", "0xg0ee7a142d267c1f36714e4a8f75612f20a79720"),
+    ("DWS_DONATION_ADDRESS", "0xA0eE7A142d267C1f36714E4a8F75612F20a79720"),  # checksum broken
+    ("DWS_STABLE_COINS", None),
+    ("DWS_STABLE_COINS", " , "),
+    ("DWS_STABLE_COINS", "dai:0x6B175474E89094C44Da98b954EedeAC495271d0F:18"),
+    ("DWS_STABLE_COINS", "USDT:0xdAC17F958D2ee523a2206206994597C13D831ec7:6"),
+    ("DWS_STABLE_COINS", "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec8:6"),
+    ("DWS_STABLE_COINS", "usdt:0xdac17f958d2ee523a2206206994597c13d831e:6"),
+    ("DWS_STABLE_COINS", "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:1"),
+    ("DWS_STABLE_COINS", "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:0"),
+    ("DWS_STABLE_COINS", "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:19"),
+    ("DWS_STABLE_COINS", "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:six"),
+    ("DWS_STABLE_COINS", "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7"),
+    ("DWS_STABLE_COINS", f"{VALID_USDT},{VALID_USDT.replace('6', '6', 1)}"),
+    ("DWS_SALE_PARAMS", None),
+    ("DWS_SALE_PARAMS", "0:0.001"),
+    ("DWS_SALE_PARAMS", "100000000:0"),
+    ("DWS_SALE_PARAMS", "100000000:-0.001"),
+    ("DWS_SALE_PARAMS", "-5:0.001"),
+    ("DWS_SALE_PARAMS", "100000000:abc"),
+    ("DWS_SALE_PARAMS", "100000000:NaN"),
+    ("DWS_SALE_PARAMS", "100000000"),
+    ("DWS_SALE_PARAMS", "250000000:0.001,100000000:0.0015"),
+    ("ETH_RPC_URL", None),
+    ("ETH_RPC_URL", "http://node.example.org/v3/rpcKEY-9f8e7d6c5b4a"),
+    ("ETH_RPC_URL", "http://10.1.2.3:8545/?apikey=rpcKEY-9f8e7d6c5b4a"),
+    ("ETH_RPC_URL", "ws://127.0.0.1:8545"),
+    ("ETH_RPC_URL", "node.example.org/rpcKEY-9f8e7d6c5b4a"),
+    ("DWS_MAX_TIMESTAMP_AGE", "301"),
+    ("DWS_MAX_TIMESTAMP_AGE", "0"),
+    ("DWS_MAX_TIMESTAMP_AGE", "-1"),
+    ("DWS_MAX_TIMESTAMP_AGE", "thirty"),
+    ("DWS_START_BLOCK", "-1"),
+    ("DWS_CHAIN_ID", "mainnet"),
+    ("DWS_TT_PRIVATE_KEY", "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f3623"),
+    ("DWS_VENUE_KRAKEN_URL", "http://api.kraken.example"),
+    ("DWS_VENUE_BINANCE_URL", "https://api.binance.com/api/v3/ticker/24hr"),
+    ("DWS_TRUSTED_PROXIES", "10.0.0.0/33"),
+    ("DJANGO_SECRET_KEY", None),
+    ("DJANGO_SECRET_KEY", "short"),
+    ("DJANGO_DEBUG", "maybe"),
+    ("DWS_LOG_LEVEL", "LOUD"),
+]
+
+
+@pytest.mark.parametrize(("variable", "value"), BAD_VALUES)
+def test_a_bad_value_stops_the_process_naming_the_variable(variable: str, value: str | None) -> None:
+    env = base_environment()
+    if value is None:
+        env.pop(variable, None)
+    else:
+        env[variable] = value
+
+    result = run_manage("check", env=env)
+
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert f"configuration error: {variable} " in result.stderr
+    assert "Traceback" not in output
+    assert leaked_secrets(output) == []
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("ETH_RPC_URL", "http://127.0.0.1:8545"),
+        ("ETH_RPC_URL", "http://127.8.9.10:8545/key"),
+        ("ETH_RPC_URL", "http://localhost:8545"),
+        ("ETH_RPC_URL", "http://[::1]:8545"),
+        ("DWS_DONATION_ADDRESS", "0xa0ee7a142d267c1f36714e4a8f75612f20a79720"),
+        ("DWS_DONATION_ADDRESS", "0xA0EE7A142D267C1F36714E4A8F75612F20A79720"),
+        ("DWS_STABLE_COINS", "usdc:0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48:2"),
+        ("DWS_STABLE_COINS", "usdc:0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48:18"),
+        ("DWS_SALE_PARAMS", "5:0.5"),
+        ("DWS_MAX_TIMESTAMP_AGE", "300"),
+        ("DWS_VENUE_KRAKEN_URL", "http://127.0.0.1:18600"),
+    ],
+)
+def test_a_good_value_starts(variable: str, value: str) -> None:
+    env = base_environment()
+    env[variable] = value
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_every_bad_variable_is_reported_at_once() -> None:
+    env = base_environment()
+    env["DWS_SALE_PARAMS"] = "0:1"
+    env["DWS_MAX_TIMESTAMP_AGE"] = "999"
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "DWS_SALE_PARAMS" in result.stderr
+    assert "DWS_MAX_TIMESTAMP_AGE" in result.stderr
+
+
+def test_a_plaintext_remote_rpc_url_is_refused_showing_only_scheme_and_host() -> None:
+    env = base_environment()
+    env["ETH_RPC_URL"] = "http://node.example.org/v3/rpcKEY-9f8e7d6c5b4a?apikey=rpcKEY-9f8e7d6c5b4a"
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "http://node.example.org" in result.stderr
+    assert leaked_secrets(result.stdout + result.stderr) == []
+
+
+def test_development_mode_runs_without_a_secret_key() -> None:
+    env = base_environment()
+    env.pop("DJANGO_SECRET_KEY")
+    env["DJANGO_DEBUG"] = "true"
+
+    assert run_manage("check", env=env).returncode == 0

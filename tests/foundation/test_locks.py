@@ -1,0 +1,76 @@
+"""The non-overlap guard, with real concurrent processes against the real Redis."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from dws_project.locks import is_running
+from tests.processes import PYTHON, ROOT
+
+
+def start_job(job: str, hold: float, ttl: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PYTHON, "-m", "tests.lock_holder", job, str(hold), str(ttl)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def first_line(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    return process.stdout.readline().strip()
+
+
+@pytest.fixture
+def job() -> str:
+    return f"test-job-{uuid.uuid4().hex[:8]}"
+
+
+def test_a_second_run_skips_while_the_first_holds_the_lock(job: str) -> None:
+    first = start_job(job, hold=3, ttl=10)
+    assert first_line(first) == "acquired"
+
+    second = start_job(job, hold=0, ttl=10)
+    assert first_line(second) == "skipped"
+    assert second.wait(timeout=30) == 0
+
+    assert first.wait(timeout=30) == 0
+    third = start_job(job, hold=0, ttl=10)
+    assert first_line(third) == "acquired"
+    assert third.wait(timeout=30) == 0
+    assert not is_running(job)
+
+
+def test_a_long_run_keeps_its_lock_past_the_ttl(job: str) -> None:
+    first = start_job(job, hold=5, ttl=1.5)
+    assert first_line(first) == "acquired"
+    time.sleep(3.5)  # more than twice the TTL: only the extension keeps the lock
+
+    second = start_job(job, hold=0, ttl=1.5)
+    assert first_line(second) == "skipped"
+    second.wait(timeout=30)
+    assert first.wait(timeout=30) == 0
+
+
+def test_a_killed_holder_frees_the_lock_after_its_ttl(job: str) -> None:
+    holder = start_job(job, hold=600, ttl=2)
+    assert first_line(holder) == "acquired"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=10)
+
+    right_after = start_job(job, hold=0, ttl=2)
+    assert first_line(right_after) == "skipped"
+    right_after.wait(timeout=30)
+
+    deadline = time.monotonic() + 10
+    while is_running(job) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    later = start_job(job, hold=0, ttl=2)
+    assert first_line(later) == "acquired"
+    assert later.wait(timeout=30) == 0

@@ -1,0 +1,28 @@
+"""A stand-in periodic job for the non-overlap guard tests: `python -m tests.lock_holder JOB HOLD TTL`.
+
+Prints `acquired` or `skipped` (flushed at once) and, when it holds the lock, works for HOLD seconds.
+"""
+
+import os
+import sys
+import time
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+django.setup()
+
+from dws_project.locks import exclusive_run  # noqa: E402
+
+
+def main() -> None:
+    job, hold, ttl = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+    with exclusive_run(job, ttl=ttl) as acquired:
+        print("acquired" if acquired else "skipped", flush=True)
+        if acquired:
+            time.sleep(hold)
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()
