@@ -6,8 +6,10 @@ import os
 import sys
 from pathlib import Path
 
+from celery.schedules import crontab
+
 from dws_project.config import Config, ConfigError, load_config
-from dws_project.redaction import register_secrets
+from dws_project.redaction import register_secrets, register_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -25,6 +27,7 @@ def _load() -> Config:
 
 
 CONFIG: Config = _load()
+register_url(CONFIG.eth_rpc_url)
 register_secrets(*CONFIG.secrets())
 
 SECRET_KEY = CONFIG.secret_key
@@ -146,11 +149,33 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Beat entries are named by cadence; `expires` keeps a backlog of stale runs from piling up.
-CELERY_BEAT_SCHEDULE: dict[str, dict] = {
-    # crawlers: the latest crawler keeps up with ~12 s blocks; finality moves in ~6.4 minute epochs.
-    "every-12s-crawl-latest": {"task": "crawlers.crawl_latest", "schedule": 12.0, "options": {"expires": 12}},
-    "every-60s-crawl-finalized": {"task": "crawlers.crawl_finalized", "schedule": 60.0, "options": {"expires": 60}},
-}
+CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+# prices: the minute cycle at the top of every minute, the historical request poll every 10 s.
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "every-1m-fetch-prices": {
+            "task": "prices.fetch_prices",
+            "schedule": crontab(minute="*"),
+            "options": {"expires": 55},
+        },
+        "every-10s-serve-price-requests": {
+            "task": "prices.serve_price_requests",
+            "schedule": 10.0,
+            "options": {"expires": 10},
+        },
+    }
+)
+# crawlers: the latest crawler keeps up with ~12 s blocks; finality moves in ~6.4 minute epochs.
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "every-12s-crawl-latest": {"task": "crawlers.crawl_latest", "schedule": 12.0, "options": {"expires": 12}},
+        "every-60s-crawl-finalized": {
+            "task": "crawlers.crawl_finalized",
+            "schedule": 60.0,
+            "options": {"expires": 60},
+        },
+    }
+)
 
 LOGGING = {
     "version": 1,

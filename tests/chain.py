@@ -85,6 +85,7 @@ class Anvil:
         self._process: subprocess.Popen | None = None
         self._session = requests.Session()
         self._ids = 0
+        self._automine = True
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self, timeout: float = 20.0) -> Anvil:
@@ -151,6 +152,7 @@ class Anvil:
 
     def set_automine(self, enabled: bool) -> None:
         self.rpc("evm_setAutomine", enabled)
+        self._automine = enabled
 
     @contextmanager
     def one_block(self) -> Iterator[None]:
@@ -199,7 +201,11 @@ class Anvil:
 
     # --- transactions -------------------------------------------------------------------------
     def send(self, tx: dict[str, Any]) -> str:
-        return self.rpc("eth_sendTransaction", tx)
+        """Send from an unlocked dev account; with automine on, return once the transaction is mined."""
+        tx_hash = self.rpc("eth_sendTransaction", tx)
+        if self._automine:
+            self.wait_receipt(tx_hash)
+        return tx_hash
 
     def send_eth(self, sender: str, to: str, wei: int, *, gas: int | None = None) -> str:
         tx: dict[str, Any] = {"from": sender, "to": to, "value": hex(wei)}
