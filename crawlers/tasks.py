@@ -16,6 +16,9 @@ logger = logging.getLogger("dws.crawlers")
 # Seconds between runs (the beat schedule in settings uses the same numbers).
 INTERVALS = {LATEST: 12, FINALIZED: 60}
 LOCK_TTL = 120.0  # extended while a run works; frees itself this long after a dead holder
+# Blocks per run: a long catch-up proceeds in runs well inside the task's time limit (the next run
+# continues from the cursor), instead of being cut off by it.
+RUN_MAX_BLOCKS = 1000
 
 
 def job_name(label: str) -> str:
@@ -27,7 +30,7 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
 
     @non_overlapping(job_name(label), ttl=LOCK_TTL)
     def guarded() -> CrawlResult:
-        return crawl(label, client=client)
+        return crawl(label, client=client, max_blocks=RUN_MAX_BLOCKS)
 
     result = guarded()
     if result is not None:

@@ -276,3 +276,21 @@ def finalized_block_record(
         stats_recompute(stats=stats, tiers=tiers)
         user_data_refresh(addresses=touched)
     return result
+
+
+@transaction.atomic
+def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier]) -> dict[int, str]:
+    """Confirm recorded donations (the old-unconfirmed crawler's path, issue #4), oldest first.
+
+    The caller has positive evidence that each one is in a finalized block. Same rule, same lock and
+    same recompute as the finalized crawler; returns each donation's outcome.
+    """
+    stats = stats_lock()
+    stats.total, stats.tokens, _ = confirmed_totals()
+    rows = list(Donation.objects.select_for_update().filter(id__in=donation_ids).order_by("block_number", "id"))
+    outcomes = {row.id: donation_confirm(stats=stats, donation=row, tiers=tiers) for row in rows}
+    touched = [row.address for row in rows if outcomes[row.id] == Outcome.CONFIRMED]
+    if touched:
+        stats_recompute(stats=stats, tiers=tiers)
+        user_data_refresh(addresses=touched)
+    return outcomes

@@ -1,0 +1,51 @@
+"""The reusable confirmation path (issue #4's old-unconfirmed crawler calls it) on recorded rows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.conf import settings
+
+from donations.models import Donation, DonationStats, UserData
+from donations.services import Outcome, donations_confirm
+from tests.invariants import assert_ledger_invariants
+
+pytestmark = pytest.mark.django_db
+
+DONOR = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
+
+
+def recorded(tx: str, usd: str, status: str = "unconfirmed") -> Donation:
+    return Donation.objects.create(
+        tx_hash=tx,
+        address=DONOR,
+        asset="usdt",
+        amount=Decimal(usd),
+        usd_amount=Decimal(usd),
+        price=Decimal("0.001"),
+        tokens=int(Decimal(usd) * 1000),
+        status=status,
+        block_number=1,
+        block_hash="0x" + "aa" * 32,
+        block_time=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+
+
+def test_it_confirms_once_and_holds_while_paused():
+    tiers = settings.CONFIG.sale_tiers
+    first, second = recorded("0x" + "01" * 32, "10"), recorded("0x" + "02" * 32, "5")
+
+    DonationStats.objects.update(status="paused")
+    assert donations_confirm(donation_ids=[first.id], tiers=tiers) == {first.id: Outcome.HELD_PAUSED}
+    assert not UserData.objects.exists()
+
+    DonationStats.objects.update(status="open")
+    outcomes = donations_confirm(donation_ids=[first.id, second.id], tiers=tiers)
+    assert outcomes == {first.id: Outcome.CONFIRMED, second.id: Outcome.CONFIRMED}
+    again = donations_confirm(donation_ids=[first.id], tiers=tiers)
+    assert again == {first.id: Outcome.ALREADY_CONFIRMED}
+    assert UserData.objects.get(address=DONOR).tokens == 15_000
+    assert DonationStats.objects.get().total == Decimal("15.00")
+    assert_ledger_invariants()
