@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import requests
 from redis.exceptions import RedisError
 
-from dws_project.redaction import redact_url, register_secrets
+from dws_project.redaction import redact, redact_url, register_secrets
 from dws_project.redis_client import get_redis
 
 logger = logging.getLogger("dws.crawlers.rpc")
@@ -100,10 +100,10 @@ def _retry_after_seconds(header: str | None) -> float:
 
 
 def _error_text(error: Any) -> str:
-    """The provider's message, bounded; it comes from the provider, never from our URL."""
+    """The provider's message, bounded and with any registered secret masked (a provider may echo it)."""
     if isinstance(error, dict):
-        return f"code {error.get('code')}: {str(error.get('message', ''))[:200]}"
-    return str(error)[:200]
+        return redact(f"code {error.get('code')}: {str(error.get('message', ''))[:200]}")
+    return redact(str(error)[:200])
 
 
 def is_range_refusal(error: Any) -> bool:

@@ -161,10 +161,12 @@ def _scan_range(client: RpcClient, config: Config, start: int, end: int) -> tupl
     reverted: dict[int, list[str]] = {}
     for candidate, outcome in zip(candidates, receipts, strict=True):
         receipt = outcome.value if isinstance(outcome, Answer) else None
-        if receipt is None or (receipt.get("blockHash") or "").lower() != candidate.block_hash:
+        if not _receipt_usable(receipt, candidate.block_hash):
             usable = _usable_receipts(scanned[candidate.block_number][1], candidates, receipts)
             total = len(scanned[candidate.block_number][1])
-            why = outcome.describe() if isinstance(outcome, NoEvidence) else "receipt names another block"
+            why = (
+                outcome.describe() if isinstance(outcome, NoEvidence) else "receipt of another block or without status"
+            )
             logger.warning("receipt of tx %s in block %d unusable: %s", candidate.tx_hash, candidate.block_number, why)
             return _prefix(scanned, transfers_by_block, reverted, candidate.block_number), BlockHeld(
                 candidate.block_number,
@@ -177,13 +179,21 @@ def _scan_range(client: RpcClient, config: Config, start: int, end: int) -> tupl
     return _prefix(scanned, transfers_by_block, reverted, last + 1), held
 
 
+def _receipt_usable(receipt: object, block_hash: str) -> bool:
+    """A receipt of the block we fetched that says plainly whether the transaction succeeded."""
+    return (
+        isinstance(receipt, dict)
+        and (receipt.get("blockHash") or "").lower() == block_hash
+        and receipt.get("status") in ("0x0", "0x1")  # anything else proves neither success nor revert
+    )
+
+
 def _usable_receipts(block_candidates: Sequence[EthCandidate], candidates: Sequence[EthCandidate], receipts) -> int:
     wanted = {c.tx_hash: c.block_hash for c in block_candidates}
     count = 0
     for candidate, outcome in zip(candidates, receipts, strict=True):
-        answered = isinstance(outcome, Answer) and candidate.tx_hash in wanted
-        if answered and (outcome.value.get("blockHash") or "").lower() == wanted[candidate.tx_hash]:
-            count += 1
+        if candidate.tx_hash in wanted and isinstance(outcome, Answer):
+            count += _receipt_usable(outcome.value, wanted[candidate.tx_hash])
     return count
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.services import STUCK_POINTER, crawl, cursor_get
+from crawlers.services import STUCK_POINTER, crawl, crawl_single_block, cursor_get
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.invariants import assert_ledger_invariants
@@ -123,3 +123,18 @@ def test_a_log_query_the_provider_refuses_holds_the_range(node, proxy):
     proxy.disarm()
     crawl(LATEST)
     assert Donation.objects.get().asset == "usdt"
+
+
+def test_a_receipt_without_a_status_is_no_evidence_of_a_revert(node, proxy):
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(2)
+    crawl(FINALIZED)
+    assert Donation.objects.get().status == "confirmed"
+    proxy.arm("eth_getTransactionReceipt", "rewrite", count=None, rewrite=lambda r, _: {**r, "status": None})
+
+    result = crawl_single_block(FINALIZED, block)
+
+    assert f"block: {block} -- no tx receipt for tx '{tx}'" in result.held
+    assert Donation.objects.get().status == "confirmed"
+    assert_ledger_invariants()
