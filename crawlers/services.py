@@ -16,10 +16,12 @@ not answer for holds the cursor and logs the grep-able "stuck" line.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -107,7 +109,21 @@ def cursor_set(label: str, value: int, block_hash: str | None = None) -> None:
 # --- reading the chain ----------------------------------------------------------------------------
 
 
-def _scan_range(client: RpcClient, config: Config, start: int, end: int) -> tuple[list[ScannedBlock], BlockHeld | None]:
+def debug_dump(config: Config, name: str, payload: object) -> None:
+    """DWS_DEBUG_DATA_STORE: keep a raw provider answer for replay; a failed write never stops a crawl."""
+    if not config.debug_data_store:
+        return
+    try:
+        directory = Path(config.debug_data_store)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(json.dumps(payload))
+    except (OSError, TypeError, ValueError) as exc:
+        logger.warning("debug data store: could not write %s: %s", name, type(exc).__name__)
+
+
+def _scan_range(
+    client: RpcClient, config: Config, start: int, end: int, label: str = LATEST
+) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """Blocks start..end with their donations; stops at the first block it cannot prove.
 
     Returns the proven prefix and, if it stopped early, why. The blocks' own parent hashes must chain
@@ -127,6 +143,7 @@ def _scan_range(client: RpcClient, config: Config, start: int, end: int) -> tupl
             held = BlockHeld(number, "block does not build on the previous one fetched (re-org under way)")
             break
         blocks.append(outcome.value)
+        debug_dump(config, f"{label}-{number}.json", outcome.value)
     if not blocks:
         return [], held
     last = int(blocks[-1]["number"], 16)
@@ -161,6 +178,7 @@ def _scan_range(client: RpcClient, config: Config, start: int, end: int) -> tupl
     reverted: dict[int, list[str]] = {}
     for candidate, outcome in zip(candidates, receipts, strict=True):
         receipt = outcome.value if isinstance(outcome, Answer) else None
+        debug_dump(config, f"txr-{candidate.tx_hash}.json", receipt)
         if not _receipt_usable(receipt, candidate.block_hash):
             usable = _usable_receipts(scanned[candidate.block_number][1], candidates, receipts)
             total = len(scanned[candidate.block_number][1])
@@ -370,7 +388,7 @@ def crawl(
     budget = max_blocks if max_blocks is not None else float("inf")
     while position < tip and result.blocks < budget:
         end = int(min(tip, position + RANGE_BLOCKS, position + budget - result.blocks))
-        blocks, held = _scan_range(client, config, position + 1, end)
+        blocks, held = _scan_range(client, config, position + 1, end, label)
         if blocks and position_hash and blocks[0].header.parent_hash != position_hash:
             if label == LATEST:
                 position, position_hash = _rewind_after_reorg(client, position, config)
@@ -429,7 +447,7 @@ def crawl_single_block(
     if number > tip:
         result.held = f"block {number} is beyond the provider's {label} block {tip}"
         return result
-    blocks, held = _scan_range(client, config, number, number)
+    blocks, held = _scan_range(client, config, number, number, label)
     try:
         for block in blocks:
             with transaction.atomic():

@@ -90,3 +90,15 @@ def test_beat_runs_latest_every_12_seconds_and_finalized_every_minute():
     assert schedule["every-12s-crawl-latest"]["schedule"] == 12.0
     assert schedule["every-60s-crawl-finalized"]["task"] == crawl_finalized.name
     assert schedule["every-60s-crawl-finalized"]["options"]["expires"] <= 60
+
+
+def test_the_debug_data_store_keeps_the_raw_blocks_and_receipts(node, settings, tmp_path):
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, debug_data_store=str(tmp_path / "debug"))
+
+    call_command("crawl", "latest", "--once")
+
+    assert (tmp_path / "debug" / f"latest-{block}.json").exists()
+    assert (tmp_path / "debug" / f"txr-{tx}.json").exists()
+    assert Donation.objects.get().tx_hash == tx

@@ -230,3 +230,23 @@ def test_a_provider_on_another_chain_than_dws_chain_id_is_refused(node, settings
     assert not Donation.objects.exists()
     settings.CONFIG = dataclasses.replace(settings.CONFIG, chain_id=31337)
     assert crawl(LATEST).inserted == 1
+
+
+def test_the_finalized_crawler_treats_a_row_from_an_orphaned_block_as_not_yet_seen(node):
+    tx_hash = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    signed = node.rpc("eth_getRawTransactionByHash", tx_hash)
+    crawl(LATEST)
+    orphaned_hash = Donation.objects.get().block_hash
+    node.reorg(1, [])
+    node.mine(1)
+    node.reorg(1, [(signed, 0)])  # re-mined one block later; the latest crawler does not look again
+    finalize(node)
+
+    result = crawl(FINALIZED)
+
+    donation = Donation.objects.get()
+    assert result.confirmed == 1
+    assert donation.status == "confirmed"
+    assert donation.block_hash == node.receipt(tx_hash)["blockHash"] != orphaned_hash
+    assert donation.block_number == int(node.receipt(tx_hash)["blockNumber"], 16)
+    assert_ledger_invariants()
