@@ -61,3 +61,13 @@ def eth_prices(db) -> Decimal:
         for m in range(-30, 31)
     )
     return ETH_USD
+
+
+@pytest.fixture(autouse=True)
+def _ledger_invariants_hold_afterwards(request) -> Iterator[None]:
+    """DESIGN.md invariants 1 and 2 after every database test here, on top of each test's own checks."""
+    yield
+    if request.node.get_closest_marker("django_db"):
+        from tests.invariants import assert_ledger_invariants
+
+        assert_ledger_invariants()

@@ -50,6 +50,7 @@ def test_a_receipt_the_provider_never_returns_holds_the_block_with_the_grepable_
     proxy.disarm()
     assert crawl(LATEST).held is None
     assert Donation.objects.get().tx_hash == tx
+    assert_ledger_invariants()
 
 
 def test_the_stuck_line_points_at_a_readme_section_that_exists():
@@ -108,6 +109,7 @@ def test_a_finalized_tag_behind_the_cursor_moves_nothing_backwards(node, proxy, 
     assert cursor_get(FINALIZED).value == cursor
     assert "behind our cursor" in result.held
     assert f"finalized block {cursor - 3} is behind our cursor {cursor}" in caplog.text
+    assert_ledger_invariants()
 
 
 def test_a_log_query_the_provider_refuses_holds_the_range(node, proxy):
@@ -123,6 +125,7 @@ def test_a_log_query_the_provider_refuses_holds_the_range(node, proxy):
     proxy.disarm()
     crawl(LATEST)
     assert Donation.objects.get().asset == "usdt"
+    assert_ledger_invariants()
 
 
 def test_a_receipt_without_a_status_is_no_evidence_of_a_revert(node, proxy):
