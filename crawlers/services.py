@@ -139,6 +139,9 @@ def _scan_range(
         if isinstance(outcome, NoEvidence):
             held = BlockHeld(number, f"no block from the provider ({outcome.kind}: {outcome.detail})")
             break
+        if not _block_well_formed(outcome.value, number):
+            held = BlockHeld(number, "the provider's block is malformed (wrong number, no hash or no transactions)")
+            break
         if blocks and outcome.value["parentHash"].lower() != blocks[-1]["hash"].lower():
             held = BlockHeld(number, "block does not build on the previous one fetched (re-org under way)")
             break
@@ -195,6 +198,17 @@ def _scan_range(
         else:
             reverted.setdefault(candidate.block_number, []).append(candidate.tx_hash)
     return _prefix(scanned, transfers_by_block, reverted, last + 1), held
+
+
+def _block_well_formed(block: object, number: int) -> bool:
+    return (
+        isinstance(block, dict)
+        and isinstance(block.get("hash"), str)
+        and isinstance(block.get("parentHash"), str)
+        and isinstance(block.get("transactions"), list)
+        and isinstance(block.get("number"), str)
+        and int(block["number"], 16) == number
+    )
 
 
 def _receipt_usable(receipt: object, block_hash: str) -> bool:

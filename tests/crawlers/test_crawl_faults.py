@@ -141,3 +141,19 @@ def test_a_receipt_without_a_status_is_no_evidence_of_a_revert(node, proxy):
     assert f"block: {block} -- no tx receipt for tx '{tx}'" in result.held
     assert Donation.objects.get().status == "confirmed"
     assert_ledger_invariants()
+
+
+def test_a_block_answered_for_another_number_is_not_taken_for_the_one_asked(node, proxy):
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(1)
+    other = node.block(block + 1, True)
+    proxy.arm(
+        "eth_getBlockByNumber", "rewrite", count=None, when=lambda p: p[0] == hex(block), rewrite=lambda *_: other
+    )
+
+    result = crawl(LATEST)
+
+    assert result.held.startswith(f"block: {block} -- the provider's block is malformed")
+    assert cursor_get(LATEST).value == block - 1
+    assert not Donation.objects.exists()
