@@ -32,7 +32,7 @@ from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock
 from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient, require
 from donations.models import Donation, amount_scale
 from donations.rules import round_usd, usd_value
-from donations.services import Sighting, donation_record_unconfirmed, finalized_block_record
+from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
 from dws_project.config import Config
 from prices.models import ETH, Price, PriceRequest
 
@@ -303,7 +303,7 @@ def _write_latest(block: ScannedBlock, config: Config) -> int:
     inserted = 0
     for sighting in _sightings(block, transfers):
         _, outcome = donation_record_unconfirmed(sighting=sighting, tiers=config.sale_tiers)
-        inserted += outcome != "unchanged"
+        inserted += outcome != Outcome.UNCHANGED
         logger.info(
             "latest: %s donation %s of %s %s from %s in block %d (%s)",
             sighting.transfer.asset,
