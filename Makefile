@@ -11,7 +11,7 @@ run: deps services
 test: deps services
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) manage.py makemigrations --check --dry-run
+	DJANGO_SETTINGS_MODULE=tests.settings $(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/pytest
 
 deps: $(VENV)/.installed node_modules/.installed

@@ -102,8 +102,6 @@ class Config:
         found = [self.database.password, self.secret_key, self.tt_private_key or ""]
         rpc = urlsplit(self.eth_rpc_url)
         found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
-        if rpc.path not in ("", "/"):
-            found.append(self.eth_rpc_url)
         return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
 
 

@@ -12,7 +12,7 @@ import threading
 from urllib.parse import urlsplit
 
 _MASK = "***"
-_secrets: list[str] = []
+_secrets: dict[str, str] = {}  # secret -> what is shown instead
 _lock = threading.Lock()
 
 
@@ -38,19 +38,31 @@ def signature_digest(signature: str) -> str:
 
 def register_secrets(*secrets: str | None) -> None:
     """Remember strings that must never be printed; the log formatter masks them."""
+    for secret in secrets:
+        register_replacement(secret, _MASK)
+
+
+def register_url(url: str) -> None:
+    """A URL whose path, query or user info may hold a key: shown as scheme://host only."""
+    register_replacement(url, redact_url(url))
+
+
+def register_replacement(secret: str | None, shown: str) -> None:
+    global _secrets
+    if not secret or len(secret) < 4:
+        return
     with _lock:
-        for secret in secrets:
-            if secret and len(secret) >= 4 and secret not in _secrets:
-                _secrets.append(secret)
-        _secrets.sort(key=len, reverse=True)
+        updated = {**_secrets, secret: shown}
+        # Longest first, so a whole URL is replaced before the key inside it.
+        _secrets = dict(sorted(updated.items(), key=lambda item: len(item[0]), reverse=True))
 
 
 def redact(text: object) -> str:
     """`text` with every registered secret masked."""
     result = str(text)
-    for secret in _secrets:
+    for secret, shown in _secrets.items():
         if secret in result:
-            result = result.replace(secret, _MASK)
+            result = result.replace(secret, shown)
     return result
 
 

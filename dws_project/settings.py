@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dws_project.config import Config, ConfigError, load_config
-from dws_project.redaction import register_secrets
+from dws_project.redaction import register_secrets, register_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -25,6 +25,7 @@ def _load() -> Config:
 
 
 CONFIG: Config = _load()
+register_url(CONFIG.eth_rpc_url)
 register_secrets(*CONFIG.secrets())
 
 SECRET_KEY = CONFIG.secret_key

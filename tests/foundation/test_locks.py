@@ -6,7 +6,6 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -29,8 +28,8 @@ def first_line(process: subprocess.Popen[str]) -> str:
 
 
 @pytest.fixture
-def job() -> Iterator[str]:
-    yield f"test-job-{uuid.uuid4().hex[:8]}"
+def job() -> str:
+    return f"test-job-{uuid.uuid4().hex[:8]}"
 
 
 def test_a_second_run_skips_while_the_first_holds_the_lock(job: str) -> None:

@@ -105,8 +105,14 @@ def run_process(command: list[str], env: dict[str, str], timeout: float = 60) ->
 PROCESSES = {
     "worker": [str(VENV_BIN / "celery"), "-A", "dws_project", "worker", "--pool", "solo", "--loglevel", "INFO"],
     "beat": [str(VENV_BIN / "celery"), "-A", "dws_project", "beat", "--schedule", "/tmp/dws-test-beat-schedule"],
-    "web": [str(VENV_BIN / "gunicorn"), "-c", str(ROOT / "deploy" / "gunicorn.conf.py"), "--bind", "127.0.0.1:0",
-            "dws_project.wsgi"],
+    "web": [
+        str(VENV_BIN / "gunicorn"),
+        "-c",
+        str(ROOT / "deploy" / "gunicorn.conf.py"),
+        "--bind",
+        "127.0.0.1:0",
+        "dws_project.wsgi",
+    ],
 }
 
 

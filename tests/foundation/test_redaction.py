@@ -1,0 +1,45 @@
+"""Secrets stay out of every log line, even when code logs them by mistake or they ride in a traceback."""
+
+from __future__ import annotations
+
+from dws_project.redaction import redact_url, signature_digest
+from tests.processes import RPC_KEY, base_environment, leaked_secrets, run_manage
+
+CARELESS_CODE = """
+import logging
+from django.conf import settings
+log = logging.getLogger("dws.careless")
+cfg = settings.CONFIG
+log.error("calling %s with password %s", cfg.eth_rpc_url, cfg.database.password)
+try:
+    raise ConnectionError(f"failed to reach {cfg.eth_rpc_url} as {settings.DATABASES['default']['PASSWORD']}")
+except ConnectionError:
+    log.exception("provider down")
+log.warning("signing with %s", cfg.tt_private_key)
+print(repr(cfg))
+"""
+
+
+def test_secrets_logged_by_mistake_are_masked_in_messages_and_tracebacks() -> None:
+    result = run_manage("shell", "-c", CARELESS_CODE, env=base_environment())
+
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Traceback" in result.stderr  # the traceback is there, only masked
+    assert "calling https://node.example.org with password ***" in result.stderr
+    assert leaked_secrets(output) == []
+
+
+def test_rpc_urls_are_shown_as_scheme_and_host_only() -> None:
+    assert redact_url(f"https://mainnet.infura.io/v3/{RPC_KEY}") == "https://mainnet.infura.io"
+    assert redact_url(f"https://user:{RPC_KEY}@node.example.org:8443/?key={RPC_KEY}") == "https://node.example.org:8443"
+    assert redact_url("http://[::1]:8545/x") == "http://[::1]:8545"
+    assert redact_url("not a url") == "<unparseable URL>"
+
+
+def test_signatures_are_shown_as_a_truncated_digest() -> None:
+    signature = "0x" + "ab" * 65
+    shown = signature_digest(signature)
+    assert shown.startswith("sha256:")
+    assert len(shown) == len("sha256:") + 16
+    assert "abab" not in shown
