@@ -116,6 +116,8 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # The web process serves the page's own files (no CDN, no separate file server): WhiteNoise from the
 # apps' static directories, so a checkout serves them without collectstatic (the image still collects).
 WHITENOISE_USE_FINDERS = True
+# The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed.
+WEB_PENDING_REFRESH_SECONDS = 15
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"

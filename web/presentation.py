@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from dws_project.config import Config, SaleTier
 
 MAINNET_CHAIN_ID = 1
@@ -67,4 +69,6 @@ def page_config(config: Config) -> dict[str, object]:
         "chainName": chain.name,
         "devChain": chain.dev,
         "pageSize": DONATIONS_PAGE_SIZE,
+        # How often the page re-reads a donor's data while one of their donations is unconfirmed.
+        "pendingRefreshSeconds": settings.WEB_PENDING_REFRESH_SECONDS,
     }

@@ -110,7 +110,13 @@ def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings) -> Non
     config = json.loads(
         re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', response.content.decode()).group(1)
     )
-    assert config == {"chainId": 1, "chainName": "Ethereum mainnet", "devChain": False, "pageSize": 10}
+    assert config == {
+        "chainId": 1,
+        "chainName": "Ethereum mainnet",
+        "devChain": False,
+        "pageSize": 10,
+        "pendingRefreshSeconds": 15,
+    }
 
 
 def test_a_dev_chain_is_announced_as_such(client: Client, settings) -> None:

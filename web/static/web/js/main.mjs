@@ -12,7 +12,7 @@ import * as wallet from "./wallet.mjs";
 const config = JSON.parse(document.getElementById("dws-config").textContent);
 const ETH_PRICE_EVERY_MS = 60_000;
 const RECEIPT_EVERY_MS = 3_000;
-const PENDING_DONATIONS_EVERY_MS = 15_000;
+const PENDING_DONATIONS_EVERY_MS = (config.pendingRefreshSeconds ?? 15) * 1000;
 const AFFILIATE_KEY = "dws.afc";
 const AFFILIATE_RE = /^[A-Za-z0-9]{1,16}$/;
 const STAKE_RE = /^[1-9][0-9]{0,17}$/;
