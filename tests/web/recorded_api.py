@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -78,9 +79,19 @@ class RecordedDelphi:
         path = parts.path
         if request.method == "POST":
             self.posts.append({"path": path, "headers": request.headers, "body": json.loads(request.post_data or "{}")})
+            body = self.posts[-1]["body"]
             if path == "/affiliate/donation":
-                body = self.posts[-1]["body"]
                 return self._json(route, {"tx_hash": body["tx_hash"], "code": body["code"], "status": "pending"})
+            if path == "/user/stake":
+                staked = int(self.user_data["staked"]) + int(body["amount"])
+                self.user_data.update(staked=str(staked), status="staked")
+                return self._json(route, {"user_data": self.user_data})
+            if path == "/user/unstake":
+                completes = datetime.now(UTC) + timedelta(days=7)
+                self.user_data.update(
+                    status="unstaking", unstake_completes_at=completes.isoformat().replace("+00:00", "Z")
+                )
+                return self._json(route, {"user_data": self.user_data})
             return self._json(route, {"code": 1003, "message": "not found"}, status=404)
         self.gets.append(path)
         if path == "/donation/data":

@@ -289,3 +289,92 @@ def test_on_a_desktop_the_widget_sits_beside_the_pitch(live_server, plain_page) 
     pitch = page.locator(".pitch").bounding_box()
     assert widget["x"] > pitch["x"]
     assert widget["y"] < 200  # above the fold
+
+
+def test_staking_then_unstaking_with_the_seven_day_countdown(live_server, wallet_page, anvil_node, dev_chain) -> None:
+    donor, sale_address = donor_and_sale_address(anvil_node)
+    page = wallet_page(rpc_url=anvil_node.url, account=donor, connected=True)
+    delphi = RecordedDelphi(donation_address=sale_address, user_data={"total": "500.03", "tokens": "333354"}).install(
+        page
+    )
+    page.goto(live_server.url)
+    expect(page.locator("#stake-state")).to_have_text("333,354 tokens available to stake.")
+    page.fill("#stake-amount", "400000")
+    page.click("#stake")
+    expect(page.locator("#stake-status")).to_have_text("You can stake at most 333,354 tokens.")
+    page.fill("#stake-amount", "1.5")
+    page.click("#stake")
+    expect(page.locator("#stake-status")).to_have_text("Enter a whole number of tokens.")
+    assert delphi.posts == []
+
+    page.fill("#stake-amount", "1000")
+    page.click("#stake")
+    expect(page.locator("#stake-status")).to_have_text("Staking done.")
+    expect(page.locator("#user-staked")).to_have_text("1,000")
+    expect(page.locator("#stake-state")).to_have_text("1,000 tokens staked; 332,354 available to stake.")
+    [stake] = delphi.posts
+    assert stake["path"] == "/user/stake"
+    assert stake["body"] == {"amount": "1000"}
+    ts = stake["headers"]["delphi-ts"]
+    signer = Account.recover_message(
+        encode_defunct(text=f"user stake, {donor}, {ts}"), signature=stake["headers"]["delphi-signature"]
+    )
+    assert signer.lower() == donor
+
+    page.click("#unstake")
+    expect(page.locator("#stake-state")).to_have_text("Unstaking 1,000 tokens (takes 7 days from the request).")
+    expect(page.locator("#unstake-countdown")).to_contain_text(re.compile(r"Tokens released in 6d 23h 59m \d+s"))
+    expect(page.locator("#stake-form")).to_be_hidden()  # no staking while unstaking
+    assert delphi.posts[-1]["path"] == "/user/unstake"
+    assert_no_script_errors(page)
+
+
+def test_a_rejected_signature_stakes_nothing(live_server, wallet_page, anvil_node, dev_chain) -> None:
+    donor, sale_address = donor_and_sale_address(anvil_node)
+    page = wallet_page(rpc_url=anvil_node.url, account=donor, connected=True, reject=("personal_sign",))
+    delphi = RecordedDelphi(donation_address=sale_address, user_data={"tokens": "5000"}).install(page)
+    page.goto(live_server.url)
+    page.fill("#stake-amount", "10")
+    page.click("#stake")
+    expect(page.locator("#stake-status")).to_have_text(
+        "You rejected the request in your wallet (staking). Nothing was sent."
+    )
+    assert delphi.posts == []
+    assert_no_script_errors(page)
+
+
+def test_the_donation_history_pages_through_the_api(live_server, wallet_page, anvil_node, dev_chain) -> None:
+    donor, sale_address = donor_and_sale_address(anvil_node)
+    page = wallet_page(rpc_url=anvil_node.url, account=donor, connected=True)
+    delphi = RecordedDelphi(donation_address=sale_address)
+    for n in range(23):
+        tx_hash = f"0x{n:064x}"
+        delphi.donations[tx_hash] = {
+            "tx_hash": tx_hash,
+            "asset": "usdc",
+            "amount": f"{n + 1}.0000000000",
+            "usd_amount": f"{n + 1}.00",
+            "price": "0.00100",
+            "tokens": str((n + 1) * 1000),
+            "status": "confirmed",
+            "ts": f"2026-11-{n + 1:02d}T10:00:00Z",
+        }
+    delphi.install(page)
+    page.goto(live_server.url)
+    rows = page.locator("#donations-body tr")
+    expect(rows).to_have_count(10)
+    expect(page.locator("#page-info")).to_have_text("1\N{EN DASH}10")
+    expect(page.locator("#prev-page")).to_be_disabled()
+    page.click("#next-page")
+    expect(page.locator("#page-info")).to_have_text("11\N{EN DASH}20")
+    expect(rows.first).to_contain_text("11 USDC")
+    page.click("#next-page")
+    expect(rows).to_have_count(3)
+    expect(page.locator("#page-info")).to_have_text("21\N{EN DASH}23")
+    expect(page.locator("#next-page")).to_be_disabled()
+    page.click("#prev-page")
+    expect(page.locator("#page-info")).to_have_text("11\N{EN DASH}20")
+    queries = [g for g in delphi.gets if g.startswith("/user/data/")]
+    assert queries
+    assert all(q == f"/user/data/{donor}" for q in queries)
+    assert_no_script_errors(page)
