@@ -272,5 +272,6 @@ def screenshot(page: Page, name: str) -> Path:
     """Save a full-page screenshot under docs/screenshots/ (or DWS_SCREENSHOT_DIR) and return its path."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
+    page.evaluate("document.activeElement && document.activeElement.blur()")  # no focus ring or caret
     page.screenshot(path=str(path), full_page=True, animations="disabled")
     return path

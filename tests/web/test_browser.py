@@ -378,3 +378,27 @@ def test_the_donation_history_pages_through_the_api(live_server, wallet_page, an
     assert queries
     assert all(q == f"/user/data/{donor}" for q in queries)
     assert_no_script_errors(page)
+
+
+def test_the_refresh_rules(live_server, wallet_page, anvil_node, dev_chain) -> None:
+    """Token price and ETH price on load, the ETH price again every minute; the donor's data on load."""
+    donor, sale_address = donor_and_sale_address(anvil_node)
+    page = wallet_page(rpc_url=anvil_node.url, account=donor, connected=True)
+    page.clock.install()
+    delphi = RecordedDelphi(donation_address=sale_address).install(page)
+    page.goto(live_server.url)
+    expect(page.locator("#eth-price")).to_contain_text("$2,000.12")
+    expect(page.locator("#user-total")).to_have_text("$0.00")
+    assert delphi.gets.count("/price/token") == 1
+    assert delphi.gets.count("/price/eth") == 1
+    assert delphi.gets.count(f"/user/data/{donor}") == 1
+    delphi.eth_price = "2100.50"
+    page.clock.run_for(59_000)
+    page.wait_for_timeout(200)
+    assert delphi.gets.count("/price/eth") == 1
+    page.clock.run_for(1_000)
+    expect(page.locator("#eth-price")).to_contain_text("$2,100.50")
+    assert delphi.gets.count("/price/eth") == 2
+    page.fill("#amount", "1")
+    expect(page.locator("#estimate")).to_have_text("1,400,334")  # ceiling(2100.50 / 0.0015)
+    assert_no_script_errors(page)
