@@ -122,6 +122,7 @@ def test_an_eth_donation_end_to_end_on_the_dev_chain(live_server, wallet_page, a
     expect(page.locator("#tokens-sold")).to_have_text("123,456,789")
     expect(page.locator("#tier")).to_have_text("2")
     expect(page.locator("#token-price")).to_have_text("$0.0015")
+    expect(page.locator("#tier-note")).to_have_text("The price rises once 250,000,000 tokens are sold.")
     expect(page.locator("#eth-price")).to_contain_text("1 ETH = $2,000.12")
     expect(page.locator('tr[data-tier="2"]')).to_have_class(re.compile("current"))
 

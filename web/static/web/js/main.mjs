@@ -461,6 +461,10 @@ function renderCampaign() {
   $("tokens-sold").textContent = money.formatNumber(c.tokensSold);
   $("sale-cap").textContent = money.formatNumber(c.saleCap);
   $("tier").textContent = String(c.tier);
+  $("tier-note").textContent =
+    c.tierLimit === c.saleCap
+      ? "Last tier: the price stays until the sale closes."
+      : `The price rises once ${money.formatNumber(c.tierLimit)} tokens are sold.`;
   const percent = money.percentOf(c.tokensSold, c.saleCap);
   $("progress").setAttribute("aria-valuenow", percent);
   $("progress-fill").style.width = `${percent}%`;
@@ -675,8 +679,16 @@ function start() {
     loadEthPrice();
     loadCampaign(); // keeps the progress live and brings the page back after an API outage
   }, ETH_PRICE_EVERY_MS);
+  let releaseCheckedAt = 0;
   setInterval(() => {
-    if (state.user?.stakeStatus === "unstaking") renderStaking(state.user);
+    if (state.user?.stakeStatus !== "unstaking") return;
+    renderStaking(state.user);
+    // Past the release time, look (at most once a minute) for the API to report the tokens released.
+    const due = Date.parse(state.user.unstakeCompletesAt ?? "") <= Date.now();
+    if (due && Date.now() - releaseCheckedAt > ETH_PRICE_EVERY_MS) {
+      releaseCheckedAt = Date.now();
+      loadUserData({ fresh: true });
+    }
   }, 1000);
   // A wallet that already shared an account with this site reconnects without a prompt.
   wallet
