@@ -12,7 +12,7 @@ from dws_project.config import Config, SaleTier
 MAINNET_CHAIN_ID = 1
 # Chains a developer runs locally; shown as such so nobody mistakes the demo for the real sale.
 DEV_CHAIN_NAMES = {31337: "local dev chain (anvil)", 1337: "local dev chain"}
-# Donors see the token price at the precision the API sends it; the page never rounds a price.
+# Donations per page of the donor's history (the API allows up to 100).
 DONATIONS_PAGE_SIZE = 10
 
 
