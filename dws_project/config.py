@@ -25,6 +25,7 @@ STABLE_COIN_SCALES = range(2, 19)  # plausibility bound for a USD stable coin's 
 LIBPQ_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 MAX_TIMESTAMP_AGE_CAP = 300
 VENUES = ("BINANCE", "COINBASE", "KRAKEN", "KUCOIN", "BITFINEX", "CEXIO")
+VENUE_TIMEOUT_RANGE = (Decimal("0.5"), Decimal("30"))  # seconds; a price cycle runs every 60 s
 
 
 class ConfigError(Exception):
@@ -78,6 +79,7 @@ class Config:
     start_block: int | None
     chain_id: int | None
     venue_urls: Mapping[str, str]
+    venue_timeout: float  # seconds per venue HTTP call (connect and each read)
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     secret_key: str = field(repr=False)
     allowed_hosts: tuple[str, ...]
@@ -256,6 +258,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         read(var, parse_venue_url, default=None)
         if values.get(var):
             venue_urls[venue.lower()] = values[var]  # type: ignore[assignment]
+    read("DWS_VENUE_TIMEOUT", _parse_venue_timeout, default=5.0)
     debug = bool(values.get("DJANGO_DEBUG"))
     # Outside development a missing secret key stops the process; DEBUG gets a throwaway one.
     read(
@@ -282,6 +285,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         start_block=values["DWS_START_BLOCK"],  # type: ignore[arg-type]
         chain_id=values["DWS_CHAIN_ID"],  # type: ignore[arg-type]
         venue_urls=venue_urls,
+        venue_timeout=values["DWS_VENUE_TIMEOUT"],  # type: ignore[arg-type]
         trusted_proxies=values["DWS_TRUSTED_PROXIES"],  # type: ignore[arg-type]
         secret_key=values["DJANGO_SECRET_KEY"],  # type: ignore[arg-type]
         allowed_hosts=values["DJANGO_ALLOWED_HOSTS"],  # type: ignore[arg-type]
@@ -366,6 +370,17 @@ def _parse_log_level(value: str) -> str:
 
 def _parse_hosts(value: str) -> tuple[str, ...]:
     return tuple(h.strip() for h in value.split(",") if h.strip())
+
+
+def _parse_venue_timeout(value: str) -> float:
+    low, high = VENUE_TIMEOUT_RANGE
+    try:
+        seconds = Decimal(value.strip())
+    except InvalidOperation:
+        raise ValueError(f"must be seconds from {low} to {high}") from None
+    if not seconds.is_finite() or not low <= seconds <= high:
+        raise ValueError(f"must be seconds from {low} to {high}")
+    return float(seconds)
 
 
 def _parse_secret_key(value: str) -> str:

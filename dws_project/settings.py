@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from celery.schedules import crontab
+
 from dws_project.config import Config, ConfigError, load_config
 from dws_project.redaction import register_secrets, register_url
 
@@ -154,6 +156,21 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Beat entries are named by cadence; `expires` keeps a backlog of stale runs from piling up.
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+# prices: the minute cycle at the top of every minute, the historical request poll every 10 s.
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "every-1m-fetch-prices": {
+            "task": "prices.fetch_prices",
+            "schedule": crontab(minute="*"),
+            "options": {"expires": 55},
+        },
+        "every-10s-serve-price-requests": {
+            "task": "prices.serve_price_requests",
+            "schedule": 10.0,
+            "options": {"expires": 10},
+        },
+    }
+)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,51 @@
+"""Admin: prices are read-only records with their audit trail; requests show their state."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin
+from django.utils.html import format_html
+
+from prices.models import Price, PriceRequest
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Price)
+class PriceAdmin(ReadOnlyAdmin):
+    list_display = ("created_at", "asset", "price", "made_from", "dropped")
+    list_filter = ("asset",)
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)
+    fields = ("asset", "price", "created_at", "sources_audit")
+    readonly_fields = fields
+
+    @admin.display(description="made from")
+    def made_from(self, obj: Price) -> str:
+        return ", ".join(f"{u['venue']} {u['quote']}" for u in (obj.sources or {}).get("used", []))
+
+    @admin.display(description="dropped")
+    def dropped(self, obj: Price) -> str:
+        return ", ".join(d["venue"] for d in (obj.sources or {}).get("dropped", []))
+
+    @admin.display(description="sources (audit trail)")
+    def sources_audit(self, obj: Price) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(obj.sources, indent=2, sort_keys=True))
+
+
+@admin.register(PriceRequest)
+class PriceRequestAdmin(ReadOnlyAdmin):
+    list_display = ("requested_at", "asset", "status", "attempts", "created_at", "modified_at")
+    list_filter = ("status", "asset")
+    ordering = ("-requested_at",)
+    readonly_fields = ("asset", "requested_at", "status", "attempts", "created_at", "modified_at")

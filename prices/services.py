@@ -1,0 +1,273 @@
+"""The price service: the minute cycle (six venues → one ETH price) and historical price requests.
+
+Writes go through `price_insert`, an INSERT ... ON CONFLICT (asset, created_at) DO NOTHING: a minute
+already on record keeps its price, so a re-run, an overlapping kline window or two racing workers
+never change or duplicate a price a donation may already have been valued with.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import connection
+from django.db.models import F, Q
+from django.utils import timezone
+
+from dws_project.redaction import redact
+from prices.aggregation import Aggregate, VenueQuote, aggregate
+from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
+from prices.venues import KLINE_VENUES, VENUES, VENUES_BY_NAME, Kline, Venue, VenueError, base_urls, client_for
+
+logger = logging.getLogger("dws.prices")
+
+PRICE_QUANTUM = Decimal("0.00000001")  # price.price is NUMERIC(20, 8)
+# Extra wait beyond the client time-out before a venue that still has not answered is given up on
+# (a server trickling bytes can keep a read alive past the per-read time-out).
+COLLECT_GRACE_SECONDS = 0.25
+KLINE_COUNT = 10  # klines fetched per request, starting at the requested minute
+RETRY_AFTER = timedelta(minutes=5)  # a failed request is asked again after this
+MATCH_WINDOW = timedelta(seconds=90)  # the crawler looks for a price within ±1.5 minutes
+OVERDUE_AFTER = timedelta(hours=1)  # unfulfilled this long: error-level log on every poll
+POLL_BATCH = 20
+POLL_BUDGET_SECONDS = 60  # a poll claims no new request after this; the rest wait for the next poll
+OVERDUE_LOG_LINES = 10
+
+
+def minute_of(moment: datetime) -> datetime:
+    return moment.replace(second=0, microsecond=0)
+
+
+def price_insert(*, asset: str, created_at: datetime, price: Decimal, sources: dict) -> bool:
+    """Record one price unless its (asset, minute) is already on record; True when written."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO price (asset, price, created_at, sources) VALUES (%s, %s, %s, %s::jsonb) "
+            "ON CONFLICT (asset, created_at) DO NOTHING RETURNING id",
+            [asset, price.quantize(PRICE_QUANTUM), created_at, json.dumps(sources)],
+        )
+        return cursor.fetchone() is not None
+
+
+def price_near(*, asset: str, moment: datetime) -> bool:
+    """Whether a price lies inside the window the crawler searches (±1.5 minutes of `moment`)."""
+    return Price.objects.filter(
+        asset=asset, created_at__gte=moment - MATCH_WINDOW, created_at__lte=moment + MATCH_WINDOW
+    ).exists()
+
+
+# --- the minute cycle ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    minute: datetime
+    aggregate: Aggregate
+    written: bool  # False when nothing was usable, or the minute was already on record
+
+
+def _ask(venue: Venue, urls: Mapping[str, str], timeout: float | None, now: datetime) -> VenueQuote:
+    try:
+        return VenueQuote(venue.name, venue.quote(client_for(venue.name, urls=urls, timeout=timeout), now))
+    except VenueError as exc:
+        return VenueQuote(venue.name, None, redact(exc))
+    except Exception as exc:  # noqa: BLE001 - a broken adapter drops its venue, never the cycle
+        logger.warning("venue %s: adapter raised %s: %s", venue.name, type(exc).__name__, redact(exc)[:200])
+        return VenueQuote(venue.name, None, f"adapter raised {type(exc).__name__}")
+
+
+def collect_quotes(
+    *, now: datetime, urls: Mapping[str, str] | None = None, timeout: float | None = None
+) -> list[VenueQuote]:
+    """Ask all six venues at once; a venue still silent after the time-out counts as failed."""
+    urls = base_urls(urls)
+    limit = settings.CONFIG.venue_timeout if timeout is None else timeout
+    executor = ThreadPoolExecutor(max_workers=len(VENUES), thread_name_prefix="venue")
+    try:
+        futures = {executor.submit(_ask, venue, urls, limit, now): venue for venue in VENUES}
+        done, _ = wait(futures, timeout=limit + COLLECT_GRACE_SECONDS)
+        quotes = []
+        for future, venue in futures.items():
+            if future in done:
+                quotes.append(future.result())
+            else:
+                quotes.append(VenueQuote(venue.name, None, f"no answer within {limit:g} s"))
+        return quotes
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)  # a hung call finishes on its own
+
+
+def audit_trail(result: Aggregate, *, minute: datetime) -> dict:
+    """What `price.sources` records: every venue, its quote as a string, used or dropped and why."""
+    return {
+        "method": "mean of the spot quotes within 10% of their median",
+        "minute": minute.isoformat(),
+        "median": None if result.median is None else str(result.median),
+        "used": [{"venue": q.venue, "quote": str(q.price)} for q in result.used],
+        "dropped": [
+            {"venue": d.venue, "quote": None if d.price is None else str(d.price), "reason": d.reason}
+            for d in result.dropped
+        ],
+    }
+
+
+def fetch_prices(
+    *, now: datetime | None = None, urls: Mapping[str, str] | None = None, timeout: float | None = None
+) -> CycleResult:
+    """One cycle: ask the six venues, combine their quotes, record the minute's ETH price."""
+    now = now or timezone.now()
+    minute = minute_of(now)
+    result = aggregate(collect_quotes(now=now, urls=urls, timeout=timeout))
+    for dropped in result.dropped:
+        logger.warning("price %s: %s dropped: %s", minute.isoformat(), dropped.venue, dropped.reason)
+    if result.price is None:
+        logger.error("price %s: nothing written: %s", minute.isoformat(), result.reason)
+        return CycleResult(minute, result, written=False)
+    written = price_insert(asset=ETH, created_at=minute, price=result.price, sources=audit_trail(result, minute=minute))
+    used = ", ".join(q.venue for q in result.used)
+    if written:
+        logger.info("price %s: eth %s from %s", minute.isoformat(), result.price.quantize(PRICE_QUANTUM), used)
+    else:
+        logger.info("price %s: already on record, kept", minute.isoformat())
+    return CycleResult(minute, result, written=written)
+
+
+# --- historical price requests -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    claimed: int
+    succeeded: int
+    failed: int
+    overdue: int
+
+
+def price_requests_due(*, now: datetime) -> list[PriceRequest]:
+    """`new` requests, and `failed` ones left alone for RETRY_AFTER (the price_req poll index)."""
+    due = Q(status=PriceRequestStatus.NEW) | Q(status=PriceRequestStatus.FAILED, modified_at__lt=now - RETRY_AFTER)
+    return list(PriceRequest.objects.filter(due).order_by("requested_at")[:POLL_BATCH])
+
+
+def price_request_claim(request: PriceRequest, *, now: datetime) -> bool:
+    """Take a request for this poller alone.
+
+    The conditional UPDATE succeeds for exactly one of several concurrent pollers. It marks the
+    request failed up front, so it leaves the poll set for RETRY_AFTER: a poller that dies mid-way
+    leaves it on the ordinary retry path, and a success turns it into `succeeded`.
+    """
+    claimed = PriceRequest.objects.filter(pk=request.pk, status=request.status, modified_at=request.modified_at).update(
+        status=PriceRequestStatus.FAILED, modified_at=now, attempts=F("attempts") + 1
+    )
+    return claimed == 1
+
+
+def price_request_close(request: PriceRequest, *, now: datetime) -> None:
+    """`succeeded` is terminal: only a claimed (failed) request is closed, and never reopened."""
+    PriceRequest.objects.filter(pk=request.pk, status=PriceRequestStatus.FAILED).update(
+        status=PriceRequestStatus.SUCCEEDED, modified_at=now
+    )
+
+
+def _kline_sources(kline: Kline, request: PriceRequest) -> dict:
+    return {
+        "method": "one-minute kline close",
+        "minute": kline.minute.isoformat(),
+        "used": [{"venue": kline.venue, "quote": str(kline.close)}],
+        "dropped": [],
+        "request": request.requested_at.isoformat(),
+    }
+
+
+def price_request_serve(
+    request: PriceRequest, *, now: datetime, urls: Mapping[str, str], timeout: float | None
+) -> bool:
+    """Write the closed klines around a requested minute, trying venue after venue; True once served."""
+    requested = minute_of(request.requested_at)
+    if request.asset != ETH:
+        # Klines are ETH/USD; the sale token's price is set by the crawler, never fetched.
+        logger.error("price request %s asks for asset %r, which has no klines", requested.isoformat(), request.asset)
+        return False
+    if price_near(asset=request.asset, moment=requested):
+        return True  # the minute cycle (or an earlier request's window) already covers it
+    current = minute_of(now)
+    for name in KLINE_VENUES:
+        venue = VENUES_BY_NAME[name]
+        try:
+            klines = venue.klines(client_for(name, urls=urls, timeout=timeout), requested, KLINE_COUNT)  # type: ignore[misc]
+        except VenueError as exc:
+            logger.warning("price request %s: %s klines unusable: %s", requested.isoformat(), name, redact(exc))
+            continue
+        except SoftTimeLimitExceeded:
+            raise  # the task's own deadline, not a venue fault
+        except Exception as exc:  # noqa: BLE001 - a broken adapter means: try the next venue
+            logger.warning("price request %s: %s klines raised %s", requested.isoformat(), name, type(exc).__name__)
+            continue
+        written = 0
+        for kline in klines:
+            if kline.minute >= current:
+                # Still in progress: its close keeps moving, and a stored value would be permanent.
+                logger.info("price request %s: %s kline %s still open, discarded", requested, name, kline.minute)
+                continue
+            written += price_insert(
+                asset=request.asset, created_at=kline.minute, price=kline.close, sources=_kline_sources(kline, request)
+            )
+        if price_near(asset=request.asset, moment=requested):
+            logger.info("price request %s: served from %s klines (%d new rows)", requested.isoformat(), name, written)
+            return True
+        logger.warning("price request %s: %s klines leave the minute uncovered", requested.isoformat(), name)
+    return False
+
+
+def _log_overdue(now: datetime) -> int:
+    overdue = PriceRequest.objects.exclude(status=PriceRequestStatus.SUCCEEDED).filter(
+        created_at__lt=now - OVERDUE_AFTER
+    )
+    count = overdue.count()
+    for request in overdue.order_by("requested_at")[:OVERDUE_LOG_LINES]:
+        logger.error(
+            "price request %s (%s) unfulfilled for over an hour: %d attempts, status %s",
+            request.requested_at.isoformat(),
+            request.asset,
+            request.attempts,
+            request.status,
+        )
+    if count > OVERDUE_LOG_LINES:
+        logger.error("%d price requests unfulfilled for over an hour in all", count)
+    return count
+
+
+def serve_price_requests(
+    *, now: datetime | None = None, urls: Mapping[str, str] | None = None, timeout: float | None = None
+) -> ServeResult:
+    """One poll: claim each due request and serve it from klines; report the overdue ones."""
+    now = now or timezone.now()
+    urls = base_urls(urls)
+    claimed = succeeded = failed = 0
+    started = time.monotonic()
+    for request in price_requests_due(now=now):
+        if time.monotonic() - started > POLL_BUDGET_SECONDS:
+            break  # still `new` or due: the next poll takes them
+        if not price_request_claim(request, now=now):
+            continue  # another poller has it
+        claimed += 1
+        if price_request_serve(request, now=now, urls=urls, timeout=timeout):
+            price_request_close(request, now=now)
+            succeeded += 1
+        else:
+            failed += 1
+            logger.warning(
+                "price request %s not served; retried after %d minutes",
+                request.requested_at.isoformat(),
+                RETRY_AFTER.seconds // 60,
+            )
+    overdue = _log_overdue(now)
+    return ServeResult(claimed=claimed, succeeded=succeeded, failed=failed, overdue=overdue)

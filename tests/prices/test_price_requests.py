@@ -1,0 +1,268 @@
+"""Historical price requests on PostgreSQL: new → served, failed → retried, succeeded is terminal."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+
+from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
+from prices.services import price_request_claim, serve_price_requests
+from tests.prices import recorded
+from tests.prices.conftest import Reply
+
+TIMEOUT = 1.0
+
+
+def minute_now() -> datetime:
+    return recorded.now_utc().replace(second=0, microsecond=0)
+
+
+def kraken_klines(up_to: datetime, *, missing: frozenset[datetime] = frozenset(), close: str = "2000.5", delay=0.0):
+    """kraken's OHLC as it would answer at `up_to` (that minute's row still open), with optional gaps."""
+
+    def reply(query: dict[str, str]) -> Reply:
+        start = datetime.fromtimestamp(int(query["since"]) + 60, tz=up_to.tzinfo)
+        minutes = int((up_to - start).total_seconds() // 60) + 1
+        closes = [None if start + timedelta(minutes=i) in missing else close for i in range(max(minutes, 0))]
+        return Reply(recorded.kraken_ohlc(start, closes), delay=delay)
+
+    return reply
+
+
+def serve(server, now: datetime):
+    return serve_price_requests(now=now, urls=server.urls(), timeout=TIMEOUT)
+
+
+def prices_at() -> dict[datetime, Decimal]:
+    return dict(Price.objects.filter(asset=ETH).values_list("created_at", "price"))
+
+
+@pytest.mark.django_db
+def test_a_new_request_is_served_from_ten_klines_starting_at_its_minute(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))
+
+    result = serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert (result.claimed, result.succeeded) == (1, 1)
+    assert (request.status, request.attempts) == (PriceRequestStatus.SUCCEEDED, 1)
+    assert sorted(prices_at()) == [requested + timedelta(minutes=m) for m in range(10)]
+    row = Price.objects.get(created_at=requested)
+    assert row.price == Decimal("2000.5")
+    assert row.sources["method"] == "one-minute kline close"
+    assert row.sources["used"] == [{"venue": "kraken", "quote": "2000.5"}]
+
+
+@pytest.mark.django_db
+def test_the_kline_of_the_minute_in_progress_is_never_stored(venue_server):
+    current = minute_now()
+    PriceRequest.objects.create(asset=ETH, requested_at=current - timedelta(minutes=3))
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(current))  # last row: the open minute
+
+    serve(venue_server, recorded.now_utc())
+
+    assert sorted(prices_at()) == [current - timedelta(minutes=m) for m in (3, 2, 1)]
+
+
+@pytest.mark.django_db
+def test_a_request_for_the_minute_in_progress_waits_until_it_has_closed(venue_server):
+    current = minute_now()
+    request = PriceRequest.objects.create(asset=ETH, requested_at=current)
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(current))
+    now = recorded.now_utc()
+
+    first = serve(venue_server, now)
+
+    request.refresh_from_db()
+    assert (first.failed, request.status) == (1, PriceRequestStatus.FAILED)
+    assert not Price.objects.exists()
+
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(current + timedelta(minutes=6)))
+    serve(venue_server, now + timedelta(minutes=6))
+
+    request.refresh_from_db()
+    assert (request.status, request.attempts) == (PriceRequestStatus.SUCCEEDED, 2)
+    assert Price.objects.filter(created_at=current).exists()
+
+
+@pytest.mark.django_db
+def test_a_gap_in_the_klines_fails_the_request_which_is_retried_after_five_minutes(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    gap = frozenset(requested + timedelta(minutes=m) for m in range(-2, 5))  # no trades around the minute
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now(), missing=gap))
+    now = recorded.now_utc()
+
+    first = serve(venue_server, now)
+
+    request.refresh_from_db()
+    assert (first.failed, request.status, request.attempts) == (1, PriceRequestStatus.FAILED, 1)
+    assert min(prices_at()) == requested + timedelta(minutes=5)  # closed minutes after the gap are kept
+    asked_kline_venues = [hit.path for hit in venue_server.hits]
+    assert asked_kline_venues == [
+        recorded.KRAKEN_OHLC,
+        recorded.BITFINEX_CANDLES,
+        recorded.BINANCE_KLINES,
+        recorded.KUCOIN_CANDLES,
+    ]
+
+    too_soon = serve(venue_server, now + timedelta(minutes=4))
+    request.refresh_from_db()
+    assert (too_soon.claimed, request.attempts) == (0, 1)
+    assert len(venue_server.hits) == 4
+
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))  # the venue has filled the gap
+    serve(venue_server, now + timedelta(minutes=5, seconds=1))
+
+    request.refresh_from_db()
+    assert (request.status, request.attempts) == (PriceRequestStatus.SUCCEEDED, 2)
+    assert requested in prices_at()
+
+
+@pytest.mark.django_db
+def test_klines_fall_back_to_the_next_venue(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    venue_server.route(recorded.KRAKEN_OHLC, Reply(recorded.kraken_error("EGeneral:Too many requests")))
+    venue_server.route(recorded.BITFINEX_CANDLES, Reply(recorded.BITFINEX_INVALID_SYMBOL, status=500))
+    venue_server.route(
+        recorded.BINANCE_KLINES, Reply(recorded.binance_klines(requested, [f"2000.{m}" for m in range(10)]))
+    )
+
+    serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert request.status == PriceRequestStatus.SUCCEEDED
+    assert Price.objects.get(created_at=requested).sources["used"] == [{"venue": "binance", "quote": "2000.0"}]
+    assert not venue_server.hits_on(recorded.KUCOIN_CANDLES)
+
+
+@pytest.mark.django_db
+def test_a_succeeded_request_is_never_revisited(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))
+    now = recorded.now_utc()
+    serve(venue_server, now)
+    request.refresh_from_db()
+    closed_at = request.modified_at
+
+    for later in (timedelta(minutes=6), timedelta(hours=2)):
+        assert serve(venue_server, now + later).claimed == 0
+
+    request.refresh_from_db()
+    assert (request.status, request.attempts, request.modified_at) == (PriceRequestStatus.SUCCEEDED, 1, closed_at)
+    assert len(venue_server.hits) == 1
+
+
+@pytest.mark.django_db
+def test_a_request_already_covered_by_a_recorded_price_succeeds_without_asking_a_venue(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    Price.objects.create(asset=ETH, price=Decimal("2001"), created_at=requested + timedelta(minutes=1))
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+
+    serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert request.status == PriceRequestStatus.SUCCEEDED
+    assert venue_server.hits == []
+
+
+@pytest.mark.django_db
+def test_klines_never_overwrite_a_minute_already_on_record(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    Price.objects.create(asset=ETH, price=Decimal("1999.25"), created_at=requested + timedelta(minutes=3))
+    PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))
+
+    serve(venue_server, recorded.now_utc())
+
+    recorded_prices = prices_at()
+    assert len(recorded_prices) == 10
+    assert recorded_prices[requested + timedelta(minutes=3)] == Decimal("1999.25")
+
+
+@pytest.mark.django_db
+def test_a_request_unfulfilled_for_over_an_hour_is_logged_at_error_level_each_poll(venue_server, caplog):
+    requested = minute_now() - timedelta(minutes=30)
+    PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    done = PriceRequest.objects.create(asset=ETH, requested_at=requested - timedelta(hours=1))
+    PriceRequest.objects.filter(pk=done.pk).update(status=PriceRequestStatus.SUCCEEDED)
+    later = recorded.now_utc() + timedelta(minutes=61)
+
+    with caplog.at_level(logging.ERROR, logger="dws.prices"):
+        first = serve(venue_server, later)  # every venue answers 404
+        second = serve(venue_server, later + timedelta(seconds=10))  # a poll that claims nothing
+
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert (first.overdue, second.overdue) == (1, 1)
+    assert (
+        errors
+        == [f"price request {requested.isoformat()} (eth) unfulfilled for over an hour: 1 attempts, status failed"] * 2
+    )
+
+
+@pytest.mark.django_db
+def test_a_request_for_an_asset_without_klines_is_not_served_from_eth_klines(venue_server, caplog):
+    request = PriceRequest.objects.create(asset="dws", requested_at=minute_now() - timedelta(minutes=30))
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))
+
+    with caplog.at_level(logging.ERROR, logger="dws.prices"):
+        serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert request.status == PriceRequestStatus.FAILED
+    assert venue_server.hits == []
+    assert not Price.objects.exists()
+    assert "asks for asset 'dws', which has no klines" in caplog.text
+
+
+@pytest.mark.django_db
+def test_of_two_pollers_holding_the_same_request_only_one_claims_it():
+    request = PriceRequest.objects.create(asset=ETH, requested_at=minute_now() - timedelta(minutes=30))
+    seen_by_a = PriceRequest.objects.get(pk=request.pk)
+    seen_by_b = PriceRequest.objects.get(pk=request.pk)
+    now = recorded.now_utc()
+
+    assert price_request_claim(seen_by_a, now=now) is True
+    assert price_request_claim(seen_by_b, now=now) is False
+    request.refresh_from_db()
+    assert request.attempts == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_pollers_never_serve_a_request_twice(venue_server):
+    base = minute_now() - timedelta(minutes=30)
+    requested = [base - timedelta(minutes=15 * i) for i in range(4)]  # windows far enough apart not to overlap
+    for minute in requested:
+        PriceRequest.objects.create(asset=ETH, requested_at=minute)
+    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now(), delay=0.3))
+    now = recorded.now_utc()
+    start = threading.Barrier(2)
+    results = []
+
+    def poller() -> None:
+        try:
+            start.wait()
+            results.append(serve(venue_server, now))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=poller) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert sum(r.claimed for r in results) == 4
+    assert all(r.claimed >= 1 for r in results)  # both pollers took part
+    assert set(PriceRequest.objects.values_list("status", "attempts")) == {(PriceRequestStatus.SUCCEEDED, 1)}
+    asked_since = sorted(hit.query["since"] for hit in venue_server.hits_on(recorded.KRAKEN_OHLC))
+    assert asked_since == sorted(str(int(m.timestamp()) - 60) for m in requested)
