@@ -3,12 +3,12 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test deps services lint
+.PHONY: run test deps services lint assets browser
 
-run: deps services
+run: deps services assets
 	deploy/run-local.sh
 
-test: deps services
+test: deps services assets browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DJANGO_SETTINGS_MODULE=tests.settings $(PY) manage.py makemigrations --check --dry-run
@@ -28,6 +28,14 @@ node_modules/.installed: package.json package-lock.json
 
 services:
 	deploy/local-services.sh
+
+browser:
+	deploy/ensure-chromium.sh
+
+# The donation page's npm dependencies, copied into web/static/web/vendor/ (served by the web process;
+# no CDN). The copies are committed too, so an image built without Node still serves a working page.
+assets:
+	node web/build-assets.mjs
 
 lint:
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,6 +115,11 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# The web process serves the page's own files (no CDN, no separate file server): WhiteNoise from the
+# apps' static directories, so a checkout serves them without collectstatic (the image still collects).
+WHITENOISE_USE_FINDERS = True
+# The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed.
+WEB_PENDING_REFRESH_SECONDS = 15
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"

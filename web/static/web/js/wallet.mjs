@@ -1,0 +1,101 @@
+// The donor's wallet through EIP-1193 (`window.ethereum`: MetaMask and the like). The page never
+// holds a key: it asks the wallet for the account, for signatures and to send transactions.
+import { chainIdHex, erc20BalanceOfData, erc20TransferData, fromQuantity, toQuantity, utf8ToHex } from "./eth.mjs";
+
+/** Why a wallet call failed, in the terms the page shows. */
+export class WalletError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.kind = kind; // "no-wallet" | "rejected" | "insufficient" | "unknown-chain" | "busy" | "failed"
+  }
+}
+
+export function provider() {
+  return typeof window !== "undefined" && window.ethereum && typeof window.ethereum.request === "function"
+    ? window.ethereum
+    : null;
+}
+
+/** Map an EIP-1193 / JSON-RPC error to a WalletError the page can explain. */
+export function classify(error) {
+  if (error instanceof WalletError) return error;
+  const code = error?.code ?? error?.data?.code;
+  const text = String(error?.message ?? error?.data?.message ?? error ?? "");
+  if (code === 4001 || code === "ACTION_REJECTED") return new WalletError("rejected", "You rejected the request in your wallet.");
+  if (code === 4902) return new WalletError("unknown-chain", "Your wallet does not know this network yet.");
+  if (code === -32002) return new WalletError("busy", "Your wallet already has a request open: look at its window.");
+  if (/insufficient funds|exceeds balance|insufficient balance/i.test(text)) {
+    return new WalletError("insufficient", "Insufficient balance for this donation and its network fee.");
+  }
+  return new WalletError("failed", `The wallet reported an error: ${text.slice(0, 200) || "unknown error"}`);
+}
+
+async function call(method, params = []) {
+  const eth = provider();
+  if (!eth) throw new WalletError("no-wallet", "No Ethereum wallet found in this browser.");
+  try {
+    return await eth.request({ method, params });
+  } catch (error) {
+    throw classify(error);
+  }
+}
+
+/** Ask the wallet for access; returns the selected account, lower case. */
+export async function connect() {
+  const accounts = await call("eth_requestAccounts");
+  if (!Array.isArray(accounts) || accounts.length === 0) throw new WalletError("rejected", "The wallet shared no account.");
+  return accounts[0].toLowerCase();
+}
+
+/** The account already shared with this site, without prompting; null if none. */
+export async function connectedAccount() {
+  if (!provider()) return null;
+  const accounts = await call("eth_accounts");
+  return Array.isArray(accounts) && accounts.length ? accounts[0].toLowerCase() : null;
+}
+
+export async function chainId() {
+  return Number(fromQuantity(await call("eth_chainId")));
+}
+
+export async function switchChain(id) {
+  await call("wallet_switchEthereumChain", [{ chainId: chainIdHex(id) }]);
+}
+
+/** personal_sign of a UTF-8 message by `address`; returns the 0x signature. */
+export async function personalSign(address, message) {
+  return call("personal_sign", [utf8ToHex(message), address]);
+}
+
+export async function ethBalance(address) {
+  return fromQuantity(await call("eth_getBalance", [address, "latest"]));
+}
+
+export async function tokenBalance(contract, address) {
+  return fromQuantity(await call("eth_call", [{ to: contract, data: erc20BalanceOfData(address) }, "latest"]));
+}
+
+/** Send `wei` to `to`; returns the transaction hash. */
+export async function sendEth({ from, to, wei }) {
+  return call("eth_sendTransaction", [{ from, to, value: toQuantity(wei) }]);
+}
+
+/** ERC-20 transfer of `units` (the coin's base units) to `to`; returns the transaction hash. */
+export async function sendToken({ from, contract, to, units }) {
+  return call("eth_sendTransaction", [{ from, to: contract, value: "0x0", data: erc20TransferData(to, units) }]);
+}
+
+/** The receipt's outcome: null while pending, else { ok, blockNumber }. */
+export async function receipt(txHash) {
+  const r = await call("eth_getTransactionReceipt", [txHash]);
+  if (!r) return null;
+  return { ok: fromQuantity(r.status ?? "0x1") === 1n, blockNumber: Number(fromQuantity(r.blockNumber)) };
+}
+
+/** Subscribe to account and network changes; returns nothing (the page lives as long as the tab). */
+export function onChange({ accountsChanged, chainChanged }) {
+  const eth = provider();
+  if (!eth || typeof eth.on !== "function") return;
+  eth.on("accountsChanged", (accounts) => accountsChanged(accounts?.[0]?.toLowerCase() ?? null));
+  eth.on("chainChanged", (id) => chainChanged(Number(fromQuantity(id))));
+}

@@ -1,0 +1,43 @@
+"""The one-page donation site: the page shell with the sale's static facts; the browser does the rest.
+
+Everything that changes (campaign figures, prices, a donor's history) is fetched by the page from the
+delphi API, so this view reads no table and the page renders even while the database is away.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
+
+from web import presentation
+
+# The page loads only its own scripts, styles and API; wallets inject their provider themselves.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "object-src 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
+
+
+@require_safe
+def index(request: HttpRequest) -> HttpResponse:
+    config = settings.CONFIG
+    context = {
+        "tiers": presentation.tier_rows(config.sale_tiers),
+        "sale_cap": presentation.group_thousands(config.sale_cap),
+        "network": presentation.network(config.chain_id),
+        "page_config": presentation.page_config(config),
+    }
+    response = render(request, "web/index.html", context)
+    response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    return response
