@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ from crawlers import detection
 from crawlers.detection import BlockHeader, EthCandidate, Transfer
 from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock
 from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient, require
+from crawlers.rpc import Outcome as RpcOutcome
 from donations.models import Donation, amount_scale
 from donations.rules import round_usd, usd_value
 from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
@@ -39,6 +41,7 @@ from prices.models import ETH, Price, PriceRequest
 logger = logging.getLogger("dws.crawlers")
 
 LABELS = (LATEST, FINALIZED)
+RECONCILE = "reconcile"  # the debug-store name of blocks read by `reconcile` (finalized, so cached too)
 RANGE_BLOCKS = 50  # blocks fetched per batch: one round trip for the blocks, one for the logs
 REORG_REWIND_BLOCKS = 64  # how far back the latest crawler re-crawls after noticing a re-org
 PRICE_WINDOW = timedelta(seconds=90)  # ETH price searched within +-1.5 minutes of the block's minute
@@ -109,16 +112,91 @@ def cursor_set(label: str, value: int, block_hash: str | None = None) -> None:
 # --- reading the chain ----------------------------------------------------------------------------
 
 
+def write_private(directory: str, name: str, text: str) -> None:
+    """Write `directory/name` readable by its owner only (0600), creating the directory on first use.
+
+    Written to a temporary name and renamed, so a reader (or a crash) never sees half a file.
+    """
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    temporary = folder / f".{name}.{os.getpid()}.tmp"
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT; the umask may widen it
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+    os.replace(temporary, target)
+
+
 def debug_dump(config: Config, name: str, payload: object) -> None:
     """DWS_DEBUG_DATA_STORE: keep a raw provider answer for replay; a failed write never stops a crawl."""
     if not config.debug_data_store:
         return
     try:
-        directory = Path(config.debug_data_store)
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / name).write_text(json.dumps(payload))
+        write_private(config.debug_data_store, name, json.dumps(payload))
     except (OSError, TypeError, ValueError) as exc:
         logger.warning("debug data store: could not write %s: %s", name, type(exc).__name__)
+
+
+# --- DWS_BLOCK_CACHE: finalized blocks kept on disk ---------------------------------------------
+
+
+class BlockCacheWriteError(Exception):
+    """A fetched finalized block could not be written to DWS_BLOCK_CACHE: the block is retried next run."""
+
+
+def _cached_block(config: Config, number: int) -> dict | None:
+    """The cached copy of finalized block `number`; a copy that does not parse (or is not that block) is
+    discarded, so the caller fetches it again."""
+    path = Path(config.block_cache) / f"fb-{number}.json"  # type: ignore[arg-type]
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        logger.warning("block cache: cannot read %s (%s); asking the provider", path.name, type(exc).__name__)
+        return None
+    try:
+        block = json.loads(text)
+    except ValueError:
+        block = None
+    if not _block_well_formed(block, number):
+        logger.warning("block cache: %s is corrupt; discarded, fetching the block again", path.name)
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    return block
+
+
+def fetch_blocks(client: RpcClient, config: Config, numbers: Sequence[int], *, finalized: bool) -> list[RpcOutcome]:
+    """Full blocks by number, in one batch; finalized ones through DWS_BLOCK_CACHE when it is set.
+
+    A block fetched for the cache that cannot be written there comes back as NoEvidence of kind
+    "cache-write": the caller holds it, exactly like a block the provider did not give.
+    """
+    use_cache = finalized and bool(config.block_cache)
+    outcomes: dict[int, RpcOutcome] = {}
+    if use_cache:
+        for number in numbers:
+            cached = _cached_block(config, number)
+            if cached is not None:
+                outcomes[number] = Answer(cached)
+    missing = [n for n in numbers if n not in outcomes]
+    fetched = client.batch([("eth_getBlockByNumber", [hex(n), True]) for n in missing]) if missing else []
+    for number, outcome in zip(missing, fetched, strict=True):
+        if use_cache and isinstance(outcome, Answer) and _block_well_formed(outcome.value, number):
+            try:
+                write_private(config.block_cache, f"fb-{number}.json", json.dumps(outcome.value))  # type: ignore[arg-type]
+            except OSError as exc:
+                logger.error("block cache: could not write fb-%d.json (%s); block retried next run", number, exc)
+                outcome = NoEvidence("eth_getBlockByNumber", "cache-write", f"fb-{number}.json: {type(exc).__name__}")
+        outcomes[number] = outcome
+    return [outcomes[n] for n in numbers]
 
 
 def _scan_range(
@@ -132,10 +210,13 @@ def _scan_range(
     """
     eth_scale = amount_scale("eth")
     coin_scale = amount_scale("usdt")
-    outcomes = client.batch([("eth_getBlockByNumber", [hex(n), True]) for n in range(start, end + 1)])
+    outcomes = fetch_blocks(client, config, range(start, end + 1), finalized=label in (FINALIZED, RECONCILE))
     blocks: list[dict] = []
     held: BlockHeld | None = None
     for number, outcome in zip(range(start, end + 1), outcomes, strict=True):
+        if isinstance(outcome, NoEvidence) and outcome.kind == "cache-write":
+            held = BlockHeld(number, f"DWS_BLOCK_CACHE: could not write the block ({outcome.detail})")
+            break
         if isinstance(outcome, NoEvidence):
             held = BlockHeld(number, f"no block from the provider ({outcome.kind}: {outcome.detail})")
             break

@@ -7,6 +7,7 @@ import logging
 from celery import shared_task
 
 from crawlers.models import FINALIZED, LATEST
+from crawlers.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
 from crawlers.rpc import RpcClient
 from crawlers.services import CrawlResult, crawl
 from dws_project.locks import non_overlapping
@@ -14,7 +15,7 @@ from dws_project.locks import non_overlapping
 logger = logging.getLogger("dws.crawlers")
 
 # Seconds between runs (the beat schedule in settings uses the same numbers).
-INTERVALS = {LATEST: 12, FINALIZED: 60}
+INTERVALS = {LATEST: 12, FINALIZED: 60, OLD_UNCONFIRMED: 15 * 60}
 LOCK_TTL = 120.0  # extended while a run works; frees itself this long after a dead holder
 # Blocks per run: a long catch-up proceeds in runs well inside the task's time limit (the next run
 # continues from the cursor), instead of being cut off by it.
@@ -33,10 +34,26 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
         return crawl(label, client=client, max_blocks=RUN_MAX_BLOCKS)
 
     result = guarded()
+    _log(result)
+    return result
+
+
+def run_old_unconfirmed(*, client: RpcClient | None = None) -> JudgeResult | None:
+    """One run of the judge under its non-overlap lock; None when another run holds it."""
+
+    @non_overlapping(job_name(OLD_UNCONFIRMED), ttl=LOCK_TTL)
+    def guarded() -> JudgeResult:
+        return crawl_old_unconfirmed(client=client)
+
+    result = guarded()
+    _log(result)
+    return result
+
+
+def _log(result: CrawlResult | JudgeResult | None) -> None:
     if result is not None:
         log = logger.warning if result.held else logger.info
         log("%s", result.summary())
-    return result
 
 
 @shared_task(name="crawlers.crawl_latest", soft_time_limit=300, time_limit=360)
@@ -47,3 +64,8 @@ def crawl_latest() -> None:
 @shared_task(name="crawlers.crawl_finalized", soft_time_limit=300, time_limit=360)
 def crawl_finalized() -> None:
     run_crawler(FINALIZED)
+
+
+@shared_task(name="crawlers.crawl_old_unconfirmed", soft_time_limit=600, time_limit=720)
+def crawl_old_unconfirmed_task() -> None:
+    run_old_unconfirmed()

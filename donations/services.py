@@ -19,7 +19,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Sum
+from django.db.models import Count, F, Sum
 from django.utils import timezone
 
 from crawlers.detection import Transfer
@@ -294,3 +294,71 @@ def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier])
         stats_recompute(stats=stats, tiers=tiers)
         user_data_refresh(addresses=touched)
     return outcomes
+
+
+@transaction.atomic
+def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tiers: Sequence[SaleTier]) -> list[int]:
+    """The old-unconfirmed judge's failure: unconfirmed rows only (a confirmed one is never touched here).
+
+    Under the campaign lock like every crediting write; the rows are kept, only their status changes.
+    The statistics are recomputed afterwards (they do not change, since unconfirmed rows were never in
+    them, but the status and token price are re-derived from the truth all the same).
+    """
+    stats = stats_lock()
+    rows = list(
+        Donation.objects.select_for_update()
+        .filter(id__in=donation_ids, status=DonationStatus.UNCONFIRMED)
+        .order_by("block_number", "id")
+    )
+    for row in rows:
+        logger.warning("donation %s (%s, id %d) unconfirmed -> failed: %s", row.tx_hash, row.asset, row.id, reason)
+        row.status = DonationStatus.FAILED
+        row.save(update_fields=["status", "modified_at"])
+    if rows:
+        stats_recompute(stats=stats, tiers=tiers)
+        user_data_refresh(addresses=[row.address for row in rows])
+    return [row.id for row in rows]
+
+
+def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[int]) -> None:
+    """One old-unconfirmed run's observations: +1 for every transaction found neither on chain nor in the
+    mempool, back to 0 for every one seen anywhere. Unconfirmed rows only."""
+    with transaction.atomic():
+        if absent_ids:
+            Donation.objects.filter(id__in=absent_ids, status=DonationStatus.UNCONFIRMED).update(
+                absent_count=F("absent_count") + 1, modified_at=timezone.now()
+            )
+        if seen_ids:
+            Donation.objects.filter(id__in=seen_ids, absent_count__gt=0).update(
+                absent_count=0, modified_at=timezone.now()
+            )
+
+
+# --- the operator's lever: pause and resume -------------------------------------------------------
+
+
+@transaction.atomic
+def campaign_pause(*, operator: str) -> bool:
+    """Halt crediting (the crawlers keep recording); False when it was paused already."""
+    stats = stats_lock()
+    if stats.status == CampaignStatus.PAUSED:
+        return False
+    was = stats.status
+    stats.status = CampaignStatus.PAUSED
+    stats.save(update_fields=["status", "modified_at"])
+    logger.warning("campaign paused by %s (was %s): no donation is credited until it is resumed", operator, was)
+    return True
+
+
+@transaction.atomic
+def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
+    """Lift a pause: open or closed is re-derived from the confirmed tokens against the sale cap (by
+    `stats_recompute`, the one place that derives it), never set bluntly. Returns the new status, or
+    None when the campaign was not paused."""
+    stats = stats_lock()
+    if stats.status != CampaignStatus.PAUSED:
+        return None
+    stats.status = CampaignStatus.OPEN  # not the answer: stats_recompute derives it below
+    stats_recompute(stats=stats, tiers=tiers)
+    logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
+    return stats.status

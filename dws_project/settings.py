@@ -182,6 +182,21 @@ CELERY_BEAT_SCHEDULE.update(
         },
     }
 )
+# operations (issue #4): the old-unconfirmed judge every 15 minutes; reconcile the last day once a day.
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "every-15m-crawl-old-unconfirmed": {
+            "task": "crawlers.crawl_old_unconfirmed",
+            "schedule": 15 * 60.0,
+            "options": {"expires": 15 * 60},
+        },
+        "every-1d-reconcile": {
+            "task": "crawlers.reconcile_last_day",
+            "schedule": crontab(minute=17, hour=3),
+            "options": {"expires": 3600},
+        },
+    }
+)
 
 LOGGING = {
     "version": 1,

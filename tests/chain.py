@@ -7,6 +7,7 @@ Used by the crawler tests, the chaos tests and the browser tests. Every call is 
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import time
@@ -22,7 +23,8 @@ from eth_utils import keccak, to_checksum_address
 ROOT = Path(__file__).resolve().parent.parent
 ANVIL = ROOT / "node_modules" / ".bin" / "anvil"
 ARTIFACTS = Path(__file__).resolve().parent / "contracts" / "artifacts"
-PORT_RANGE = range(18500, 18600)
+# TEST_PORT_RANGE="18900-19000" keeps parallel checkouts on their own ports.
+PORT_RANGE = range(*(int(p) for p in os.environ.get("TEST_PORT_RANGE", "18500-18600").split("-")))
 
 # anvil's well-known development accounts (mnemonic "test test ... junk"), lower case.
 ACCOUNTS = (

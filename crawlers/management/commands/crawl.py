@@ -7,10 +7,9 @@ import time
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from crawlers.models import FINALIZED, LATEST
+from crawlers.old_unconfirmed import OLD_UNCONFIRMED
 from crawlers.services import crawl_single_block, make_client
-from crawlers.tasks import INTERVALS, run_crawler
-
-OLD_UNCONFIRMED = "old-unconfirmed"
+from crawlers.tasks import INTERVALS, run_crawler, run_old_unconfirmed
 
 
 class Command(BaseCommand):
@@ -27,9 +26,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         label = str(options["crawler"])
-        if label == OLD_UNCONFIRMED:
-            raise CommandError("the old-unconfirmed crawler is not implemented yet (issue #4)")
         single = options["single_block"]
+        if label == OLD_UNCONFIRMED and single is not None:
+            raise CommandError("the old-unconfirmed crawler has no blocks of its own: re-crawl with 'finalized'")
         if single is not None:
             if int(single) < 0:
                 raise CommandError("--single-block needs a block number >= 0")
@@ -40,7 +39,10 @@ class Command(BaseCommand):
             return
         client = make_client()
         while True:
-            result = run_crawler(label, client=client)
+            if label == OLD_UNCONFIRMED:
+                result = run_old_unconfirmed(client=client)
+            else:
+                result = run_crawler(label, client=client)
             self.stdout.write(result.summary() if result else f"crawl {label}: another run holds the lock; skipped")
             if options["once"]:
                 if result is not None and result.held:

@@ -1,0 +1,249 @@
+"""The old-unconfirmed crawler: the judge of donations that stayed unconfirmed for over 30 minutes.
+
+Each run takes at most 500 of them, oldest first, and looks them up in batches: the transactions by
+hash, then the finalized blocks they sit in (through DWS_BLOCK_CACHE when set) and their receipts.
+
+* In a finalized block that carries it, with a receipt saying it succeeded: confirmed through
+  `donations_confirm`, the crediting path the finalized crawler uses (so a pause holds it there).
+  If it now sits in another block than the one recorded (re-mined after a re-org), that block is
+  re-crawled by the finalized crawler's own single-block path, which records it where it is.
+* A finalized block that was fetched and does not carry it, or a receipt reporting a revert: failed.
+* Absent from both chain and mempool (the provider answered null): `absent_count` + 1. Failed only
+  once the count reaches 3 consecutive runs AND the block it was seen in is over 24 hours old; any
+  sighting resets the count. A single null from a lagging node therefore never fails a donation.
+* Everything else is left untouched and looked at again next run: in the mempool, in a block not yet
+  finalized, a block or receipt the provider would not give, an error object, a 429, a time-out.
+
+Rows are never deleted; a failure recomputes the statistics.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from crawlers import detection
+from crawlers.models import FINALIZED
+from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
+from crawlers.services import _tip, crawl_single_block, debug_dump, fetch_blocks, make_client
+from donations.models import Donation, DonationStatus
+from donations.services import (
+    Outcome,
+    donations_absence_record,
+    donations_confirm,
+    donations_fail_unconfirmed,
+)
+from dws_project.config import Config
+
+logger = logging.getLogger("dws.crawlers")
+
+OLD_UNCONFIRMED = "old-unconfirmed"
+MIN_AGE = timedelta(minutes=30)  # younger donations are still the latest/finalized crawlers' business
+ABSENCE_GRACE = timedelta(hours=24)  # a vanished transaction is failed only once its block is this old
+SUSTAINED_ABSENCE_RUNS = 3  # ... and it was absent on this many consecutive runs (~45 minutes)
+BATCH_LIMIT = 500  # donations per run: a provider batch never grows unbounded, a backlog drains oldest first
+
+
+@dataclass
+class JudgeResult:
+    examined: int = 0
+    confirmed: int = 0
+    held_paused: int = 0
+    failed: int = 0
+    recrawled_blocks: int = 0
+    untouched: Counter = field(default_factory=Counter)  # why -> how many
+    held: str | None = None  # the whole run could not judge anything
+
+    def summary(self) -> str:
+        text = (
+            f"crawl {OLD_UNCONFIRMED}: {self.examined} examined, {self.confirmed} confirmed, "
+            f"{self.held_paused} held (paused), {self.failed} failed, {self.recrawled_blocks} block(s) re-crawled"
+        )
+        if self.untouched:
+            text += "; untouched: " + ", ".join(f"{n} {why}" for why, n in sorted(self.untouched.items()))
+        return text + (f"; held: {self.held}" if self.held else "")
+
+
+def _carries(block: dict, tx_hash: str) -> bool:
+    for tx in block.get("transactions") or []:
+        found = tx.get("hash") if isinstance(tx, dict) else tx
+        if isinstance(found, str) and found.lower() == tx_hash:
+            return True
+    return False
+
+
+def _receipt_proves(row: Donation, receipt: object, block_hash: str, config: Config) -> bool | None:
+    """True: the receipt proves the donation; False: it proves a revert; None: it proves nothing."""
+    if not isinstance(receipt, dict) or (receipt.get("blockHash") or "").lower() != block_hash:
+        return None
+    if receipt.get("status") == "0x0":
+        return False
+    if receipt.get("status") != "0x1":
+        return None
+    if row.log_index is None:
+        return True
+    coin = config.stable_coin(row.asset)
+    recipient = detection.donation_address_topic(config.donation_address)
+    for log in receipt.get("logs") or []:
+        if (
+            isinstance(log, dict)
+            and isinstance(log.get("logIndex"), str)
+            and int(log["logIndex"], 16) == row.log_index
+            and coin is not None
+            and (log.get("address") or "").lower() == coin.contract
+            and [t.lower() for t in log.get("topics") or []][:1] == [detection.TRANSFER_TOPIC]
+            and len(log.get("topics") or []) == 3
+            and log["topics"][2].lower() == recipient
+        ):
+            return True
+    return None  # succeeded, but the recorded Transfer log is not in it: no evidence for this row
+
+
+def crawl_old_unconfirmed(
+    *, config: Config | None = None, client: RpcClient | None = None, now: datetime | None = None
+) -> JudgeResult:
+    """One run of the judge over the oldest unconfirmed donations."""
+    config = config or settings.CONFIG
+    client = client or make_client(config)
+    now = now or timezone.now()
+    result = JudgeResult()
+    rows = list(
+        Donation.objects.filter(status=DonationStatus.UNCONFIRMED, block_time__lt=now - MIN_AGE).order_by(
+            "block_time", "id"
+        )[:BATCH_LIMIT]
+    )
+    result.examined = len(rows)
+    if not rows:
+        return result
+    try:
+        client.check_chain_id(config.chain_id)
+        finalized = _tip(client, FINALIZED)
+    except NoEvidenceError as exc:
+        result.held = f"provider gave no evidence: {exc}"
+        result.untouched["no finalized block from the provider"] += len(rows)
+        return result
+
+    hashes = sorted({row.tx_hash for row in rows})
+    # null means "this node knows no such transaction": an observation of absence, counted, never final.
+    lookups = dict(
+        zip(
+            hashes,
+            client.batch([("eth_getTransactionByHash", [h]) for h in hashes], null_is_answer=True),
+            strict=True,
+        )
+    )
+    absent: list[Donation] = []
+    seen: list[int] = []
+    placed: dict[int, int] = {}  # donation id -> the finalized block the provider places it in
+    for row in rows:
+        outcome = lookups[row.tx_hash]
+        if isinstance(outcome, NoEvidence):
+            result.untouched[f"no answer for the transaction ({outcome.kind})"] += 1
+            continue
+        debug_dump(config, f"txs-{row.tx_hash}.json", outcome.value)
+        tx = outcome.value
+        if tx is None:
+            absent.append(row)
+            continue
+        if not isinstance(tx, dict):
+            result.untouched["malformed transaction object"] += 1
+            continue
+        seen.append(row.id)
+        if tx.get("blockNumber") is None or tx.get("blockHash") is None:
+            result.untouched["in the mempool"] += 1
+        elif int(tx["blockNumber"], 16) > finalized:
+            result.untouched["block not finalized yet"] += 1
+        else:
+            placed[row.id] = int(tx["blockNumber"], 16)
+    donations_absence_record(absent_ids=[r.id for r in absent], seen_ids=seen)
+
+    vanished = []
+    for row in absent:
+        runs = row.absent_count + 1
+        if runs >= SUSTAINED_ABSENCE_RUNS and row.block_time < now - ABSENCE_GRACE:
+            vanished.append(row.id)
+        elif row.block_time >= now - ABSENCE_GRACE:
+            result.untouched["absent, block younger than 24 h"] += 1
+        else:
+            result.untouched["absent, not yet on 3 consecutive runs"] += 1
+
+    numbers = sorted(set(placed.values()))
+    blocks = dict(zip(numbers, fetch_blocks(client, config, numbers, finalized=True), strict=True))
+    for number, outcome in blocks.items():
+        if isinstance(outcome, Answer):
+            debug_dump(config, f"{OLD_UNCONFIRMED}-{number}.json", outcome.value)
+    in_place = [row for row in rows if row.id in placed]
+    receipt_hashes = sorted({row.tx_hash for row in in_place})
+    receipts = dict(
+        zip(
+            receipt_hashes,
+            client.batch([("eth_getTransactionReceipt", [h]) for h in receipt_hashes]) if receipt_hashes else [],
+            strict=True,
+        )
+    )
+
+    to_confirm: list[int] = []
+    not_carried: list[int] = []
+    reverted: list[int] = []
+    recrawl: set[int] = set()
+    for row in in_place:
+        number = placed[row.id]
+        block_outcome = blocks[number]
+        if isinstance(block_outcome, NoEvidence):
+            result.untouched[f"finalized block not fetchable ({block_outcome.kind})"] += 1
+            continue
+        block = block_outcome.value
+        if not _carries(block, row.tx_hash):
+            not_carried.append(row.id)
+            continue
+        block_hash = (block.get("hash") or "").lower()
+        if (number, block_hash) != (row.block_number, row.block_hash):
+            recrawl.add(number)  # re-mined elsewhere: the finalized path records and confirms it there
+            continue
+        receipt_outcome = receipts[row.tx_hash]
+        if isinstance(receipt_outcome, Answer):
+            debug_dump(config, f"txr-{row.tx_hash}.json", receipt_outcome.value)
+        proof = (
+            _receipt_proves(row, receipt_outcome.value, block_hash, config)
+            if isinstance(receipt_outcome, Answer)
+            else None
+        )
+        if proof is True:
+            to_confirm.append(row.id)
+        elif proof is False:
+            reverted.append(row.id)
+        else:
+            result.untouched["no usable receipt"] += 1
+
+    tiers = config.sale_tiers
+    result.failed += len(
+        donations_fail_unconfirmed(
+            donation_ids=vanished,
+            reason=f"absent from chain and mempool on {SUSTAINED_ABSENCE_RUNS} consecutive runs, block over 24 h old",
+            tiers=tiers,
+        )
+    )
+    result.failed += len(
+        donations_fail_unconfirmed(
+            donation_ids=not_carried, reason="its finalized block was fetched and does not carry it", tiers=tiers
+        )
+    )
+    result.failed += len(
+        donations_fail_unconfirmed(donation_ids=reverted, reason="its finalized receipt reports a revert", tiers=tiers)
+    )
+    if to_confirm:
+        outcomes = donations_confirm(donation_ids=to_confirm, tiers=tiers)
+        result.confirmed += sum(o == Outcome.CONFIRMED for o in outcomes.values())
+        result.held_paused += sum(o == Outcome.HELD_PAUSED for o in outcomes.values())
+    for number in sorted(recrawl):
+        recrawled = crawl_single_block(FINALIZED, number, config=config, client=client)
+        result.recrawled_blocks += 1
+        result.confirmed += recrawled.confirmed
+        if recrawled.held:
+            result.untouched[f"re-crawl of block {number} held"] += 1
+    return result
