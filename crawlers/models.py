@@ -29,3 +29,25 @@ class LastBlock(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chain}/{self.label} at {self.value}"
+
+
+class ReconcileRun(models.Model):
+    """One `reconcile` over a block range: what it checked and every discrepancy it found (for the admin
+    and /health; the newest row is the last result)."""
+
+    trigger = models.CharField(max_length=16)  # "command" or "daily"
+    from_block = models.BigIntegerField()
+    to_block = models.BigIntegerField(help_text="the last block actually checked")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+    ok = models.BooleanField()
+    transfers = models.IntegerField(help_text="transfers to the donation address found on chain")
+    discrepancies = models.JSONField(default=list, blank=True)
+    summary = models.TextField()
+
+    class Meta:
+        db_table = "reconcile_run"
+        indexes = [models.Index(fields=["-finished_at"], name="reconcile_run_finished_idx")]
+
+    def __str__(self) -> str:
+        return self.summary

@@ -36,6 +36,7 @@ from donations.models import Donation, amount_scale
 from donations.rules import round_usd, usd_value
 from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
 from dws_project.config import Config
+from dws_project.locks import exclusive_run
 from prices.models import ETH, Price, PriceRequest
 
 logger = logging.getLogger("dws.crawlers")
@@ -107,6 +108,58 @@ def cursor_get(label: str) -> LastBlock | None:
 
 def cursor_set(label: str, value: int, block_hash: str | None = None) -> None:
     LastBlock.objects.update_or_create(chain=CHAIN, label=label, defaults={"value": value, "block_hash": block_hash})
+
+
+def job_name(label: str) -> str:
+    """The non-overlap lock name of a crawler (its Celery task, its command and `set_cursor` share it)."""
+    return f"crawl-{label}"
+
+
+@dataclass(frozen=True)
+class ChainTips:
+    head: int | None  # None: the provider did not say (error, null, time-out)
+    finalized: int | None
+
+
+def chain_tips(client: RpcClient) -> ChainTips:
+    """The provider's head and finalized block numbers, in one batched round trip."""
+    head, final = client.batch([("eth_blockNumber", []), ("eth_getBlockByNumber", ["finalized", False])])
+    head_number = int(head.value, 16) if isinstance(head, Answer) and isinstance(head.value, str) else None
+    final_number = (
+        int(final.value["number"], 16)
+        if isinstance(final, Answer) and isinstance(final.value, dict) and isinstance(final.value.get("number"), str)
+        else None
+    )
+    return ChainTips(head_number, final_number)
+
+
+class CursorRefused(Exception):
+    """`set_cursor` would not move the cursor; the message says why, for the operator."""
+
+
+def set_cursor(label: str, value: int, *, operator: str, client: RpcClient | None = None) -> int | None:
+    """Move a crawler's cursor (the last block it has processed) by hand; returns the previous value.
+
+    Refused beyond the chain head (or when the provider will not say where the head is), and while a
+    run of that crawler holds its lock, so the run cannot write the old position back afterwards.
+    """
+    if label not in LABELS:
+        raise CursorRefused(f"unknown crawler {label!r}")
+    if value < 0:
+        raise CursorRefused("the block number must be >= 0")
+    tips = chain_tips(client or make_client())
+    if tips.head is None:
+        raise CursorRefused("the provider did not say where its head is; try again")
+    if value > tips.head:
+        raise CursorRefused(f"block {value} is beyond the chain head {tips.head}")
+    with exclusive_run(job_name(label)) as acquired:
+        if not acquired:
+            raise CursorRefused(f"the {label} crawler is running; try again in a few seconds")
+        before = cursor_get(label)
+        cursor_set(label, value)
+    previous = before.value if before else None
+    logger.warning("cursor %s moved by %s: %s -> %d (head %d)", label, operator, previous, value, tips.head)
+    return previous
 
 
 # --- reading the chain ----------------------------------------------------------------------------

@@ -8,8 +8,9 @@ from celery import shared_task
 
 from crawlers.models import FINALIZED, LATEST
 from crawlers.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
+from crawlers.reconcile import reconcile_last_day
 from crawlers.rpc import RpcClient
-from crawlers.services import CrawlResult, crawl
+from crawlers.services import CrawlResult, crawl, job_name
 from dws_project.locks import non_overlapping
 
 logger = logging.getLogger("dws.crawlers")
@@ -20,10 +21,6 @@ LOCK_TTL = 120.0  # extended while a run works; frees itself this long after a d
 # Blocks per run: a long catch-up proceeds in runs well inside the task's time limit (the next run
 # continues from the cursor), instead of being cut off by it.
 RUN_MAX_BLOCKS = 1000
-
-
-def job_name(label: str) -> str:
-    return f"crawl-{label}"
 
 
 def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult | None:
@@ -69,3 +66,12 @@ def crawl_finalized() -> None:
 @shared_task(name="crawlers.crawl_old_unconfirmed", soft_time_limit=600, time_limit=720)
 def crawl_old_unconfirmed_task() -> None:
     run_old_unconfirmed()
+
+
+@shared_task(name="crawlers.reconcile_last_day", soft_time_limit=1800, time_limit=1900)
+def reconcile_last_day_task() -> None:
+    @non_overlapping("reconcile", ttl=300)
+    def guarded() -> None:
+        reconcile_last_day()  # logs its summary and stores the result
+
+    guarded()

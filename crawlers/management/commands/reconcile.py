@@ -1,0 +1,36 @@
+"""`manage.py reconcile --from-block A --to-block B`: the records checked against the chain."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from crawlers.reconcile import ReconcileError, reconcile
+from dws_project.locks import exclusive_run
+
+JOB = "reconcile"
+
+
+class Command(BaseCommand):
+    help = (
+        "Check blocks A..B (finalized and crawled ones) against the records: every transfer to the donation "
+        "address recorded once and confirmed, nothing confirmed that is not on chain, the campaign and donor "
+        "totals equal to the sums. Prints each discrepancy; exits 1 on any, 0 with a one-line summary."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--from-block", type=int, required=True, metavar="A")
+        parser.add_argument("--to-block", type=int, required=True, metavar="B")
+
+    def handle(self, *args: object, **options: object) -> None:
+        with exclusive_run(JOB, ttl=300) as acquired:
+            if not acquired:
+                raise CommandError("another reconcile is running; try again when it has finished")
+            try:
+                report = reconcile(int(options["from_block"]), int(options["to_block"]))  # type: ignore[arg-type]
+            except ReconcileError as exc:
+                raise CommandError(str(exc)) from None
+        for line in report.discrepancies:
+            self.stdout.write(line)
+        if not report.ok:
+            raise CommandError(report.summary())
+        self.stdout.write(report.summary())

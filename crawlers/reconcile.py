@@ -1,0 +1,199 @@
+"""`reconcile`: the records checked against the chain over a range of finalized blocks (DESIGN invariants).
+
+1. Every transfer to the donation address in a finalized block of the range -- a successful ETH
+   transaction, or a Transfer log of a configured coin -- is recorded exactly once, in that block, with
+   the chain's amount and donor, and is confirmed (unconfirmed is legitimate only while paused).
+2. Nothing confirmed in the range is absent from its block, and no reverted transaction is confirmed.
+3. donation_stats and every user_data row equal the sums of the confirmed donations.
+
+The chain is read the way the crawlers read it (`_scan_range`: batched blocks, one eth_getLogs per
+range, batched receipts of the ETH candidates; finalized blocks through DWS_BLOCK_CACHE when set), so
+a day of blocks costs a few hundred round trips. Blocks the provider will not give are reported as not
+checked: an incomplete check is never a clean one.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Count, Sum
+from django.utils import timezone
+
+from crawlers.detection import Transfer
+from crawlers.models import FINALIZED, ReconcileRun
+from crawlers.rpc import RpcClient
+from crawlers.services import RANGE_BLOCKS, RECONCILE, _scan_range, chain_tips, cursor_get, make_client
+from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, UserData
+from dws_project.config import Config
+
+logger = logging.getLogger("dws.crawlers")
+
+DAY_OF_BLOCKS = 7200  # ~24 h of 12 s blocks: the daily run's range
+
+
+class ReconcileError(Exception):
+    """The range cannot be checked at all (no finalized block from the provider, an empty range)."""
+
+
+@dataclass
+class ReconcileReport:
+    from_block: int
+    to_block: int  # the last block checked
+    started_at: datetime
+    transfers: int = 0
+    discrepancies: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.discrepancies
+
+    def summary(self) -> str:
+        verdict = "no drift" if self.ok else f"{len(self.discrepancies)} discrepancy(ies)"
+        text = f"reconcile blocks {self.from_block}..{self.to_block}: {self.transfers} transfer(s) on chain, {verdict}"
+        return text + "".join(f"; {note}" for note in self.notes)
+
+
+def _describe(t: Transfer) -> str:
+    where = "" if t.log_index is None else f" log {t.log_index}"
+    return f"{t.asset} transfer {t.tx_hash}{where} of {t.amount} from {t.donor}"
+
+
+def _key(tx_hash: str, log_index: int | None) -> tuple[str, int | None]:
+    return tx_hash, log_index
+
+
+def reconcile(
+    from_block: int,
+    to_block: int,
+    *,
+    config: Config | None = None,
+    client: RpcClient | None = None,
+    trigger: str = "command",
+) -> ReconcileReport:
+    """Check blocks from_block..to_block (clipped to what is finalized and crawled); store the result."""
+    config = config or settings.CONFIG
+    client = client or make_client(config)
+    if from_block < 0 or to_block < from_block:
+        raise ReconcileError(f"empty range {from_block}..{to_block}")
+    tips = chain_tips(client)
+    if tips.finalized is None:
+        raise ReconcileError("the provider did not say which block is finalized; try again")
+    cursor = cursor_get(FINALIZED)
+    crawled = cursor.value if cursor else from_block - 1
+    end = min(to_block, tips.finalized, crawled)
+    report = ReconcileReport(from_block, end, timezone.now())
+    if end < to_block:
+        report.notes.append(
+            f"blocks {end + 1}..{to_block} not checked (finalized block {tips.finalized}, finalized cursor {crawled})"
+        )
+
+    on_chain: dict[tuple[str, int | None], Transfer] = {}
+    reverted: dict[str, int] = {}
+    position = from_block
+    while position <= end:
+        stop = min(end, position + RANGE_BLOCKS - 1)
+        blocks, held = _scan_range(client, config, position, stop, RECONCILE)
+        for block in blocks:
+            for transfer in block.transfers:
+                on_chain[_key(transfer.tx_hash, transfer.log_index)] = transfer
+            for tx_hash in block.reverted:
+                reverted[tx_hash] = block.header.number
+        if held is not None:
+            why = f"not checked, no evidence from the provider ({held})"
+            report.discrepancies.append(f"blocks {held.number}..{stop}: {why}")
+        position = stop + 1
+    report.transfers = len(on_chain)
+
+    paused = DonationStats.objects.get().status == CampaignStatus.PAUSED
+    tx_hashes = {tx for tx, _ in on_chain} | set(reverted)
+    rows = {
+        _key(r.tx_hash, r.log_index): r
+        for r in Donation.objects.filter(tx_hash__in=tx_hashes)
+        | Donation.objects.filter(block_number__range=(from_block, end))
+    }
+    for key, transfer in sorted(on_chain.items(), key=lambda kv: (kv[1].block_number, kv[0][0], kv[0][1] or -1)):
+        row = rows.get(key)
+        at = f"block {transfer.block_number}: {_describe(transfer)}"
+        if row is None:
+            report.discrepancies.append(f"{at} is not recorded")
+        elif row.block_hash != transfer.block_hash:
+            report.discrepancies.append(f"{at} is recorded in block {row.block_number} ({row.block_hash}) instead")
+        elif (row.asset, row.amount, row.address) != (transfer.asset, transfer.amount, transfer.donor):
+            report.discrepancies.append(
+                f"{at} is recorded as {row.asset} {row.amount} from {row.address} (donation id {row.id})"
+            )
+        elif row.status == DonationStatus.CONFIRMED or (row.status == DonationStatus.UNCONFIRMED and paused):
+            continue
+        else:
+            report.discrepancies.append(f"{at} is {row.status}, not confirmed (donation id {row.id})")
+    for key, row in sorted(rows.items(), key=lambda kv: (kv[1].block_number, kv[1].id)):
+        if row.status != DonationStatus.CONFIRMED:
+            continue
+        if row.tx_hash in reverted and row.log_index is None:
+            report.discrepancies.append(
+                f"block {reverted[row.tx_hash]}: donation id {row.id} ({row.tx_hash}) is confirmed but reverted"
+            )
+        elif from_block <= row.block_number <= end and key not in on_chain:
+            report.discrepancies.append(
+                f"block {row.block_number}: confirmed donation id {row.id} ({row.asset} {row.amount}, "
+                f"{row.tx_hash}) is not in its block"
+            )
+    report.discrepancies += ledger_discrepancies()
+    ReconcileRun.objects.create(
+        trigger=trigger,
+        from_block=from_block,
+        to_block=end,
+        started_at=report.started_at,
+        ok=report.ok,
+        transfers=report.transfers,
+        discrepancies=report.discrepancies,
+        summary=report.summary(),
+    )
+    (logger.info if report.ok else logger.error)("%s", report.summary())
+    return report
+
+
+def ledger_discrepancies() -> list[str]:
+    """Invariants 1 and 2: the campaign and each donor's totals against the confirmed donations."""
+    problems = []
+    confirmed = Donation.objects.filter(status=DonationStatus.CONFIRMED)
+    sums = confirmed.aggregate(total=Sum("usd_amount"), tokens=Sum("tokens"))
+    total, tokens = sums["total"] or Decimal("0"), sums["tokens"] or 0
+    stats = DonationStats.objects.get()
+    if (stats.total, stats.tokens) != (total, tokens):
+        problems.append(
+            f"campaign: donation_stats says {stats.total} USD / {stats.tokens} tokens, "
+            f"the confirmed donations sum to {total} USD / {tokens} tokens"
+        )
+    per_address = {
+        r["address"]: (r["total"], r["tokens"])
+        for r in confirmed.values("address").annotate(total=Sum("usd_amount"), tokens=Sum("tokens"), n=Count("id"))
+    }
+    stored = {u.address: (u.total, u.tokens) for u in UserData.objects.all()}
+    for address in sorted(set(per_address) | set(stored)):
+        expected = per_address.get(address, (Decimal("0"), 0))
+        have = stored.get(address)
+        if have is None and address in per_address:
+            problems.append(f"donor {address}: no user_data row, confirmed donations sum to {expected[0]} USD")
+        elif have is not None and have != expected:
+            problems.append(
+                f"donor {address}: user_data says {have[0]} USD / {have[1]} tokens, "
+                f"the confirmed donations sum to {expected[0]} USD / {expected[1]} tokens"
+            )
+    return problems
+
+
+def reconcile_last_day(*, config: Config | None = None, client: RpcClient | None = None) -> ReconcileReport:
+    """The daily check: the last ~day of finalized blocks (never before DWS_START_BLOCK)."""
+    config = config or settings.CONFIG
+    client = client or make_client(config)
+    finalized = chain_tips(client).finalized
+    if finalized is None:
+        raise ReconcileError("the provider did not say which block is finalized; try again")
+    start = max(finalized - DAY_OF_BLOCKS + 1, config.start_block or 0, 0)
+    return reconcile(start, finalized, config=config, client=client, trigger="daily")
