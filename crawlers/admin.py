@@ -1,19 +1,101 @@
-"""Crawler cursors in the admin: read-only (moving one is `manage.py set_cursor`, under the crawler's lock)."""
+"""Crawler cursors and reconcile results in the admin.
+
+A cursor is moved only through its "set cursor" form, which shows the chain head and finalized block and
+calls `set_cursor` (the function `manage.py set_cursor` calls): refused beyond the head, taken under the
+crawler's lock, logged with the operator's name.
+"""
 
 from __future__ import annotations
 
-from django.contrib import admin
+import logging
 
-from crawlers.models import LastBlock
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from crawlers.models import LastBlock, ReconcileRun
+from crawlers.services import CursorRefused, chain_tips, make_probe_client, set_cursor
+
+logger = logging.getLogger("dws.admin")
 
 
-@admin.register(LastBlock)
-class LastBlockAdmin(admin.ModelAdmin):
-    list_display = ("chain", "label", "value", "block_hash", "modified_at")
-    readonly_fields = ("chain", "label", "value", "block_hash", "created_at", "modified_at")
-
+class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class SetCursorForm(forms.Form):
+    block = forms.IntegerField(min_value=0, help_text="the last block the crawler has processed")
+
+
+@admin.register(LastBlock)
+class LastBlockAdmin(ReadOnlyAdmin):
+    list_display = ("chain", "label", "value", "block_hash", "modified_at", "set_cursor_link")
+    readonly_fields = ("chain", "label", "value", "block_hash", "created_at", "modified_at")
+
+    @admin.display(description="")
+    def set_cursor_link(self, obj: LastBlock) -> str:
+        return format_html('<a href="{}">set cursor</a>', reverse("admin:crawlers_lastblock_set_cursor", args=[obj.pk]))
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.set_cursor_view)
+        return [path("<int:object_id>/set-cursor/", view, name="crawlers_lastblock_set_cursor"), *super().get_urls()]
+
+    def set_cursor_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        if not request.user.has_perm("crawlers.change_lastblock"):
+            raise PermissionDenied
+        cursor = get_object_or_404(LastBlock, pk=object_id)
+        client = make_probe_client()
+        form = SetCursorForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            block = form.cleaned_data["block"]
+            operator = request.user.get_username()
+            try:
+                previous = set_cursor(cursor.label, block, operator=f"{operator} (admin)", client=client)
+            except CursorRefused as exc:
+                logger.warning(
+                    "admin: %s tried to set the %s cursor to %d: refused (%s)", operator, cursor.label, block, exc
+                )
+                form.add_error("block", str(exc))
+            else:
+                text = f"cursor {cursor.label}: {previous} -> {block}; the next run starts at block {block + 1}"
+                self.log_change(request, cursor, text)
+                self.message_user(request, text, messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:crawlers_lastblock_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Set the {cursor.label} cursor",
+            "cursor": cursor,
+            "tips": chain_tips(client),
+            "form": form,
+        }
+        return TemplateResponse(request, "admin/crawlers/lastblock/set_cursor.html", context)
+
+
+@admin.register(ReconcileRun)
+class ReconcileRunAdmin(ReadOnlyAdmin):
+    list_display = ("finished_at", "trigger", "from_block", "to_block", "transfers", "ok", "discrepancy_count")
+    list_filter = ("ok", "trigger")
+    ordering = ("-finished_at",)
+    fields = ("summary", "trigger", "from_block", "to_block", "started_at", "finished_at", "ok", "discrepancy_list")
+    readonly_fields = fields
+
+    @admin.display(description="discrepancies")
+    def discrepancy_count(self, obj: ReconcileRun) -> int:
+        return len(obj.discrepancies)
+
+    @admin.display(description="discrepancies")
+    def discrepancy_list(self, obj: ReconcileRun) -> str:
+        return format_html("<pre>{}</pre>", "\n".join(obj.discrepancies) or "none")

@@ -99,6 +99,15 @@ def make_client(config: Config | None = None) -> RpcClient:
     return RpcClient(config.eth_rpc_url, read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT))
 
 
+PROBE_TIMEOUT = 2.0  # seconds: /health and the admin ask the provider, and must answer even if it hangs
+
+
+def make_probe_client(config: Config | None = None) -> RpcClient:
+    """A client for quick looks (health, admin forms): a hanging provider costs at most a few seconds."""
+    config = config or settings.CONFIG
+    return RpcClient(config.eth_rpc_url, connect_timeout=PROBE_TIMEOUT / 2, read_timeout=PROBE_TIMEOUT)
+
+
 # --- cursors ------------------------------------------------------------------------------------
 
 

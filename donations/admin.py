@@ -1,0 +1,113 @@
+"""The operators' view of the money: donations, the campaign (with Pause and Resume), donor totals.
+
+Nothing here edits an amount or deletes a row: the records are written by the crawlers only. The
+campaign's two actions call the services (`campaign_pause`, `campaign_resume`) and are logged with the
+operator's name, in the log and in the admin's history.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.http import HttpRequest
+
+from donations.models import Donation, DonationStats, UserData
+from donations.rules import sale_state
+from donations.services import campaign_pause, campaign_resume
+
+logger = logging.getLogger("dws.admin")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Donation)
+class DonationAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "tx_hash",
+        "log_index",
+        "address",
+        "asset",
+        "amount",
+        "usd_amount",
+        "tokens",
+        "status",
+        "block_number",
+        "block_time",
+        "absent_count",
+    )
+    list_filter = ("status", "asset", ("block_time", admin.DateFieldListFilter))
+    search_fields = ("=tx_hash", "=address")
+    date_hierarchy = "block_time"
+    ordering = ("-block_time", "-id")
+    readonly_fields = [f.name for f in Donation._meta.fields]
+
+    def get_search_results(self, request: HttpRequest, queryset, search_term: str):
+        # hashes and addresses are stored lower case; an operator pastes them checksummed
+        return super().get_search_results(request, queryset, search_term.strip().lower())
+
+
+@admin.register(DonationStats)
+class CampaignAdmin(ReadOnlyAdmin):
+    list_display = ("status", "total", "tokens", "tier", "sale_cap", "modified_at")
+    readonly_fields = ("status", "total", "tokens", "created_at", "modified_at")
+    actions = ["pause", "resume"]
+
+    @admin.display(description="tier (from the confirmed tokens)")
+    def tier(self, obj: DonationStats) -> str:
+        state = sale_state(obj.tokens, settings.CONFIG.sale_tiers)
+        return "sold out" if state.closed else f"{state.tier_number} at {state.token_price} USD"
+
+    @admin.display(description="sale cap (tokens)")
+    def sale_cap(self, obj: DonationStats) -> int:
+        return settings.CONFIG.sale_cap
+
+    @admin.action(description="Pause: stop crediting donations (they are still recorded)")
+    def pause(self, request: HttpRequest, queryset) -> None:
+        operator = request.user.get_username()
+        if campaign_pause(operator=f"{operator} (admin)"):
+            self._record(request, "paused the campaign")
+            self.message_user(request, "Campaign paused: donations are recorded but not credited.", messages.WARNING)
+        else:
+            self.message_user(request, "The campaign was already paused.", messages.INFO)
+
+    @admin.action(description="Resume: re-derive open/closed from the confirmed tokens")
+    def resume(self, request: HttpRequest, queryset) -> None:
+        operator = request.user.get_username()
+        status = campaign_resume(operator=f"{operator} (admin)", tiers=settings.CONFIG.sale_tiers)
+        if status is None:
+            self.message_user(request, "The campaign was not paused.", messages.INFO)
+            return
+        self._record(request, f"resumed the campaign: now {status}")
+        self.message_user(
+            request,
+            f"Campaign resumed: {status}. Donations held during the pause are credited by the old-unconfirmed "
+            "crawler within about 45 minutes.",
+            messages.SUCCESS,
+        )
+
+    def _record(self, request: HttpRequest, what: str) -> None:
+        logger.warning("admin: %s %s", request.user.get_username(), what)
+        self.log_change(request, DonationStats.objects.get(), what)
+
+
+@admin.register(UserData)
+class UserDataAdmin(ReadOnlyAdmin):
+    list_display = ("address", "total", "tokens", "staked", "reward", "status", "modified_at")
+    list_filter = ("status",)
+    search_fields = ("=address",)
+    readonly_fields = [f.name for f in UserData._meta.fields]
+
+    def get_search_results(self, request: HttpRequest, queryset, search_term: str):
+        return super().get_search_results(request, queryset, search_term.strip().lower())
