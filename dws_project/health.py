@@ -1,4 +1,5 @@
-"""Orchestrator probes: /live (the process answers), /ready (the database answers), /version."""
+"""Orchestrator probes: /live (the process answers), /ready (the database answers), /version; and /health,
+the operators' view of the workers (crawler lag, price feed, reconcile), which never decides readiness."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
+from crawlers.status import health_report
 from dws_project import __version__
 
 logger = logging.getLogger("dws.health")
@@ -29,3 +31,11 @@ def ready(request: HttpRequest) -> JsonResponse:
 
 def version(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"version": __version__})
+
+
+def health(request: HttpRequest) -> JsonResponse:
+    """Crawler cursors against the chain, price feed age, open price requests, the last reconcile.
+
+    The provider is asked with a short time-out; what it does not answer is reported as "unknown".
+    """
+    return JsonResponse(health_report())

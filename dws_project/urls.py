@@ -10,6 +10,7 @@ urlpatterns = [
     path("live", health.live, name="live"),
     path("ready", health.ready, name="ready"),
     path("version", health.version, name="version"),
+    path("health", health.health, name="health"),
     path("admin/", admin.site.urls),
     # the donation page (web app)
     path("", web_views.index, name="index"),

@@ -1,0 +1,110 @@
+"""What `GET /health` reports: where each crawler is against the chain, the price feed, reconcile.
+
+The provider is asked once (one batched request, a short time-out): the head, the finalized block and
+the cursors' blocks (for the lag in seconds). When it does not answer, the chain fields say "unknown"
+and the rest of the report still comes from the database.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from crawlers.models import FINALIZED, LATEST, ReconcileRun
+from crawlers.old_unconfirmed import MIN_AGE
+from crawlers.rpc import Answer, RpcClient
+from crawlers.services import LABELS, cursor_get, make_probe_client
+from donations.models import Donation, DonationStatus
+from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
+
+UNKNOWN = "unknown"
+# A crawler behind its tip whose cursor has not moved for this long looks stuck (the finalized tag
+# itself only moves every ~6.4 minutes, so its crawler gets more slack).
+STUCK_AFTER = {LATEST: timedelta(minutes=5), FINALIZED: timedelta(minutes=20)}
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def _header(outcome: object) -> tuple[int, int] | None:
+    """(number, timestamp) of a block answer, or None."""
+    if isinstance(outcome, Answer) and isinstance(outcome.value, dict):
+        try:
+            return int(outcome.value["number"], 16), int(outcome.value["timestamp"], 16)
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
+
+
+def health_report(*, client: RpcClient | None = None, now: datetime | None = None) -> dict[str, Any]:
+    client = client or make_probe_client()
+    now = now or timezone.now()
+    cursors = {label: cursor_get(label) for label in LABELS}
+    calls = [("eth_getBlockByNumber", ["latest", False]), ("eth_getBlockByNumber", ["finalized", False])]
+    calls += [("eth_getBlockByNumber", [hex(c.value), False]) for c in cursors.values() if c is not None]
+    outcomes = client.batch(calls)
+    head, finalized = _header(outcomes[0]), _header(outcomes[1])
+    cursor_blocks = iter(outcomes[2:])
+    tips = {LATEST: head, FINALIZED: finalized}
+
+    crawlers: dict[str, Any] = {}
+    degraded = head is None or finalized is None
+    for label, cursor in cursors.items():
+        if cursor is None:
+            crawlers[label] = {"cursor": None, "stuck": UNKNOWN}
+            degraded = True
+            continue
+        at_cursor = _header(next(cursor_blocks))
+        tip = tips[label]
+        since = now - cursor.modified_at
+        entry: dict[str, Any] = {
+            "cursor": cursor.value,
+            "tip": tip[0] if tip else UNKNOWN,
+            "lag_blocks": tip[0] - cursor.value if tip else UNKNOWN,
+            "lag_seconds": tip[1] - at_cursor[1] if tip and at_cursor else UNKNOWN,
+            "last_advanced_at": _iso(cursor.modified_at),
+            "seconds_since_advanced": int(since.total_seconds()),
+        }
+        if tip is None:
+            entry["stuck"] = UNKNOWN
+        else:
+            entry["stuck"] = tip[0] > cursor.value and since > STUCK_AFTER[label]
+            degraded = degraded or entry["stuck"]
+        crawlers[label] = entry
+
+    waiting = Donation.objects.filter(status=DonationStatus.UNCONFIRMED, block_time__lt=now - MIN_AGE)
+    oldest_waiting = waiting.order_by("block_time").values_list("block_time", flat=True).first()
+    latest_price = Price.objects.filter(asset=ETH).order_by("-created_at").values_list("created_at", flat=True).first()
+    open_requests = PriceRequest.objects.exclude(status=PriceRequestStatus.SUCCEEDED)
+    oldest_request = open_requests.order_by("requested_at").values_list("requested_at", flat=True).first()
+    last_run = ReconcileRun.objects.order_by("-finished_at").first()
+    return {
+        "status": "degraded" if degraded else "ok",
+        "chain": {
+            "head": head[0] if head else UNKNOWN,
+            "finalized": finalized[0] if finalized else UNKNOWN,
+            "provider": client.origin,
+        },
+        "crawlers": crawlers,
+        "old_unconfirmed": {"waiting": waiting.count(), "oldest_block_time": _iso(oldest_waiting)},
+        "eth_price": {
+            "latest_at": _iso(latest_price),
+            "age_seconds": int((now - latest_price).total_seconds()) if latest_price else None,
+        },
+        "price_requests": {"open": open_requests.count(), "oldest_requested_at": _iso(oldest_request)},
+        "reconcile": (
+            {
+                "finished_at": _iso(last_run.finished_at),
+                "ok": last_run.ok,
+                "from_block": last_run.from_block,
+                "to_block": last_run.to_block,
+                "discrepancies": len(last_run.discrepancies),
+                "summary": last_run.summary,
+            }
+            if last_run
+            else None
+        ),
+    }

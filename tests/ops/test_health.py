@@ -1,0 +1,84 @@
+"""GET /health: per crawler cursor, tip, lag and stuckness; price feed; reconcile; answers when the provider hangs."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from crawlers.models import FINALIZED, LATEST, LastBlock, ReconcileRun
+from crawlers.services import crawl
+from prices.models import PriceRequest
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.rpc_proxy import RpcProxy
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+
+
+@pytest.fixture
+def proxy(node, settings):
+    with RpcProxy(node.url) as running:
+        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))
+        yield running
+
+
+def test_health_reports_each_crawler_against_the_chain(client, node):
+    node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    crawl(LATEST)
+    crawl(FINALIZED)
+    node.mine(5)
+    PriceRequest.objects.create(asset="eth", requested_at=timezone.now().replace(second=0, microsecond=0))
+    ReconcileRun.objects.create(
+        trigger="daily", from_block=1, to_block=2, started_at=timezone.now(), ok=True, transfers=0, summary="fine"
+    )
+
+    body = client.get("/health").json()
+
+    latest = body["crawlers"]["latest"]
+    assert body["chain"] == {"head": node.head(), "finalized": node.finalized(), "provider": node.url}
+    assert (latest["cursor"], latest["tip"], latest["lag_blocks"]) == (node.head() - 5, node.head(), 5)
+    assert latest["lag_seconds"] >= 0
+    assert latest["stuck"] is False  # behind, but it advanced moments ago
+    finalized_cursor = LastBlock.objects.get(label=FINALIZED).value
+    assert body["crawlers"]["finalized"]["lag_blocks"] == node.finalized() - finalized_cursor > 0
+    assert body["eth_price"]["age_seconds"] is not None
+    assert body["price_requests"]["open"] == 1
+    assert body["reconcile"]["ok"] is True
+    assert body["status"] == "ok"
+
+
+def test_a_crawler_behind_that_has_not_advanced_for_minutes_looks_stuck(client, node):
+    crawl(LATEST)
+    node.mine(3)
+    LastBlock.objects.filter(label=LATEST).update(modified_at=timezone.now() - timedelta(minutes=10))
+
+    body = client.get("/health").json()
+
+    assert body["crawlers"]["latest"]["stuck"] is True
+    assert body["crawlers"]["latest"]["seconds_since_advanced"] >= 600
+    assert body["status"] == "degraded"
+
+
+def test_health_answers_with_unknown_when_the_provider_hangs(client, node, proxy):
+    crawl(LATEST)
+    proxy.arm("*", "hang", count=None, seconds=10)
+
+    started = time.monotonic()
+    body = client.get("/health").json()
+    waited = time.monotonic() - started
+
+    assert waited < 10  # answered before the provider did: the time-out is bounded
+    assert body["chain"]["head"] == "unknown"
+    assert body["crawlers"]["latest"]["cursor"] is not None
+    assert body["crawlers"]["latest"]["lag_blocks"] == "unknown"
+    assert body["crawlers"]["latest"]["stuck"] == "unknown"
+    proxy.disarm()
+
+
+def test_ready_stays_database_only_while_the_provider_hangs(client, proxy):
+    proxy.arm("*", "hang", count=None, seconds=10)
+    assert client.get("/ready").json() == {"status": "ok"}
+    assert proxy.seen == []
