@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from crawlers.models import FINALIZED, LATEST
 from crawlers.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
@@ -17,7 +18,9 @@ logger = logging.getLogger("dws.crawlers")
 
 # Seconds between runs (the beat schedule in settings uses the same numbers).
 INTERVALS = {LATEST: 12, FINALIZED: 60, OLD_UNCONFIRMED: 15 * 60}
-LOCK_TTL = 120.0  # extended while a run works; frees itself this long after a dead holder
+# Extended while a run works; frees itself this long after a dead holder (a Django setting, so a test
+# stack can shorten it).
+LOCK_TTL = float(getattr(settings, "CRAWLER_LOCK_TTL", 120.0))
 # Blocks per run: a long catch-up proceeds in runs well inside the task's time limit (the next run
 # continues from the cursor), instead of being cut off by it.
 RUN_MAX_BLOCKS = 1000

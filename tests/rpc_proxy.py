@@ -43,6 +43,7 @@ class Fault:
     rewrite: Callable[[Any, list], Any] | None = None  # (result, params) -> result
     when: Callable[[list], bool] | None = None  # only requests whose params match
     used: int = 0
+    used_at: list[float] = field(default_factory=list)  # time.monotonic() of each use
 
     def matches(self, request: dict) -> bool:
         if self.count is not None and self.used >= self.count:
@@ -64,6 +65,7 @@ def _fixed(request: dict) -> bool:
 class Seen:
     path: str
     methods: list[str] = field(default_factory=list)
+    at: float = field(default_factory=time.monotonic)
 
 
 class RpcProxy:
@@ -130,6 +132,7 @@ class RpcProxy:
             for fault in self.faults:
                 if fault.kind in kinds and fault.matches(request):
                     fault.used += 1
+                    fault.used_at.append(time.monotonic())
                     return fault
         return None
 

@@ -24,3 +24,7 @@ for key, value in _defaults.items():
     os.environ.setdefault(key, value)
 
 from dws_project.settings import *
+
+# The chaos tests' worker processes shorten these through their environment (production: 15 s, 120 s).
+CRAWLER_RPC_READ_TIMEOUT = float(os.environ.get("TEST_RPC_READ_TIMEOUT", "15"))
+CRAWLER_LOCK_TTL = float(os.environ.get("TEST_CRAWLER_LOCK_TTL", "120"))

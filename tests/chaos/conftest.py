@@ -1,0 +1,309 @@
+"""The chaos stack: anvil behind the fault proxy, PostgreSQL, Redis and REAL Celery worker processes.
+
+Each scenario gets a fresh anvil whose clock runs two hours behind (so every donation is already old
+enough for the old-unconfirmed judge) and whose finalized block trails the head by 8 (so re-orgs of
+depth 1..5 never touch a finalized block). Workers are `celery -A dws_project worker` subprocesses on
+this test run's Redis db and test database; the test plays beat, sending the crawler tasks with
+`.delay()` while it mines, re-orgs and injects faults.
+
+After every scenario `Stack.verify()` checks what the matrix exists for: every donation transfer on
+the final chain is confirmed exactly once, nothing else is, the ledger invariants hold, and
+`reconcile` over the scenario's blocks reports no drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings as django_settings
+from django.db import connection
+from django.utils import timezone
+
+from crawlers.models import FINALIZED
+from crawlers.reconcile import reconcile
+from crawlers.services import cursor_get
+from crawlers.tasks import crawl_finalized, crawl_latest, crawl_old_unconfirmed_task
+from donations.models import Donation, DonationStatus
+from dws_project.config import parse_sale_params
+from dws_project.redis_client import get_redis
+from prices.models import ETH, Price
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, ROOT, Anvil, deploy_stable_coins
+from tests.detection_oracle import chain_donations
+from tests.invariants import assert_ledger_invariants
+from tests.rpc_proxy import RpcProxy
+
+CHAIN_LAG = timedelta(hours=2)
+SLOTS_IN_AN_EPOCH = 4  # finalized = head - 8
+ALL_TASKS = (crawl_latest, crawl_finalized, crawl_old_unconfirmed_task)
+# 1 ETH = 2000 USD = 2,000,000 tokens in tier 1; tier 2 from 3M tokens; the cap at 5M.
+SMALL_SALE = "3000000:0.001,5000000:0.002"
+LARGE_SALE = "100000000:0.001,250000000:0.0015"
+USDT = 10**6
+
+
+@pytest.fixture(scope="session")
+def chaos_seed() -> int:
+    seed = int(os.environ.get("CHAOS_SEED") or random.SystemRandom().randrange(2**32))
+    print(f"\nchaos seed: {seed} (re-run with CHAOS_SEED={seed})")
+    return seed
+
+
+class Worker:
+    def __init__(self, name: str, env: dict[str, str], log: Path) -> None:
+        self.name = name
+        self.log = log
+        self._out = log.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "dws_project",
+                "worker",
+                "--pool=prefork",
+                "--concurrency=1",
+                "-n",
+                f"{name}@chaos",
+                "--without-mingle",
+                "--without-gossip",
+                "--without-heartbeat",
+                "-l",
+                "INFO",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: SIGKILL reaches the pool child too
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"worker {self.name} exited:\n{self.log.read_text()[-3000:]}")
+            if " ready." in self.log.read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"worker {self.name} not ready:\n{self.log.read_text()[-3000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL the worker and its pool child: no shutdown, no ack, no lock release."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+        self._out.close()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self._out.close()
+
+
+class Stack:
+    def __init__(self, anvil: Anvil, proxy: RpcProxy, settings, tmp_path: Path, sale: str) -> None:
+        self.anvil = anvil
+        self.proxy = proxy
+        self.tmp_path = tmp_path
+        self.start_block = anvil.head() + 1
+        self.workers: list[Worker] = []
+        self.sent: dict[str, str] = {}  # tx hash -> asset, every donation this scenario sent
+        self.settings = settings
+        db = django_settings.DATABASES["default"]
+        password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("DWS_", "DATABASE_", "ETH_", "PYTEST"))},
+            "DJANGO_SETTINGS_MODULE": "tests.settings",
+            "DATABASE_URL": f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+            "REDIS_URL": django_settings.CONFIG.redis_url,
+            "ETH_RPC_URL": proxy.url("/rpc"),
+            "DWS_START_BLOCK": str(self.start_block),
+            "DWS_SALE_PARAMS": sale,
+            "DWS_STABLE_COINS": os.environ.get("DWS_STABLE_COINS", ""),
+            "TEST_RPC_READ_TIMEOUT": "1",
+            "TEST_CRAWLER_LOCK_TTL": "6",
+        }
+        if not self.env["DWS_STABLE_COINS"]:
+            del self.env["DWS_STABLE_COINS"]  # tests.settings fills in deploy/env.local's
+        self.use_sale(sale)
+
+    # --- processes ------------------------------------------------------------------------------
+    def start_workers(self, count: int) -> list[Worker]:
+        new = [
+            Worker(f"w{len(self.workers) + i}", self.env, self.tmp_path / f"worker-{len(self.workers) + i}.log")
+            for i in range(count)
+        ]
+        for worker in new:
+            worker.wait_ready()
+        self.workers += new
+        return new
+
+    def worker_logs(self) -> str:
+        return "".join(w.log.read_text(errors="replace") for w in self.workers)
+
+    def use_sale(self, sale: str) -> None:
+        """The same tiers for this process (the operator's commands, reconcile) as for the workers."""
+        self.env["DWS_SALE_PARAMS"] = sale
+        self.settings.CONFIG = dataclasses.replace(
+            django_settings.CONFIG,
+            eth_rpc_url=self.anvil.url,
+            start_block=self.start_block,
+            sale_tiers=parse_sale_params(sale),
+        )
+
+    # --- donations ------------------------------------------------------------------------------
+    def donate_eth(self, donor: str, wei: int = ETHER) -> str:
+        tx = self.anvil.send_eth(donor, DONATION_ADDRESS, wei)
+        self.sent[tx] = "eth"
+        return tx
+
+    def donate_token(self, asset: str, donor: str, units: int) -> str:
+        token = self.anvil.coins[asset]
+        self.anvil.mint(token, donor, units)
+        tx = self.anvil.transfer_token(token, donor, DONATION_ADDRESS, units)
+        self.sent[tx] = asset
+        return tx
+
+    # --- beat ------------------------------------------------------------------------------------
+    def drive(
+        self,
+        until: Callable[[], bool],
+        *,
+        timeout: float = 60.0,
+        tasks=ALL_TASKS,
+        mine: bool = True,
+        copies: int = 1,
+    ) -> None:
+        """Play beat: send the tasks (and mine a block) every few hundred ms until `until()` holds."""
+        deadline = time.monotonic() + timeout
+        redis = get_redis()
+        while not until():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the stack did not converge in {timeout:.0f} s; {self.describe()}")
+            if redis.llen("celery") < 2 * len(tasks) * copies:
+                for task in tasks:
+                    for _ in range(copies):
+                        task.delay()
+            if mine:
+                self.anvil.mine(1)
+            time.sleep(0.3)
+
+    def beat(self, rounds: int = 1, *, copies: int = 1, mine: bool = True) -> None:
+        """`rounds` rounds of beat, whatever the state."""
+        count = iter(range(rounds))
+        self.drive(lambda: next(count, None) is None, timeout=30 + rounds, copies=copies, mine=mine)
+
+    def describe(self) -> str:
+        rows = list(Donation.objects.values_list("tx_hash", "log_index", "status", "block_number"))
+        cursor = cursor_get(FINALIZED)
+        return (
+            f"head {self.anvil.head()}, finalized {self.anvil.finalized()}, "
+            f"finalized cursor {cursor.value if cursor else None}, rows {rows}\n"
+            f"worker log tail:\n{self.worker_logs()[-4000:]}"
+        )
+
+    def expected(self, up_to: int) -> dict[tuple[str, int | None], str]:
+        """The donation transfers on the current chain in the scenario's blocks, read straight from anvil."""
+        return chain_donations(self.anvil, self.start_block, up_to)
+
+    def confirmed(self) -> dict[tuple[str, int | None], int]:
+        keys: dict[tuple[str, int | None], int] = {}
+        for tx, index in Donation.objects.filter(status=DonationStatus.CONFIRMED).values_list("tx_hash", "log_index"):
+            keys[(tx, index)] = keys.get((tx, index), 0) + 1
+        return keys
+
+    def settled(self) -> bool:
+        cursor = cursor_get(FINALIZED)
+        if cursor is None or cursor.value < self.last_donation_block():
+            return False
+        return set(self.confirmed()) == set(self.expected(cursor.value))
+
+    def last_donation_block(self) -> int:
+        blocks = [self.anvil.receipt(tx) for tx in self.sent]
+        return max((int(r["blockNumber"], 16) for r in blocks if r), default=self.start_block)
+
+    def settle(self, timeout: float = 90.0) -> None:
+        self.proxy.disarm()
+        self.anvil.mine(2 * SLOTS_IN_AN_EPOCH + 1)
+        self.drive(self.settled, timeout=timeout)
+
+    # --- the checks after every scenario ----------------------------------------------------------
+    def verify(self) -> None:
+        self.settle()
+        cursor = cursor_get(FINALIZED).value
+        expected = self.expected(cursor)
+        confirmed = self.confirmed()
+        assert set(confirmed) == set(expected), "lost or extra confirmations"
+        assert all(n == 1 for n in confirmed.values()), "a donation confirmed twice"
+        assert all(tx in self.sent or self._remined(tx) for tx, _ in expected), "a donation nobody sent"
+        for tx in self.sent:  # every donation we sent: confirmed if it is on the final chain, else not
+            on_chain = any(key[0] == tx for key in expected)
+            assert on_chain == any(key[0] == tx for key in confirmed), f"donation {tx} on chain {on_chain}"
+        assert_ledger_invariants()
+        report = reconcile(self.start_block, cursor)
+        assert report.ok, "\n".join(report.discrepancies)
+        assert "Traceback" not in self.worker_logs()
+
+    def _remined(self, tx: str) -> bool:
+        """A donation re-mined by a re-org (a new transaction from one of our donors)."""
+        sender = self.anvil.rpc("eth_getTransactionByHash", tx)["from"].lower()
+        return sender in ACCOUNTS
+
+
+@pytest.fixture
+def chaos_anvil() -> Iterator[Anvil]:
+    clock = int(time.time() - CHAIN_LAG.total_seconds())
+    with Anvil(slots_in_an_epoch=SLOTS_IN_AN_EPOCH, extra_args=["--timestamp", str(clock)]) as anvil:
+        anvil.coins = deploy_stable_coins(anvil)
+        yield anvil
+
+
+@pytest.fixture
+def chain_prices() -> None:
+    """An ETH price for every minute the chain's (two hours behind) blocks can carry."""
+    now = timezone.now().replace(second=0, microsecond=0)
+    Price.objects.bulk_create(
+        Price(asset=ETH, price=Decimal("2000"), created_at=now - timedelta(minutes=m), sources={"test": True})
+        for m in range(-10, 200)
+    )
+
+
+@pytest.fixture
+def stack_factory(chaos_anvil, settings, tmp_path, chain_prices) -> Iterator[Callable[..., Stack]]:
+    get_redis().flushdb()  # this run's own Redis db: locks, back-off windows and the task queue
+    stacks: list[Stack] = []
+    proxies: list[RpcProxy] = []
+
+    def make(*, sale: str = LARGE_SALE, workers: int = 2) -> Stack:
+        proxy = RpcProxy(chaos_anvil.url).start()
+        proxies.append(proxy)
+        stack = Stack(chaos_anvil, proxy, settings, tmp_path, sale)
+        stacks.append(stack)
+        stack.start_workers(workers)
+        return stack
+
+    yield make
+    for stack in stacks:
+        for worker in stack.workers:
+            worker.stop()
+    for proxy in proxies:
+        proxy.stop()
+    get_redis().flushdb()
+    connection.close()
