@@ -67,9 +67,9 @@ def test_single_block_refuses_a_block_that_is_not_finalized_yet(node):
         call_command("crawl", "finalized", "--single-block", str(head))
 
 
-def test_old_unconfirmed_is_accepted_but_not_implemented_yet():
-    with pytest.raises(CommandError, match="not implemented yet"):
-        call_command("crawl", "old-unconfirmed", "--once")
+def test_old_unconfirmed_has_no_single_block_mode():
+    with pytest.raises(CommandError, match="re-crawl with 'finalized'"):
+        call_command("crawl", "old-unconfirmed", "--single-block", "5")
 
 
 def test_a_task_that_finds_the_previous_run_still_going_skips(node):
@@ -82,6 +82,14 @@ def test_a_task_that_finds_the_previous_run_still_going_skips(node):
     crawl_finalized()
     assert cursor_get(LATEST).value == node.head()
     assert cursor_get(FINALIZED).value == node.finalized()
+
+
+def test_beat_runs_old_unconfirmed_every_15_minutes_and_reconcile_daily():
+    schedule = django_settings.CELERY_BEAT_SCHEDULE
+    assert schedule["every-15m-crawl-old-unconfirmed"]["task"] == "crawlers.crawl_old_unconfirmed"
+    assert schedule["every-15m-crawl-old-unconfirmed"]["schedule"] == 900.0
+    assert schedule["every-15m-crawl-old-unconfirmed"]["options"]["expires"] <= 900
+    assert schedule["every-1d-reconcile"]["task"] == "crawlers.reconcile_last_day"
 
 
 def test_beat_runs_latest_every_12_seconds_and_finalized_every_minute():
