@@ -30,7 +30,7 @@ from django.utils import timezone
 from crawlers import detection
 from crawlers.models import FINALIZED
 from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
-from crawlers.services import _tip, crawl_single_block, debug_dump, fetch_blocks, make_client
+from crawlers.services import crawl_single_block, debug_dump, fetch_blocks, make_client, tip_of
 from donations.models import Donation, DonationStatus
 from donations.services import (
     Outcome,
@@ -122,7 +122,7 @@ def crawl_old_unconfirmed(
         return result
     try:
         client.check_chain_id(config.chain_id)
-        finalized = _tip(client, FINALIZED)
+        finalized = tip_of(client, FINALIZED)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         result.untouched["no finalized block from the provider"] += len(rows)

@@ -6,7 +6,7 @@
 2. Nothing confirmed in the range is absent from its block, and no reverted transaction is confirmed.
 3. donation_stats and every user_data row equal the sums of the confirmed donations.
 
-The chain is read the way the crawlers read it (`_scan_range`: batched blocks, one eth_getLogs per
+The chain is read the way the crawlers read it (`scan_range`: batched blocks, one eth_getLogs per
 range, batched receipts of the ETH candidates; finalized blocks through DWS_BLOCK_CACHE when set), so
 a day of blocks costs a few hundred round trips. Blocks the provider will not give are reported as not
 checked: an incomplete check is never a clean one.
@@ -26,7 +26,7 @@ from django.utils import timezone
 from crawlers.detection import Transfer
 from crawlers.models import FINALIZED, ReconcileRun
 from crawlers.rpc import RpcClient
-from crawlers.services import RANGE_BLOCKS, RECONCILE, _scan_range, chain_tips, cursor_get, make_client
+from crawlers.services import RANGE_BLOCKS, RECONCILE, chain_tips, cursor_get, make_client, scan_range
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, UserData
 from dws_project.config import Config
 
@@ -97,7 +97,7 @@ def reconcile(
     position = from_block
     while position <= end:
         stop = min(end, position + RANGE_BLOCKS - 1)
-        blocks, held = _scan_range(client, config, position, stop, RECONCILE)
+        blocks, held = scan_range(client, config, position, stop, RECONCILE)
         for block in blocks:
             for transfer in block.transfers:
                 on_chain[_key(transfer.tx_hash, transfer.log_index)] = transfer

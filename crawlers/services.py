@@ -261,7 +261,7 @@ def fetch_blocks(client: RpcClient, config: Config, numbers: Sequence[int], *, f
     return [outcomes[n] for n in numbers]
 
 
-def _scan_range(
+def scan_range(
     client: RpcClient, config: Config, start: int, end: int, label: str = LATEST
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """Blocks start..end with their donations; stops at the first block it cannot prove.
@@ -503,7 +503,7 @@ def _write_block(label: str, block: ScannedBlock, config: Config, result: CrawlR
 # --- the crawl loop -------------------------------------------------------------------------------
 
 
-def _tip(client: RpcClient, label: str) -> int:
+def tip_of(client: RpcClient, label: str) -> int:
     if label == LATEST:
         return client.block_number()
     block = require(client.call("eth_getBlockByNumber", ["finalized", False]))
@@ -529,7 +529,7 @@ def crawl(
         client.check_chain_id(config.chain_id)
         cursor = cursor_get(label) or _start_cursor(client, label, config)
         result.cursor_before = result.cursor = cursor.value
-        tip = _tip(client, label)
+        tip = tip_of(client, label)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         logger.warning("crawl %s: %s", label, result.held)
@@ -545,7 +545,7 @@ def crawl(
     budget = max_blocks if max_blocks is not None else float("inf")
     while position < tip and result.blocks < budget:
         end = int(min(tip, position + RANGE_BLOCKS, position + budget - result.blocks))
-        blocks, held = _scan_range(client, config, position + 1, end, label)
+        blocks, held = scan_range(client, config, position + 1, end, label)
         if blocks and position_hash and blocks[0].header.parent_hash != position_hash:
             if label == LATEST:
                 position, position_hash = _rewind_after_reorg(client, position, config)
@@ -582,7 +582,7 @@ def _rewind_after_reorg(client: RpcClient, position: int, config: Config) -> tup
     floor = config.start_block - 1 if config.start_block else 0
     target = max(position - REORG_REWIND_BLOCKS, floor)
     with contextlib.suppress(NoEvidenceError):  # without the finalized tag, the fixed rewind will do
-        target = max(target, min(_tip(client, FINALIZED), position - 1))
+        target = max(target, min(tip_of(client, FINALIZED), position - 1))
     logger.warning("crawl latest: re-org detected at block %d; re-crawling from block %d", position, target + 1)
     cursor_set(LATEST, target, None)
     return target, None
@@ -597,14 +597,14 @@ def crawl_single_block(
     result = CrawlResult(label, cursor_before=number, cursor=number, tip=number)
     try:
         client.check_chain_id(config.chain_id)
-        tip = _tip(client, label)
+        tip = tip_of(client, label)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         return result
     if number > tip:
         result.held = f"block {number} is beyond the provider's {label} block {tip}"
         return result
-    blocks, held = _scan_range(client, config, number, number, label)
+    blocks, held = scan_range(client, config, number, number, label)
     try:
         for block in blocks:
             with transaction.atomic():
