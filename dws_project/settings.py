@@ -49,6 +49,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # delphi's per-client limit, first so a refused request costs as little as possible.
+    "dws_project.ratelimit.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -123,12 +125,23 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "COERCE_DECIMAL_TO_STRING": True,
+    "EXCEPTION_HANDLER": "dws_project.api_errors.exception_handler",
 }
+# delphi rate limit per client address (token bucket in Redis, shared by all web processes).
+DWS_RATE_LIMIT_PER_SECOND = 50
+DWS_RATE_LIMIT_BURST = 100
 SPECTACULAR_SETTINGS = {
     "TITLE": "delphi",
     "DESCRIPTION": "The dws donation API used by the donation page.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Response fields are always present (a null where a value can be missing), so mark them required.
+    "COMPONENT_NO_READ_ONLY_REQUIRED": False,
+    "ENUM_NAME_OVERRIDES": {
+        "DonationStatusEnum": "donations.models.DonationStatus",
+        "StakeStatusEnum": "donations.models.StakeStatus",
+        "CampaignStatusEnum": "donations.models.CampaignStatus",
+    },
 }
 
 # Celery: Redis broker, at-least-once delivery (acks late) and one task at a time per process, so a
@@ -147,6 +160,17 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Beat entries are named by cadence; `expires` keeps a backlog of stale runs from piling up.
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
+# delphi: finish unstakings that are due; settle affiliate claims whose donation is now recorded.
+CELERY_BEAT_SCHEDULE["every-5m-complete-unstakes"] = {
+    "task": "donations.tasks.complete_unstakes",
+    "schedule": 300.0,
+    "options": {"expires": 300},
+}
+CELERY_BEAT_SCHEDULE["every-60s-resolve-affiliate-donations"] = {
+    "task": "affiliates.tasks.resolve_affiliate_donations",
+    "schedule": 60.0,
+    "options": {"expires": 60},
+}
 
 LOGGING = {
     "version": 1,

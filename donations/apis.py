@@ -1,0 +1,152 @@
+"""delphi endpoints for donors and the campaign: thin shells over donations.selectors and staking."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from donations import selectors, staking
+from donations.models import ASSETS, CampaignStatus, DonationStatus, StakeStatus
+from dws_project import api_errors
+from dws_project.api_base import PublicApi, SignedApi, error_responses
+from dws_project.api_errors import ApiException
+from dws_project.config import parse_address
+
+# Max-age of the polled answers. Donor and campaign figures change at most once a finalized block
+# (~12 s); a few seconds of reuse absorbs bursts without showing a donor stale totals for long.
+USER_DATA_MAX_AGE = 5
+DONATION_DATA_MAX_AGE = 10
+
+
+class DonationSerializer(serializers.Serializer):
+    tx_hash = serializers.CharField()
+    asset = serializers.ChoiceField(choices=ASSETS)
+    amount = serializers.CharField(help_text="decimal string at the column's 10 decimals")
+    usd_amount = serializers.CharField(help_text="USD, decimal string, 2 decimals")
+    price = serializers.CharField(help_text="token price applied, USD, 5 decimals")
+    tokens = serializers.CharField(help_text="whole tokens, as a string")
+    status = serializers.ChoiceField(choices=DonationStatus.values)
+    ts = serializers.CharField(help_text="block time, UTC, e.g. 2023-10-21T07:38:36Z")
+
+
+class UserSummarySerializer(serializers.Serializer):
+    total = serializers.CharField(help_text="USD of the confirmed donations, decimal string")
+    tokens = serializers.CharField(help_text="tokens of the confirmed donations, whole, as a string")
+    staked = serializers.CharField(help_text="of `tokens`, how many are staked")
+    reward = serializers.CharField()
+    status = serializers.ChoiceField(choices=StakeStatus.values)
+    unstake_completes_at = serializers.CharField(allow_null=True, help_text="when unstaking ends; null otherwise")
+    ts = serializers.CharField(allow_null=True, help_text="last change of the record; null without one")
+
+
+class StableCoinSerializer(serializers.Serializer):
+    asset = serializers.CharField()
+    contract = serializers.CharField(help_text="ERC-20 contract, lower case")
+    decimals = serializers.IntegerField()
+
+
+class UserDataApi(PublicApi):
+    cache_seconds = USER_DATA_MAX_AGE
+
+    @extend_schema_serializer(component_name="UserDataInput")
+    class InputSerializer(serializers.Serializer):
+        limit = serializers.IntegerField(
+            min_value=1, default=selectors.DEFAULT_PAGE, help_text="page size; values above 100 are capped at 100"
+        )
+        offset = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
+
+    @extend_schema_serializer(component_name="UserDataOutput")
+    class OutputSerializer(serializers.Serializer):
+        donations = DonationSerializer(many=True, help_text="oldest first; empty past the end")
+        user_data = UserSummarySerializer()
+
+    @extend_schema(
+        operation_id="user_data",
+        parameters=[InputSerializer],
+        responses={200: OutputSerializer, **error_responses(api_errors.INVALID_ADDRESS, api_errors.INVALID_REQUEST)},
+    )
+    def get(self, request: Request, address: str) -> Response:
+        try:
+            address = parse_address(address)
+        except ValueError:
+            raise ApiException(api_errors.INVALID_ADDRESS) from None
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        data = {
+            "donations": selectors.user_donations(address=address, **params.validated_data),
+            "user_data": selectors.user_summary(address=address),
+        }
+        return Response(self.OutputSerializer(data).data)
+
+
+class DonationDataApi(PublicApi):
+    cache_seconds = DONATION_DATA_MAX_AGE
+
+    @extend_schema_serializer(component_name="DonationDataOutput")
+    class OutputSerializer(serializers.Serializer):
+        total = serializers.CharField(help_text="USD raised (confirmed), decimal string")
+        tokens = serializers.CharField(help_text="tokens sold (confirmed), whole, as a string")
+        status = serializers.ChoiceField(choices=CampaignStatus.values)
+        token_price = serializers.CharField(help_text="USD per token in the current tier")
+        tier = serializers.IntegerField(help_text="current tier, 1-based")
+        tier_limit = serializers.CharField(help_text="tokens sold at which the current tier ends")
+        sale_cap = serializers.CharField(help_text="the sale's token cap (the last tier's limit)")
+        donation_address = serializers.CharField(help_text="where donations are sent, lower case")
+        stable_coins = StableCoinSerializer(many=True)
+        ts = serializers.CharField(help_text="last change of the campaign figures")
+
+    @extend_schema(operation_id="donation_data", responses={200: OutputSerializer, **error_responses()})
+    def get(self, request: Request) -> Response:
+        return Response(self.OutputSerializer(selectors.donation_data()).data)
+
+
+class StakeApi(SignedApi):
+    @extend_schema_serializer(component_name="StakeInput")
+    class InputSerializer(serializers.Serializer):
+        amount = serializers.RegexField(
+            r"^[1-9][0-9]{0,17}$", max_length=18, help_text="whole tokens to stake, as a string"
+        )
+
+    @extend_schema_serializer(component_name="StakeOutput")
+    class OutputSerializer(serializers.Serializer):
+        user_data = UserSummarySerializer()
+
+    @extend_schema(
+        operation_id="user_stake",
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            **error_responses(
+                api_errors.INVALID_REQUEST,
+                api_errors.SIGNATURE_REJECTED,
+                api_errors.NOT_A_DONOR,
+                api_errors.INSUFFICIENT_TOKENS,
+                api_errors.STAKE_WHILE_UNSTAKING,
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        staking.stake(address=request.user.address, amount=int(body.validated_data["amount"]))
+        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)
+
+
+class UnstakeApi(SignedApi):
+    @extend_schema_serializer(component_name="UnstakeOutput")
+    class OutputSerializer(serializers.Serializer):
+        user_data = UserSummarySerializer()
+
+    @extend_schema(
+        operation_id="user_unstake",
+        request=None,
+        responses={
+            200: OutputSerializer,
+            **error_responses(api_errors.SIGNATURE_REJECTED, api_errors.NOT_A_DONOR, api_errors.NOTHING_STAKED),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        staking.unstake(address=request.user.address)
+        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)

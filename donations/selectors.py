@@ -1,0 +1,132 @@
+"""Reads behind the public delphi endpoints: a donor's history and totals, and the campaign.
+
+Amounts leave here as plain decimal strings at their column's scale (never floats, never exponent
+notation). Nothing here writes: reading an address that never donated creates nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+
+from donations.models import CampaignStatus, Donation, DonationStats, StakeStatus, UserData
+from donations.rules import SaleState, sale_state
+from donations.staking import unstake_completes_at
+
+MAX_PAGE = 100
+DEFAULT_PAGE = 50
+
+
+def decimal_text(value: Decimal | int) -> str:
+    """A decimal as the API writes it: fixed point, all of the column's decimals, no exponent."""
+    return format(value, "f")
+
+
+def utc_text(moment: datetime | None, *, micro: bool = True) -> str | None:
+    if moment is None:
+        return None
+    if not micro:
+        moment = moment.replace(microsecond=0)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) -> list[dict[str, str]]:
+    """One page of the address's donations, oldest first; limit is capped at MAX_PAGE."""
+    limit = max(1, min(limit, MAX_PAGE))
+    rows = (
+        Donation.objects.filter(address=address)
+        .order_by("block_time", "id")
+        .values_list("tx_hash", "asset", "amount", "usd_amount", "price", "tokens", "status", "block_time")
+    )[offset : offset + limit]
+    return [
+        {
+            "tx_hash": tx_hash,
+            "asset": asset,
+            "amount": decimal_text(amount),
+            "usd_amount": decimal_text(usd_amount),
+            "price": decimal_text(price),
+            "tokens": decimal_text(tokens),
+            "status": status,
+            "ts": utc_text(block_time, micro=False),
+        }
+        for tx_hash, asset, amount, usd_amount, price, tokens, status, block_time in rows
+    ]
+
+
+def user_summary(*, address: str) -> dict[str, str | None]:
+    """The donor's totals and staking state; "0" and status "none" for an address with no row."""
+    row = (
+        UserData.objects.filter(address=address)
+        .values_list("total", "tokens", "staked", "reward", "status", "unstake_requested_at", "modified_at")
+        .first()
+    )
+    if row is None:
+        return {
+            "total": "0",
+            "tokens": "0",
+            "staked": "0",
+            "reward": "0",
+            "status": StakeStatus.NONE.value,
+            "unstake_completes_at": None,
+            "ts": None,
+        }
+    total, tokens, staked, reward, status, requested_at, modified_at = row
+    completes = unstake_completes_at(requested_at) if status == StakeStatus.UNSTAKING and requested_at else None
+    return {
+        "total": decimal_text(total),
+        "tokens": decimal_text(tokens),
+        "staked": decimal_text(staked),
+        "reward": decimal_text(reward),
+        "status": status,
+        "unstake_completes_at": utc_text(completes),
+        "ts": utc_text(modified_at),
+    }
+
+
+@dataclass(frozen=True)
+class Campaign:
+    total: Decimal
+    tokens: int
+    status: str
+    state: SaleState
+    modified_at: datetime
+
+
+def campaign() -> Campaign:
+    """The campaign row with the sale state its confirmed tokens imply under the configured tiers.
+
+    `paused` is the operator's and is shown as is; otherwise open/closed is derived from the tokens
+    and the tiers, because the stored value goes stale the moment the configured cap changes.
+    """
+    total, tokens, stored_status, modified_at = DonationStats.objects.values_list(
+        "total", "tokens", "status", "modified_at"
+    ).get()
+    state = sale_state(tokens, settings.CONFIG.sale_tiers)
+    if stored_status == CampaignStatus.PAUSED:
+        status = CampaignStatus.PAUSED.value
+    else:
+        status = CampaignStatus.CLOSED.value if state.closed else CampaignStatus.OPEN.value
+    return Campaign(total=total, tokens=tokens, status=status, state=state, modified_at=modified_at)
+
+
+def donation_data() -> dict[str, object]:
+    """What the donation page needs: campaign figures, tier, and where and how to send a donation."""
+    current = campaign()
+    config = settings.CONFIG
+    return {
+        "total": decimal_text(current.total),
+        "tokens": decimal_text(current.tokens),
+        "status": current.status,
+        "token_price": decimal_text(current.state.token_price),
+        "tier": current.state.tier_number,
+        "tier_limit": decimal_text(current.state.tier_limit),
+        "sale_cap": decimal_text(current.state.sale_cap),
+        "donation_address": config.donation_address,
+        "stable_coins": [
+            {"asset": coin.asset, "contract": coin.contract, "decimals": coin.scale} for coin in config.stable_coins
+        ],
+        "ts": utc_text(current.modified_at),
+    }
