@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from affiliates import services
 from affiliates.models import AttributionStatus
 from dws_project import api_errors
-from dws_project.api_base import SignedApi, error_responses
+from dws_project.api_base import SignedApi, StrictRegexField, error_responses
 
 _CODE = r"^[A-Za-z0-9]{1,16}$"
 
@@ -33,7 +33,7 @@ class AffiliateCodeApi(SignedApi):
 class WalletConnectionApi(SignedApi):
     @extend_schema_serializer(component_name="WalletConnectionInput")
     class InputSerializer(serializers.Serializer):
-        code = serializers.RegexField(_CODE, max_length=16, help_text="the referrer's affiliate code")
+        code = StrictRegexField(_CODE, max_length=16, help_text="the referrer's affiliate code")
 
     @extend_schema_serializer(component_name="WalletConnectionOutput")
     class OutputSerializer(serializers.Serializer):
@@ -64,8 +64,8 @@ class WalletConnectionApi(SignedApi):
 class AffiliateDonationApi(SignedApi):
     @extend_schema_serializer(component_name="AffiliateDonationInput")
     class InputSerializer(serializers.Serializer):
-        tx_hash = serializers.RegexField(r"^0x[0-9a-fA-F]{64}$", max_length=66)
-        code = serializers.RegexField(_CODE, max_length=16)
+        tx_hash = StrictRegexField(r"^0x[0-9a-fA-F]{64}$", max_length=66)
+        code = StrictRegexField(_CODE, max_length=16)
 
     @extend_schema_serializer(component_name="AffiliateDonationOutput")
     class OutputSerializer(serializers.Serializer):

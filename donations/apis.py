@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from donations import selectors, staking
 from donations.models import ASSETS, CampaignStatus, DonationStatus, StakeStatus
 from dws_project import api_errors
-from dws_project.api_base import PublicApi, SignedApi, error_responses
+from dws_project.api_base import PublicApi, SignedApi, StrictRegexField, error_responses
 from dws_project.api_errors import ApiException
 from dws_project.config import parse_address
 
@@ -105,9 +105,7 @@ class DonationDataApi(PublicApi):
 class StakeApi(SignedApi):
     @extend_schema_serializer(component_name="StakeInput")
     class InputSerializer(serializers.Serializer):
-        amount = serializers.RegexField(
-            r"^[1-9][0-9]{0,17}$", max_length=18, help_text="whole tokens to stake, as a string"
-        )
+        amount = StrictRegexField(r"^[1-9][0-9]{0,17}$", max_length=18, help_text="whole tokens to stake, as a string")
 
     @extend_schema_serializer(component_name="StakeOutput")
     class OutputSerializer(serializers.Serializer):

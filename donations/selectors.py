@@ -21,7 +21,12 @@ DEFAULT_PAGE = 50
 
 
 def decimal_text(value: Decimal | int) -> str:
-    """A decimal as the API writes it: fixed point, all of the column's decimals, no exponent."""
+    """A decimal as the API writes it: fixed point, all of the column's decimals, no exponent.
+
+    Integers go through str(): format(int, "f") would pass through a float and lose digits.
+    """
+    if isinstance(value, int):
+        return str(value)
     return format(value, "f")
 
 

@@ -35,6 +35,15 @@ def error_responses(*errors: ApiError) -> dict[int, OpenApiResponse]:
     }
 
 
+class StrictRegexField(serializers.RegexField):
+    """A string matching `regex`; a JSON number is refused, never coerced (amounts travel as strings)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class PublicApi(APIView):
     """An unauthenticated delphi endpoint."""
 
