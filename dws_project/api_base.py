@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
+from rest_framework.exceptions import MethodNotAllowed
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -65,6 +66,13 @@ class SignedApi(PublicApi):
 
     authentication_classes = [SignedRequestAuthentication]
     permission_classes = [IsAuthenticated]
+
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        # A wrong method is refused before the signature is checked (and its message used up).
+        method = request.method.lower()
+        if method not in self.http_method_names or not hasattr(self, method):
+            raise MethodNotAllowed(request.method)
+        super().initial(request, *args, **kwargs)
 
 
 class SignedRequestScheme(OpenApiAuthenticationExtension):
