@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -64,7 +64,17 @@ class UserDataApi(PublicApi):
 
     @extend_schema(
         operation_id="user_data",
-        parameters=[InputSerializer],
+        parameters=[
+            OpenApiParameter(
+                "address",
+                str,
+                OpenApiParameter.PATH,
+                required=True,
+                pattern=r"^0x[0-9a-fA-F]{40}$",
+                description="the donor's address; mixed case must carry a valid EIP-55 checksum",
+            ),
+            InputSerializer,
+        ],
         responses={200: OutputSerializer, **error_responses(api_errors.INVALID_ADDRESS, api_errors.INVALID_REQUEST)},
     )
     def get(self, request: Request, address: str) -> Response:

@@ -92,7 +92,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         logger.error("unhandled error in %s", where, exc_info=exc)
         error = INTERNAL
     elif error.status >= 500:
-        logger.error("%s in %s: %s", error.code, where, exc)
+        logger.warning("%s in %s: %s", error.code, where, exc)
     else:
         # Expected refusals: log the class only; validation details may echo attacker input.
         logger.info("%s in %s: %s", error.code, where, type(exc).__name__)
