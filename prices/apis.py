@@ -29,7 +29,7 @@ class EthPriceApi(PublicApi):
         operation_id="price_eth", responses={200: PriceSerializer, **error_responses(api_errors.PRICE_UNAVAILABLE)}
     )
     def get(self, request: Request) -> Response:
-        return Response(PriceSerializer(selectors.latest_eth_price()).data)
+        return Response(selectors.latest_eth_price())  # the wire shape; PriceSerializer documents it
 
 
 class TokenPriceApi(PublicApi):
@@ -37,4 +37,4 @@ class TokenPriceApi(PublicApi):
 
     @extend_schema(operation_id="price_token", responses={200: PriceSerializer, **error_responses()})
     def get(self, request: Request) -> Response:
-        return Response(PriceSerializer(selectors.current_token_price()).data)
+        return Response(selectors.current_token_price())
