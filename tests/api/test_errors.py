@@ -71,3 +71,10 @@ def test_production_configuration_has_debug_off_unless_asked():
     }
 
     assert load_config(env).debug is False
+
+
+def test_a_request_for_a_host_we_do_not_serve_is_a_numbered_400(api):
+    response = api.get("/donation/data", HTTP_HOST="evil.example")
+
+    assert response.status_code == 400
+    assert response.json() == {"code": 1001, "message": "invalid request"}

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test import Client
 
 from donations.models import UserData
 from donations.tasks import complete_unstakes
@@ -146,3 +149,29 @@ def test_after_unstaking_completes_the_tokens_can_be_staked_again(api, donor):
     complete_unstakes()
 
     assert stake(api, donor, "1000").status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_stakes_never_exceed_the_tokens_owned(wallet):
+    make_donor(wallet.address, tokens=1000)
+    callers = 6
+    headers = [wallet_headers(wallet, "user stake") for _ in range(callers)]  # distinct seconds
+    start = threading.Barrier(callers)
+    statuses: list[int] = []
+
+    def call(h):
+        try:
+            start.wait()
+            response = Client().post("/user/stake", {"amount": "300"}, content_type="application/json", **h)
+            statuses.append(response.status_code)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=call, args=(h,)) for h in headers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sorted(statuses) == [200, 200, 200, 409, 409, 409]
+    assert (row(wallet).staked, row(wallet).tokens) == (900, 1000)
