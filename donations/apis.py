@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from donations import selectors, staking
 from donations.models import ASSETS, CampaignStatus, DonationStatus, StakeStatus
 from dws_project import api_errors
-from dws_project.api_base import PublicApi, SignedApi, StrictRegexField, error_responses
+from dws_project.api_base import PublicApi, SignedApi, StrictRegexField, amount_field, error_responses, whole_field
 from dws_project.api_errors import ApiException
 from dws_project.config import parse_address
 
@@ -23,19 +23,19 @@ DONATION_DATA_MAX_AGE = 10
 class DonationSerializer(serializers.Serializer):
     tx_hash = serializers.CharField()
     asset = serializers.ChoiceField(choices=ASSETS)
-    amount = serializers.CharField(help_text="decimal string at the column's 10 decimals")
-    usd_amount = serializers.CharField(help_text="USD, decimal string, 2 decimals")
-    price = serializers.CharField(help_text="token price applied, USD, 5 decimals")
-    tokens = serializers.CharField(help_text="whole tokens, as a string")
+    amount = amount_field("decimal string at the column's 10 decimals")
+    usd_amount = amount_field("USD, decimal string, 2 decimals")
+    price = amount_field("token price applied, USD, 5 decimals")
+    tokens = whole_field("whole tokens, as a string")
     status = serializers.ChoiceField(choices=DonationStatus.values)
     ts = serializers.CharField(help_text="block time, UTC, e.g. 2023-10-21T07:38:36Z")
 
 
 class UserSummarySerializer(serializers.Serializer):
-    total = serializers.CharField(help_text="USD of the confirmed donations, decimal string")
-    tokens = serializers.CharField(help_text="tokens of the confirmed donations, whole, as a string")
-    staked = serializers.CharField(help_text="of `tokens`, how many are staked")
-    reward = serializers.CharField()
+    total = amount_field("USD of the confirmed donations, decimal string")
+    tokens = whole_field("tokens of the confirmed donations, whole, as a string")
+    staked = whole_field("of `tokens`, how many are staked")
+    reward = whole_field("reward tokens")
     status = serializers.ChoiceField(choices=StakeStatus.values)
     unstake_completes_at = serializers.CharField(allow_null=True, help_text="when unstaking ends; null otherwise")
     ts = serializers.CharField(allow_null=True, help_text="last change of the record; null without one")
@@ -100,13 +100,13 @@ class DonationDataApi(PublicApi):
 
     @extend_schema_serializer(component_name="DonationDataOutput")
     class OutputSerializer(serializers.Serializer):
-        total = serializers.CharField(help_text="USD raised (confirmed), decimal string")
-        tokens = serializers.CharField(help_text="tokens sold (confirmed), whole, as a string")
+        total = amount_field("USD raised (confirmed), decimal string")
+        tokens = whole_field("tokens sold (confirmed), whole, as a string")
         status = serializers.ChoiceField(choices=CampaignStatus.values)
-        token_price = serializers.CharField(help_text="USD per token in the current tier")
+        token_price = amount_field("USD per token in the current tier")
         tier = serializers.IntegerField(help_text="current tier, 1-based")
-        tier_limit = serializers.CharField(help_text="tokens sold at which the current tier ends")
-        sale_cap = serializers.CharField(help_text="the sale's token cap (the last tier's limit)")
+        tier_limit = whole_field("tokens sold at which the current tier ends")
+        sale_cap = whole_field("the sale's token cap (the last tier's limit)")
         donation_address = serializers.CharField(help_text="where donations are sent, lower case")
         stable_coins = StableCoinSerializer(many=True)
         ts = serializers.CharField(help_text="last change of the campaign figures")

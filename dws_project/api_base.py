@@ -36,6 +36,19 @@ def error_responses(*errors: ApiError) -> dict[int, OpenApiResponse]:
     }
 
 
+DECIMAL_STRING = r"^[0-9]+(\.[0-9]+)?$"
+WHOLE_STRING = r"^[0-9]+$"
+
+
+def amount_field(help_text: str) -> serializers.RegexField:
+    """A decimal string on the wire: digits, optionally a point and more digits; never an exponent."""
+    return serializers.RegexField(DECIMAL_STRING, help_text=help_text)
+
+
+def whole_field(help_text: str) -> serializers.RegexField:
+    return serializers.RegexField(WHOLE_STRING, help_text=help_text)
+
+
 class StrictRegexField(serializers.RegexField):
     """A string matching `regex`; a JSON number is refused, never coerced (amounts travel as strings)."""
 

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from dws_project import api_errors
-from dws_project.api_base import PublicApi, error_responses
+from dws_project.api_base import PublicApi, amount_field, error_responses
 from prices import selectors
 
 # The ETH price gets a new row once a minute; the token price moves only with a finalized block.
@@ -18,7 +18,7 @@ TOKEN_PRICE_MAX_AGE = 10
 
 class PriceSerializer(serializers.Serializer):
     asset = serializers.CharField()
-    price = serializers.CharField(help_text="USD, decimal string")
+    price = amount_field("USD, decimal string")
     ts = serializers.CharField(help_text="when this price was taken or took effect, UTC")
 
 
