@@ -142,7 +142,7 @@ class StakeApi(SignedApi):
     def post(self, request: Request) -> Response:
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        staking.stake(address=request.user.address, amount=int(body.validated_data["amount"]))
+        staking.stake_add(address=request.user.address, amount=int(body.validated_data["amount"]))
         return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)
 
 
@@ -160,5 +160,5 @@ class UnstakeApi(SignedApi):
         },
     )
     def post(self, request: Request) -> Response:
-        staking.unstake(address=request.user.address)
+        staking.unstake_request(address=request.user.address)
         return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)

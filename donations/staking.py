@@ -36,14 +36,15 @@ def unstake_completes_at(requested_at: datetime) -> datetime:
     return requested_at + UNSTAKE_PERIOD
 
 
-def _refusal_reason(address: str) -> tuple[str, int, int]:
-    row = UserData.objects.filter(address=address).values_list("status", "tokens", "staked").first()
-    if row is None:
+def _status_after_refusal(address: str) -> str:
+    """The record's status, read to explain a refused transition; no record means no donation."""
+    status = UserData.objects.filter(address=address).values_list("status", flat=True).first()
+    if status is None:
         raise ApiException(NOT_A_DONOR)
-    return row
+    return status
 
 
-def stake(*, address: str, amount: int) -> None:
+def stake_add(*, address: str, amount: int) -> None:
     """Stake `amount` more of the address's unstaked confirmed tokens."""
     if amount <= 0:
         raise ValueError("stake amount must be positive")
@@ -54,13 +55,12 @@ def stake(*, address: str, amount: int) -> None:
     ).update(staked=F("staked") + amount, status=StakeStatus.STAKED, modified_at=Now())
     if moved == 1:
         return
-    status, _tokens, _staked = _refusal_reason(address)
-    if status == StakeStatus.UNSTAKING:
+    if _status_after_refusal(address) == StakeStatus.UNSTAKING:
         raise ApiException(STAKE_WHILE_UNSTAKING)
     raise ApiException(INSUFFICIENT_TOKENS)
 
 
-def unstake(*, address: str) -> datetime:
+def unstake_request(*, address: str) -> datetime:
     """Start unstaking everything staked; returns when it completes."""
     now = timezone.now()
     moved = UserData.objects.filter(address=address, status=StakeStatus.STAKED, staked__gt=0).update(
@@ -68,14 +68,13 @@ def unstake(*, address: str) -> datetime:
     )
     if moved == 1:
         return unstake_completes_at(now)
-    status, _tokens, _staked = _refusal_reason(address)
-    if status == StakeStatus.UNSTAKING:
+    if _status_after_refusal(address) == StakeStatus.UNSTAKING:
         requested = UserData.objects.values_list("unstake_requested_at", flat=True).get(address=address)
         return unstake_completes_at(requested)  # asking again changes nothing
     raise ApiException(NOTHING_STAKED)
 
 
-def complete_due_unstakes(*, now: datetime | None = None) -> int:
+def unstake_complete_due(*, now: datetime | None = None) -> int:
     """Finish every unstaking requested at least UNSTAKE_PERIOD ago; returns how many finished."""
     due_before = (now or timezone.now()) - UNSTAKE_PERIOD
     return UserData.objects.filter(status=StakeStatus.UNSTAKING, unstake_requested_at__lte=due_before).update(

@@ -6,7 +6,7 @@ import logging
 
 from celery import shared_task
 
-from donations.staking import complete_due_unstakes
+from donations.staking import unstake_complete_due
 from dws_project.locks import non_overlapping
 
 logger = logging.getLogger("dws.staking")
@@ -15,7 +15,7 @@ logger = logging.getLogger("dws.staking")
 @shared_task(soft_time_limit=60, time_limit=90)
 @non_overlapping("complete-unstakes", ttl=120)
 def complete_unstakes() -> int:
-    finished = complete_due_unstakes()
+    finished = unstake_complete_due()
     if finished:
         logger.info("completed %d unstaking(s)", finished)
     return finished
