@@ -48,6 +48,7 @@ class WalletConnectionApi(SignedApi):
             200: OutputSerializer,
             **error_responses(
                 api_errors.INVALID_REQUEST,
+                api_errors.UNSUPPORTED_MEDIA_TYPE,
                 api_errors.SIGNATURE_REJECTED,
                 api_errors.SELF_REFERRAL,
                 api_errors.UNKNOWN_AFFILIATE_CODE,
@@ -83,6 +84,7 @@ class AffiliateDonationApi(SignedApi):
             200: OutputSerializer,
             **error_responses(
                 api_errors.INVALID_REQUEST,
+                api_errors.UNSUPPORTED_MEDIA_TYPE,
                 api_errors.SIGNATURE_REJECTED,
                 api_errors.SELF_REFERRAL,
                 api_errors.NOT_THE_DONOR,

@@ -132,6 +132,7 @@ class StakeApi(SignedApi):
             200: OutputSerializer,
             **error_responses(
                 api_errors.INVALID_REQUEST,
+                api_errors.UNSUPPORTED_MEDIA_TYPE,
                 api_errors.SIGNATURE_REJECTED,
                 api_errors.NOT_A_DONOR,
                 api_errors.INSUFFICIENT_TOKENS,
