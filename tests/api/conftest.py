@@ -11,8 +11,13 @@ from dws_project.redis_client import get_redis
 
 @pytest.fixture(autouse=True)
 def _fresh_redis():
-    """Every test starts with empty rate-limit buckets and replay cache (this checkout's own Redis db)."""
-    get_redis().flushdb()
+    """Every test starts with empty rate-limit buckets and an empty replay cache (and nothing else is
+    touched, so other parts of the suite may share the Redis db)."""
+    redis = get_redis()
+    for pattern in ("dws:ratelimit:*", "dws:signed-message:*"):
+        keys = list(redis.scan_iter(match=pattern, count=1000))
+        if keys:
+            redis.delete(*keys)
 
 
 @pytest.fixture
