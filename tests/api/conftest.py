@@ -7,6 +7,7 @@ from django.test import Client
 from eth_account import Account
 
 from dws_project.redis_client import get_redis
+from tests.api.support import forget_used_timestamps
 
 
 @pytest.fixture(autouse=True)
@@ -18,6 +19,7 @@ def _fresh_redis():
         keys = list(redis.scan_iter(match=pattern, count=1000))
         if keys:
             redis.delete(*keys)
+    forget_used_timestamps()
 
 
 @pytest.fixture

@@ -13,8 +13,20 @@ from donations.models import Donation, DonationStatus, UserData
 
 _tx_counter = itertools.count(1)
 # A wallet signs each request anew; two requests signed in the same second would be one message (a
-# replay). Default timestamps therefore step back a second per request, staying inside the window.
-_ts_step = itertools.cycle(range(20))
+# replay). Default timestamps are therefore distinct seconds: the newest one not yet used in this test.
+_used_seconds: set[int] = set()
+
+
+def forget_used_timestamps() -> None:
+    _used_seconds.clear()
+
+
+def _unused_second() -> datetime:
+    second = int(datetime.now(UTC).timestamp())
+    while second in _used_seconds:
+        second -= 1
+    _used_seconds.add(second)
+    return datetime.fromtimestamp(second, UTC)
 
 
 def wallet_ts(moment: datetime | None = None) -> str:
@@ -29,7 +41,7 @@ def wallet_headers(
 
     `address` overrides the address in the message, `signer` the key that signs, to build bad requests.
     """
-    ts = ts or wallet_ts(datetime.now(UTC) - timedelta(seconds=next(_ts_step)))
+    ts = ts or wallet_ts(_unused_second())
     message = f"{path_words}, {(address or account.address).lower()}, {ts}"
     signed = Account.sign_message(encode_defunct(text=message), private_key=(signer or account).key)
     return {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
@@ -13,7 +12,7 @@ from affiliates.models import AffiliateDonation, WalletConnection
 from affiliates.services import affiliate_donations_resolve
 from affiliates.tasks import resolve_affiliate_donations
 from donations.models import UserData
-from tests.api.support import make_donation, make_donor, tx_hash, wallet_headers, wallet_ts
+from tests.api.support import make_donation, make_donor, tx_hash, wallet_headers
 
 
 def signed_post(api, account, path, body=None, **kwargs):
@@ -57,10 +56,7 @@ def test_concurrent_first_calls_all_get_the_one_code(wallet):
     make_donor(wallet.address)
     callers = 8
     # Each caller signs a different second, as separate clicks would; the same second would be a replay.
-    headers = [
-        wallet_headers(wallet, "affiliate code", ts=wallet_ts(datetime.now(UTC) - timedelta(seconds=i)))
-        for i in range(callers)
-    ]
+    headers = [wallet_headers(wallet, "affiliate code") for _ in range(callers)]
     start = threading.Barrier(callers)
     codes: list[str] = []
     errors: list[BaseException] = []
@@ -111,7 +107,6 @@ class TestWalletConnection:
             wallet,
             "/wallet/connection",
             {"code": referrer_code},
-            ts=wallet_ts(datetime.now(UTC) - timedelta(seconds=1)),
         )
 
         assert WalletConnection.objects.filter(address=wallet.address.lower()).count() == 1
@@ -129,7 +124,6 @@ class TestWalletConnection:
             other_wallet,
             "/wallet/connection",
             {"code": referrer_code},
-            ts=wallet_ts(datetime.now(UTC) - timedelta(seconds=1)),
         )
 
         assert response.status_code == 403
@@ -151,9 +145,8 @@ class TestAffiliateDonation:
         make_donor(other_wallet.address)
         return code_of(api, other_wallet)
 
-    def claim(self, api, account, tx, code, seconds_ago=0):
-        ts = wallet_ts(datetime.now(UTC) - timedelta(seconds=seconds_ago))
-        return signed_post(api, account, "/affiliate/donation", {"tx_hash": tx, "code": code}, ts=ts)
+    def claim(self, api, account, tx, code):
+        return signed_post(api, account, "/affiliate/donation", {"tx_hash": tx, "code": code})
 
     def test_the_donor_attributes_a_recorded_donation(self, api, wallet, code):
         tx = make_donation(wallet.address).tx_hash
@@ -205,8 +198,8 @@ class TestAffiliateDonation:
         third = make_donor("0x" + "33" * 20)
         UserData.objects.filter(id=third.id).update(affiliate_code="OtherCode")
 
-        again = self.claim(api, wallet, tx, code, seconds_ago=1)
-        switched = self.claim(api, wallet, tx, "OtherCode", seconds_ago=2)
+        again = self.claim(api, wallet, tx, code)
+        switched = self.claim(api, wallet, tx, "OtherCode")
 
         assert again.json()["status"] == "attributed"
         assert switched.status_code == 409
@@ -216,7 +209,7 @@ class TestAffiliateDonation:
     def test_the_referrer_cannot_attribute_to_its_own_code(self, api, other_wallet, code):
         tx = make_donation(other_wallet.address).tx_hash
 
-        response = self.claim(api, other_wallet, tx, code, seconds_ago=1)
+        response = self.claim(api, other_wallet, tx, code)
 
         assert response.status_code == 403
         assert response.json()["code"] == 1201
