@@ -13,7 +13,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import connection
 
-from donations.models import CampaignStatus, DonationStats, StakeStatus, UserData
+from donations.models import CampaignStatus, DonationStats, StakeStatus
 from donations.rules import SaleState, sale_state
 from donations.staking import unstake_completes_at
 
@@ -59,13 +59,19 @@ def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) 
         return [dict(zip(_DONATION_FIELDS, row, strict=True)) for row in cursor.fetchall()]
 
 
+# Polled with the donations page; amounts rendered by PostgreSQL as for the donations.
+_USER_SUMMARY_SQL = """
+    SELECT total::text, tokens::text, staked::text, reward::text, status::text, unstake_requested_at, modified_at
+    FROM user_data
+    WHERE address = %s
+"""
+
+
 def user_summary(*, address: str) -> dict[str, str | None]:
     """The donor's totals and staking state; "0" and status "none" for an address with no row."""
-    row = (
-        UserData.objects.filter(address=address)
-        .values_list("total", "tokens", "staked", "reward", "status", "unstake_requested_at", "modified_at")
-        .first()
-    )
+    with connection.cursor() as cursor:
+        cursor.execute(_USER_SUMMARY_SQL, [address])
+        row = cursor.fetchone()
     if row is None:
         return {
             "total": "0",
@@ -79,10 +85,10 @@ def user_summary(*, address: str) -> dict[str, str | None]:
     total, tokens, staked, reward, status, requested_at, modified_at = row
     completes = unstake_completes_at(requested_at) if status == StakeStatus.UNSTAKING and requested_at else None
     return {
-        "total": decimal_text(total),
-        "tokens": decimal_text(tokens),
-        "staked": decimal_text(staked),
-        "reward": decimal_text(reward),
+        "total": total,
+        "tokens": tokens,
+        "staked": staked,
+        "reward": reward,
         "status": status,
         "unstake_completes_at": utc_text(completes),
         "ts": utc_text(modified_at),
