@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
+from dws_project.fields import PostgresEnumField
+
 
 class WalletConnection(models.Model):
     address = models.CharField(max_length=42)
@@ -36,7 +38,12 @@ class AffiliateDonation(models.Model):
     tx_hash = models.CharField(max_length=66)
     affiliate_code = models.CharField(max_length=16)
     signer = models.CharField(max_length=42, help_text="the address that signed the claim, lower case")
-    status = models.CharField(max_length=16, choices=AttributionStatus.choices, default=AttributionStatus.PENDING)
+    status = PostgresEnumField(
+        enum_name="affiliate_donation_status_enum",
+        choices=AttributionStatus.choices,
+        default=AttributionStatus.PENDING,
+        db_default=AttributionStatus.PENDING,
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
@@ -48,10 +55,6 @@ class AffiliateDonation(models.Model):
                 fields=["tx_hash"],
                 condition=models.Q(status="attributed"),
                 name="affiliate_donation_one_attribution",
-            ),
-            models.CheckConstraint(
-                condition=models.Q(status__in=[s.value for s in AttributionStatus]),
-                name="affiliate_donation_status_check",
             ),
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="affiliate_donation_status_idx")]
