@@ -73,7 +73,7 @@ class AffiliateDonationApi(SignedApi):
         tx_hash = serializers.CharField()
         code = serializers.CharField(source="affiliate_code")
         status = serializers.ChoiceField(
-            choices=AttributionStatus.values,
+            choices=AttributionStatus.choices,
             help_text="pending until the donation is recorded; attributed once its donor is the signer",
         )
 

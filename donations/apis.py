@@ -27,7 +27,7 @@ class DonationSerializer(serializers.Serializer):
     usd_amount = amount_field("USD, decimal string, 2 decimals")
     price = amount_field("token price applied, USD, 5 decimals")
     tokens = whole_field("whole tokens, as a string")
-    status = serializers.ChoiceField(choices=DonationStatus.values)
+    status = serializers.ChoiceField(choices=DonationStatus.choices)
     ts = serializers.CharField(help_text="block time, UTC, e.g. 2023-10-21T07:38:36Z")
 
 
@@ -36,7 +36,7 @@ class UserSummarySerializer(serializers.Serializer):
     tokens = whole_field("tokens of the confirmed donations, whole, as a string")
     staked = whole_field("of `tokens`, how many are staked")
     reward = whole_field("reward tokens")
-    status = serializers.ChoiceField(choices=StakeStatus.values)
+    status = serializers.ChoiceField(choices=StakeStatus.choices)
     unstake_completes_at = serializers.CharField(allow_null=True, help_text="when unstaking ends; null otherwise")
     ts = serializers.CharField(allow_null=True, help_text="last change of the record; null without one")
 
@@ -102,7 +102,7 @@ class DonationDataApi(PublicApi):
     class OutputSerializer(serializers.Serializer):
         total = amount_field("USD raised (confirmed), decimal string")
         tokens = whole_field("tokens sold (confirmed), whole, as a string")
-        status = serializers.ChoiceField(choices=CampaignStatus.values)
+        status = serializers.ChoiceField(choices=CampaignStatus.choices)
         token_price = amount_field("USD per token in the current tier")
         tier = serializers.IntegerField(help_text="current tier, 1-based")
         tier_limit = whole_field("tokens sold at which the current tier ends")

@@ -135,12 +135,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "The dws donation API used by the donation page.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # Response fields are always present (a null where a value can be missing), so mark them required.
-    "COMPONENT_NO_READ_ONLY_REQUIRED": False,
+    # The status enums share the field name "status"; give each its domain name in the schema.
     "ENUM_NAME_OVERRIDES": {
         "DonationStatusEnum": "donations.models.DonationStatus",
         "StakeStatusEnum": "donations.models.StakeStatus",
         "CampaignStatusEnum": "donations.models.CampaignStatus",
+        "AttributionStatusEnum": "affiliates.models.AttributionStatus",
     },
 }
 
