@@ -16,6 +16,8 @@ _CODE = r"^[A-Za-z0-9]{1,16}$"
 
 
 class AffiliateCodeApi(SignedApi):
+    """The caller's affiliate code, created on the first call (signed: "affiliate code, <address>, <ts>")."""
+
     @extend_schema_serializer(component_name="AffiliateCodeOutput")
     class OutputSerializer(serializers.Serializer):
         code = serializers.CharField(help_text="the caller's affiliate code")
@@ -31,6 +33,8 @@ class AffiliateCodeApi(SignedApi):
 
 
 class WalletConnectionApi(SignedApi):
+    """Record that the caller arrived through a referrer's code (signed: "wallet connection, <address>, <ts>")."""
+
     @extend_schema_serializer(component_name="WalletConnectionInput")
     class InputSerializer(serializers.Serializer):
         code = StrictRegexField(_CODE, max_length=16, help_text="the referrer's affiliate code")
@@ -63,6 +67,8 @@ class WalletConnectionApi(SignedApi):
 
 
 class AffiliateDonationApi(SignedApi):
+    """Attribute the caller's donation to an affiliate code (signed: "affiliate donation, <address>, <ts>")."""
+
     @extend_schema_serializer(component_name="AffiliateDonationInput")
     class InputSerializer(serializers.Serializer):
         tx_hash = StrictRegexField(r"^0x[0-9a-fA-F]{64}$", max_length=66)

@@ -48,6 +48,8 @@ class StableCoinSerializer(serializers.Serializer):
 
 
 class UserDataApi(PublicApi):
+    """A donor's donations (oldest first, paginated) and totals; defaults for an address that never donated."""
+
     cache_seconds = USER_DATA_MAX_AGE
 
     @extend_schema_serializer(component_name="UserDataInput")
@@ -96,6 +98,8 @@ class UserDataApi(PublicApi):
 
 
 class DonationDataApi(PublicApi):
+    """The campaign: raised, sold, status, current tier and price, cap, and where and how to donate."""
+
     cache_seconds = DONATION_DATA_MAX_AGE
 
     @extend_schema_serializer(component_name="DonationDataOutput")
@@ -117,6 +121,8 @@ class DonationDataApi(PublicApi):
 
 
 class StakeApi(SignedApi):
+    """Stake more of the caller's confirmed, unstaked tokens (signed: "user stake, <address>, <ts>")."""
+
     @extend_schema_serializer(component_name="StakeInput")
     class InputSerializer(serializers.Serializer):
         amount = StrictRegexField(r"^[1-9][0-9]{0,17}$", max_length=18, help_text="whole tokens to stake, as a string")
@@ -148,6 +154,8 @@ class StakeApi(SignedApi):
 
 
 class UnstakeApi(SignedApi):
+    """Start the 7-day unstaking of everything staked (signed: "user unstake, <address>, <ts>")."""
+
     @extend_schema_serializer(component_name="UnstakeOutput")
     class OutputSerializer(serializers.Serializer):
         user_data = UserSummarySerializer()

@@ -23,6 +23,8 @@ class PriceSerializer(serializers.Serializer):
 
 
 class EthPriceApi(PublicApi):
+    """The latest ETH price in USD and the minute it is for."""
+
     cache_seconds = ETH_PRICE_MAX_AGE
 
     @extend_schema(
@@ -33,6 +35,8 @@ class EthPriceApi(PublicApi):
 
 
 class TokenPriceApi(PublicApi):
+    """The current tier's token price, derived from the confirmed tokens sold."""
+
     cache_seconds = TOKEN_PRICE_MAX_AGE
 
     @extend_schema(operation_id="price_token", responses={200: PriceSerializer, **error_responses()})
