@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
 from donations.models import DonationStats
+from dws_project.api_errors import ALL_ERRORS
 from dws_project.config import load_config
 from tests.api.support import wallet_headers
 
@@ -78,3 +80,11 @@ def test_a_request_for_a_host_we_do_not_serve_is_a_numbered_400(api):
 
     assert response.status_code == 400
     assert response.json() == {"code": 1001, "message": "invalid request"}
+
+
+def test_every_numbered_error_is_unique_and_in_the_readme_table():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+    assert len({e.code for e in ALL_ERRORS}) == len(ALL_ERRORS)
+    for error in ALL_ERRORS:
+        assert f"| {error.code} | {error.status} | {error.message}" in readme
