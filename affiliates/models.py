@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
+from dws_project.fields import PostgresEnumField
+
 
 class WalletConnection(models.Model):
     address = models.CharField(max_length=42)
@@ -17,3 +19,45 @@ class WalletConnection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.address} via {self.affiliate_code}"
+
+
+class AttributionStatus(models.TextChoices):
+    PENDING = "pending"  # the donation is not recorded yet; resolved once the crawler records it
+    ATTRIBUTED = "attributed"  # the signer is the donor: the donation counts for the code
+    REJECTED = "rejected"  # the recorded donor is someone else: the claim is void
+
+
+class AffiliateDonation(models.Model):
+    """A claim that a donation transaction was referred by an affiliate code, made by its signer.
+
+    Unique per (tx_hash, signer) rather than per tx_hash: a stranger who saw the transaction in the
+    mempool could otherwise claim it first and lock its real donor out. At most one claim per
+    transaction can become `attributed` (the donor's), which a partial unique index enforces.
+    """
+
+    tx_hash = models.CharField(max_length=66)
+    affiliate_code = models.CharField(max_length=16)
+    signer = models.CharField(max_length=42, help_text="the address that signed the claim, lower case")
+    status = PostgresEnumField(
+        enum_name="affiliate_donation_status_enum",
+        choices=AttributionStatus.choices,
+        default=AttributionStatus.PENDING,
+        db_default=AttributionStatus.PENDING,
+    )
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+    modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        db_table = "affiliate_donation"
+        constraints = [
+            models.UniqueConstraint(fields=["tx_hash", "signer"], name="affiliate_donation_tx_signer_key"),
+            models.UniqueConstraint(
+                fields=["tx_hash"],
+                condition=models.Q(status="attributed"),
+                name="affiliate_donation_one_attribution",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="affiliate_donation_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.tx_hash} via {self.affiliate_code} ({self.status})"

@@ -53,6 +53,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # delphi's per-client limit, before any real work so a refused request costs little (static files,
+    # served by WhiteNoise from memory, are not counted).
+    "dws_project.ratelimit.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -132,12 +135,23 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "COERCE_DECIMAL_TO_STRING": True,
+    "EXCEPTION_HANDLER": "dws_project.api_errors.exception_handler",
 }
+# delphi rate limit per client address (token bucket in Redis, shared by all web processes).
+DWS_RATE_LIMIT_PER_SECOND = 50
+DWS_RATE_LIMIT_BURST = 100
 SPECTACULAR_SETTINGS = {
     "TITLE": "delphi",
     "DESCRIPTION": "The dws donation API used by the donation page.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The status enums share the field name "status"; give each its domain name in the schema.
+    "ENUM_NAME_OVERRIDES": {
+        "DonationStatusEnum": "donations.models.DonationStatus",
+        "StakeStatusEnum": "donations.models.StakeStatus",
+        "CampaignStatusEnum": "donations.models.CampaignStatus",
+        "AttributionStatusEnum": "affiliates.models.AttributionStatus",
+    },
 }
 
 # Celery: Redis broker, at-least-once delivery (acks late) and one task at a time per process, so a
@@ -197,6 +211,17 @@ CELERY_BEAT_SCHEDULE.update(
         },
     }
 )
+# delphi: finish unstakings that are due; settle affiliate claims whose donation is now recorded.
+CELERY_BEAT_SCHEDULE["every-5m-complete-unstakes"] = {
+    "task": "donations.tasks.complete_unstakes",
+    "schedule": 300.0,
+    "options": {"expires": 300},
+}
+CELERY_BEAT_SCHEDULE["every-60s-resolve-affiliate-donations"] = {
+    "task": "affiliates.tasks.resolve_affiliate_donations",
+    "schedule": 60.0,
+    "options": {"expires": 60},
+}
 
 LOGGING = {
     "version": 1,

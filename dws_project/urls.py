@@ -2,8 +2,12 @@
 
 from django.contrib import admin
 from django.urls import path
+from drf_spectacular.views import SpectacularJSONAPIView
 
+from affiliates.apis import AffiliateCodeApi, AffiliateDonationApi, WalletConnectionApi
+from donations.apis import DonationDataApi, StakeApi, UnstakeApi, UserDataApi
 from dws_project import health
+from prices.apis import EthPriceApi, TokenPriceApi
 from web import views as web_views
 
 urlpatterns = [
@@ -14,4 +18,21 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # the donation page (web app)
     path("", web_views.index, name="index"),
+    # delphi (see the README's "API (delphi)" section)
+    path("user/data/<str:address>", UserDataApi.as_view(), name="user-data"),
+    path("donation/data", DonationDataApi.as_view(), name="donation-data"),
+    path("price/eth", EthPriceApi.as_view(), name="price-eth"),
+    path("price/token", TokenPriceApi.as_view(), name="price-token"),
+    path("affiliate/code", AffiliateCodeApi.as_view(), name="affiliate-code"),
+    path("wallet/connection", WalletConnectionApi.as_view(), name="wallet-connection"),
+    path("affiliate/donation", AffiliateDonationApi.as_view(), name="affiliate-donation"),
+    path("user/stake", StakeApi.as_view(), name="user-stake"),
+    path("user/unstake", UnstakeApi.as_view(), name="user-unstake"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
 ]
+
+# Django's own error pages answer in delphi's numbered error shape.
+handler400 = "dws_project.api_errors.handler400"
+handler403 = "dws_project.api_errors.handler403"
+handler404 = "dws_project.api_errors.handler404"
+handler500 = "dws_project.api_errors.handler500"

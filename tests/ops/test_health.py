@@ -82,3 +82,12 @@ def test_ready_stays_database_only_while_the_provider_hangs(client, proxy):
     proxy.arm("*", "hang", count=None, seconds=10)
     assert client.get("/ready").json() == {"status": "ok"}
     assert proxy.seen == []
+
+
+def test_health_is_answered_after_the_rate_limit_refused_the_client(client, node):
+    for _ in range(5000):  # exhaust this client's bucket
+        if client.get("/no-such-page").status_code == 429:
+            break
+    assert client.get("/no-such-page").status_code == 429
+
+    assert client.get("/health").status_code == 200

@@ -1,0 +1,106 @@
+"""delphi's signed affiliate endpoints: thin shells over affiliates.services."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from affiliates import services
+from affiliates.models import AttributionStatus
+from dws_project import api_errors
+from dws_project.api_base import SignedApi, StrictRegexField, error_responses
+
+_CODE = r"^[A-Za-z0-9]{1,16}$"
+
+
+class AffiliateCodeApi(SignedApi):
+    """The caller's affiliate code, created on the first call (signed: "affiliate code, <address>, <ts>")."""
+
+    @extend_schema_serializer(component_name="AffiliateCodeOutput")
+    class OutputSerializer(serializers.Serializer):
+        code = serializers.CharField(help_text="the caller's affiliate code")
+
+    @extend_schema(
+        operation_id="affiliate_code",
+        request=None,
+        responses={200: OutputSerializer, **error_responses(api_errors.SIGNATURE_REJECTED, api_errors.NOT_A_DONOR)},
+    )
+    def post(self, request: Request) -> Response:
+        code = services.affiliate_code_get_or_create(address=request.user.address)
+        return Response(self.OutputSerializer({"code": code}).data)
+
+
+class WalletConnectionApi(SignedApi):
+    """Record that the caller arrived through a referrer's code (signed: "wallet connection, <address>, <ts>")."""
+
+    @extend_schema_serializer(component_name="WalletConnectionInput")
+    class InputSerializer(serializers.Serializer):
+        code = StrictRegexField(_CODE, max_length=16, help_text="the referrer's affiliate code")
+
+    @extend_schema_serializer(component_name="WalletConnectionOutput")
+    class OutputSerializer(serializers.Serializer):
+        address = serializers.CharField()
+        code = serializers.CharField(source="affiliate_code")
+        created_at = serializers.DateTimeField()
+
+    @extend_schema(
+        operation_id="wallet_connection",
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            **error_responses(
+                api_errors.INVALID_REQUEST,
+                api_errors.UNSUPPORTED_MEDIA_TYPE,
+                api_errors.SIGNATURE_REJECTED,
+                api_errors.SELF_REFERRAL,
+                api_errors.UNKNOWN_AFFILIATE_CODE,
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        connection = services.wallet_connection_create(address=request.user.address, code=body.validated_data["code"])
+        return Response(self.OutputSerializer(connection).data)
+
+
+class AffiliateDonationApi(SignedApi):
+    """Attribute the caller's donation to an affiliate code (signed: "affiliate donation, <address>, <ts>")."""
+
+    @extend_schema_serializer(component_name="AffiliateDonationInput")
+    class InputSerializer(serializers.Serializer):
+        tx_hash = StrictRegexField(r"^0x[0-9a-fA-F]{64}$", max_length=66)
+        code = StrictRegexField(_CODE, max_length=16)
+
+    @extend_schema_serializer(component_name="AffiliateDonationOutput")
+    class OutputSerializer(serializers.Serializer):
+        tx_hash = serializers.CharField()
+        code = serializers.CharField(source="affiliate_code")
+        status = serializers.ChoiceField(
+            choices=AttributionStatus.choices,
+            help_text="pending until the donation is recorded; attributed once its donor is the signer",
+        )
+
+    @extend_schema(
+        operation_id="affiliate_donation",
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            **error_responses(
+                api_errors.INVALID_REQUEST,
+                api_errors.UNSUPPORTED_MEDIA_TYPE,
+                api_errors.SIGNATURE_REJECTED,
+                api_errors.SELF_REFERRAL,
+                api_errors.NOT_THE_DONOR,
+                api_errors.UNKNOWN_AFFILIATE_CODE,
+                api_errors.ATTRIBUTION_CONFLICT,
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        claim = services.affiliate_donation_claim(signer=request.user.address, **body.validated_data)
+        return Response(self.OutputSerializer(claim).data)

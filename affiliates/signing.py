@@ -1,0 +1,112 @@
+"""Signed delphi requests: the message a wallet signs and its verification.
+
+A signed request carries three headers: `delphi-key` (the address), `delphi-ts` (UTC, exactly
+`YYYY-MM-DD HH:MM:SS+00:00`) and `delphi-signature` (an EIP-191 personal_sign, 0x + 130 hex digits)
+over the message
+
+    "<path words>, <lower-case address>, <ts>"
+
+The path words are the request path's segments in order, lower case, joined by single spaces
+(`/affiliate/code` -> `affiliate code`, `/user/unstake` -> `user unstake`). The address in the message
+binds a signature to one account, the words to one endpoint, the timestamp to a short window.
+The body is not part of the message.
+
+A message is accepted once: after a signature checks out, the message is remembered in Redis for the
+rest of its window. Keying on the message rather than the signature bytes also stops the malleable
+twin of a signature (same message, other `s`) from being replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from eth_account import Account
+from eth_account.messages import encode_defunct
+
+from dws_project.redaction import signature_digest
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.signing")
+
+KEY_HEADER = "delphi-key"
+TS_HEADER = "delphi-ts"
+SIGNATURE_HEADER = "delphi-signature"
+TS_FORMAT = "%Y-%m-%d %H:%M:%S+00:00"
+MAX_FUTURE = timedelta(seconds=5)
+
+_TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+00:00$")
+_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_SIGNATURE_RE = re.compile(r"^0x[0-9a-fA-F]{130}$")
+
+
+class SignatureRejected(Exception):
+    """Why a signed request was refused; for the server log only (the client sees one generic 401)."""
+
+
+@dataclass(frozen=True)
+class SignedCaller:
+    """The authenticated caller of a signed request: the lower-case address that signed it."""
+
+    address: str
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+
+def path_words(path: str) -> str:
+    return " ".join(segment.lower() for segment in path.split("/") if segment)
+
+
+def signed_message(path: str, address: str, ts: str) -> str:
+    return f"{path_words(path)}, {address.lower()}, {ts}"
+
+
+def format_ts(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime(TS_FORMAT)
+
+
+def sign(path: str, private_key: str, *, now: datetime | None = None) -> dict[str, str]:
+    """The three headers for a request to `path`, signed the way the donation page's wallet signs."""
+    account = Account.from_key(private_key)
+    address = account.address.lower()
+    ts = format_ts(now or datetime.now(UTC))
+    signed = Account.sign_message(encode_defunct(text=signed_message(path, address, ts)), private_key=private_key)
+    return {KEY_HEADER: address, TS_HEADER: ts, SIGNATURE_HEADER: "0x" + signed.signature.hex().removeprefix("0x")}
+
+
+def verify(*, path: str, key: str, ts: str, signature: str, max_age: int, now: datetime | None = None) -> str:
+    """The caller's lower-case address, or SignatureRejected. Marks the message as used on success."""
+    now = now or datetime.now(UTC)
+    if not _ADDRESS_RE.match(key) or not _TS_RE.match(ts) or not _SIGNATURE_RE.match(signature):
+        raise SignatureRejected("malformed headers")
+    try:
+        moment = datetime.strptime(ts, TS_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        raise SignatureRejected("unparseable timestamp") from None
+    if moment < now - timedelta(seconds=max_age):
+        raise SignatureRejected("timestamp too old")
+    if moment > now + MAX_FUTURE:
+        raise SignatureRejected("timestamp in the future")
+    address = key.lower()
+    message = signed_message(path, address, ts)
+    try:
+        signer = Account.recover_message(encode_defunct(text=message), signature=signature)
+    except Exception:  # noqa: BLE001 - any unrecoverable signature is simply a bad signature
+        raise SignatureRejected("unrecoverable signature") from None
+    if signer.lower() != address:
+        raise SignatureRejected("signer is not delphi-key")
+    # Remember the message until its timestamp leaves the window (+1 s for clock rounding).
+    remaining = int((moment + timedelta(seconds=max_age) - now).total_seconds()) + 1
+    replay_key = "dws:signed-message:" + hashlib.sha256(message.encode()).hexdigest()
+    if not get_redis().set(replay_key, 1, nx=True, ex=max(1, remaining)):
+        raise SignatureRejected("message already used")
+    return address
+
+
+def log_rejection(reason: SignatureRejected, signature: str, path: str) -> None:
+    logger.warning("signed request to %s rejected (%s), signature %s", path, reason, signature_digest(signature))

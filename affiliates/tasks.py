@@ -1,0 +1,21 @@
+"""Celery shells for the affiliate jobs."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from affiliates.services import affiliate_donations_resolve
+from dws_project.locks import non_overlapping
+
+logger = logging.getLogger("dws.affiliates")
+
+
+@shared_task(soft_time_limit=50, time_limit=60)
+@non_overlapping("resolve-affiliate-donations", ttl=90)
+def resolve_affiliate_donations() -> int:
+    settled = affiliate_donations_resolve()
+    if settled:
+        logger.info("settled %d affiliate donation claim(s)", settled)
+    return settled

@@ -1,0 +1,173 @@
+"""delphi endpoints for donors and the campaign: thin shells over donations.selectors and staking."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from donations import selectors, staking
+from donations.models import ASSETS, CampaignStatus, DonationStatus, StakeStatus
+from dws_project import api_errors
+from dws_project.api_base import PublicApi, SignedApi, StrictRegexField, amount_field, error_responses, whole_field
+from dws_project.api_errors import ApiException
+from dws_project.config import parse_address
+
+# Max-age of the polled answers. Donor and campaign figures change at most once a finalized block
+# (~12 s); a few seconds of reuse absorbs bursts without showing a donor stale totals for long.
+USER_DATA_MAX_AGE = 5
+DONATION_DATA_MAX_AGE = 10
+
+
+class DonationSerializer(serializers.Serializer):
+    tx_hash = serializers.CharField()
+    asset = serializers.ChoiceField(choices=ASSETS)
+    amount = amount_field("decimal string at the column's 10 decimals")
+    usd_amount = amount_field("USD, decimal string, 2 decimals")
+    price = amount_field("token price applied, USD, 5 decimals")
+    tokens = whole_field("whole tokens, as a string")
+    status = serializers.ChoiceField(choices=DonationStatus.choices)
+    ts = serializers.CharField(help_text="block time, UTC, e.g. 2023-10-21T07:38:36Z")
+
+
+class UserSummarySerializer(serializers.Serializer):
+    total = amount_field("USD of the confirmed donations, decimal string")
+    tokens = whole_field("tokens of the confirmed donations, whole, as a string")
+    staked = whole_field("of `tokens`, how many are staked")
+    reward = whole_field("reward tokens")
+    status = serializers.ChoiceField(choices=StakeStatus.choices)
+    unstake_completes_at = serializers.CharField(allow_null=True, help_text="when unstaking ends; null otherwise")
+    ts = serializers.CharField(allow_null=True, help_text="last change of the record; null without one")
+
+
+class StableCoinSerializer(serializers.Serializer):
+    asset = serializers.CharField()
+    contract = serializers.CharField(help_text="ERC-20 contract, lower case")
+    decimals = serializers.IntegerField()
+
+
+class UserDataApi(PublicApi):
+    """A donor's donations (oldest first, paginated) and totals; defaults for an address that never donated."""
+
+    cache_seconds = USER_DATA_MAX_AGE
+
+    @extend_schema_serializer(component_name="UserDataInput")
+    class InputSerializer(serializers.Serializer):
+        limit = serializers.IntegerField(
+            min_value=1, default=selectors.DEFAULT_PAGE, help_text="page size; values above 100 are capped at 100"
+        )
+        offset = serializers.IntegerField(min_value=0, max_value=10**9, default=0)
+
+    @extend_schema_serializer(component_name="UserDataOutput")
+    class OutputSerializer(serializers.Serializer):
+        donations = DonationSerializer(many=True, help_text="oldest first; empty past the end")
+        user_data = UserSummarySerializer()
+
+    @extend_schema(
+        operation_id="user_data",
+        parameters=[
+            OpenApiParameter(
+                "address",
+                str,
+                OpenApiParameter.PATH,
+                required=True,
+                pattern=r"^0x[0-9a-fA-F]{40}$",
+                description="the donor's address; mixed case must carry a valid EIP-55 checksum",
+            ),
+            InputSerializer,
+        ],
+        responses={200: OutputSerializer, **error_responses(api_errors.INVALID_ADDRESS, api_errors.INVALID_REQUEST)},
+    )
+    def get(self, request: Request, address: str) -> Response:
+        try:
+            address = parse_address(address)
+        except ValueError:
+            raise ApiException(api_errors.INVALID_ADDRESS) from None
+        params = self.InputSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        # The selectors return the wire shape already (strings at the column scales); OutputSerializer
+        # documents it for /openapi.json, and the schemathesis test holds the two together. Running it
+        # on every poll would cost a third of the request (DRF deep-copies its fields per instance).
+        return Response(
+            {
+                "donations": selectors.user_donations(address=address, **params.validated_data),
+                "user_data": selectors.user_summary(address=address),
+            }
+        )
+
+
+class DonationDataApi(PublicApi):
+    """The campaign: raised, sold, status, current tier and price, cap, and where and how to donate."""
+
+    cache_seconds = DONATION_DATA_MAX_AGE
+
+    @extend_schema_serializer(component_name="DonationDataOutput")
+    class OutputSerializer(serializers.Serializer):
+        total = amount_field("USD raised (confirmed), decimal string")
+        tokens = whole_field("tokens sold (confirmed), whole, as a string")
+        status = serializers.ChoiceField(choices=CampaignStatus.choices)
+        token_price = amount_field("USD per token in the current tier")
+        tier = serializers.IntegerField(help_text="current tier, 1-based")
+        tier_limit = whole_field("tokens sold at which the current tier ends")
+        sale_cap = whole_field("the sale's token cap (the last tier's limit)")
+        donation_address = serializers.CharField(help_text="where donations are sent, lower case")
+        stable_coins = StableCoinSerializer(many=True)
+        ts = serializers.CharField(help_text="last change of the campaign figures")
+
+    @extend_schema(operation_id="donation_data", responses={200: OutputSerializer, **error_responses()})
+    def get(self, request: Request) -> Response:
+        return Response(selectors.donation_data())  # already the wire shape; see UserDataApi.get
+
+
+class StakeApi(SignedApi):
+    """Stake more of the caller's confirmed, unstaked tokens (signed: "user stake, <address>, <ts>")."""
+
+    @extend_schema_serializer(component_name="StakeInput")
+    class InputSerializer(serializers.Serializer):
+        amount = StrictRegexField(r"^[1-9][0-9]{0,17}$", max_length=18, help_text="whole tokens to stake, as a string")
+
+    @extend_schema_serializer(component_name="StakeOutput")
+    class OutputSerializer(serializers.Serializer):
+        user_data = UserSummarySerializer()
+
+    @extend_schema(
+        operation_id="user_stake",
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            **error_responses(
+                api_errors.INVALID_REQUEST,
+                api_errors.UNSUPPORTED_MEDIA_TYPE,
+                api_errors.SIGNATURE_REJECTED,
+                api_errors.NOT_A_DONOR,
+                api_errors.INSUFFICIENT_TOKENS,
+                api_errors.STAKE_WHILE_UNSTAKING,
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        body = self.InputSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        staking.stake_add(address=request.user.address, amount=int(body.validated_data["amount"]))
+        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)
+
+
+class UnstakeApi(SignedApi):
+    """Start the 7-day unstaking of everything staked (signed: "user unstake, <address>, <ts>")."""
+
+    @extend_schema_serializer(component_name="UnstakeOutput")
+    class OutputSerializer(serializers.Serializer):
+        user_data = UserSummarySerializer()
+
+    @extend_schema(
+        operation_id="user_unstake",
+        request=None,
+        responses={
+            200: OutputSerializer,
+            **error_responses(api_errors.SIGNATURE_REJECTED, api_errors.NOT_A_DONOR, api_errors.NOTHING_STAKED),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        staking.unstake_request(address=request.user.address)
+        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)

@@ -1,0 +1,115 @@
+"""What every delphi view shares: the error schema, the public and signed view bases, Cache-Control."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from affiliates.authentication import SignedRequestAuthentication
+from dws_project import api_errors
+from dws_project.api_errors import ApiError
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.IntegerField(help_text="the numbered error; see the README's error table")
+    message = serializers.CharField(help_text="a fixed, generic message for the code")
+
+
+def error_responses(*errors: ApiError) -> dict[int, OpenApiResponse]:
+    """Schema entries for the numbered errors an operation can answer with (plus 429 and 500)."""
+    by_status: dict[int, list[ApiError]] = {}
+    for error in (*errors, api_errors.RATE_LIMITED, api_errors.INTERNAL):
+        by_status.setdefault(error.status, []).append(error)
+    return {
+        status: OpenApiResponse(
+            ErrorSerializer,
+            description="; ".join(f"{e.code}: {e.message}" for e in sorted(found, key=lambda e: e.code)),
+        )
+        for status, found in sorted(by_status.items())
+    }
+
+
+DECIMAL_STRING = r"^[0-9]+(\.[0-9]+)?$"
+WHOLE_STRING = r"^[0-9]+$"
+
+
+def amount_field(help_text: str) -> serializers.RegexField:
+    """A decimal string on the wire: digits, optionally a point and more digits; never an exponent."""
+    return serializers.RegexField(DECIMAL_STRING, help_text=help_text)
+
+
+def whole_field(help_text: str) -> serializers.RegexField:
+    return serializers.RegexField(WHOLE_STRING, help_text=help_text)
+
+
+class StrictRegexField(serializers.RegexField):
+    """A string matching `regex`; a JSON number is refused, never coerced (amounts travel as strings)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class PublicApi(APIView):
+    """An unauthenticated delphi endpoint."""
+
+    authentication_classes: list[type] = []
+    permission_classes: list[type] = []
+    cache_seconds: int | None = None  # Cache-Control max-age of a successful GET
+
+    def finalize_response(self, request: Any, response: Response, *args: Any, **kwargs: Any) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if self.cache_seconds is not None and request.method == "GET" and response.status_code == 200:
+            response["Cache-Control"] = f"public, max-age={self.cache_seconds}"
+        elif "Cache-Control" not in response:
+            response["Cache-Control"] = "no-store"
+        return response
+
+
+class SignedApi(PublicApi):
+    """A delphi endpoint that needs a signed request; `request.user.address` is the signer."""
+
+    authentication_classes = [SignedRequestAuthentication]
+    permission_classes = [IsAuthenticated]
+
+    def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
+        # A wrong method is refused before the signature is checked (and its message used up).
+        method = request.method.lower()
+        if method not in self.http_method_names or not hasattr(self, method):
+            raise MethodNotAllowed(request.method)
+        super().initial(request, *args, **kwargs)
+
+
+class SignedRequestScheme(OpenApiAuthenticationExtension):
+    """Documents the three delphi headers; all three are required together."""
+
+    target_class = "affiliates.authentication.SignedRequestAuthentication"
+    name = ["delphiKey", "delphiTs", "delphiSignature"]
+
+    def get_security_definition(self, auto_schema: Any) -> list[dict[str, str]]:
+        return [
+            {"type": "apiKey", "in": "header", "name": "delphi-key", "description": "the signing address"},
+            {
+                "type": "apiKey",
+                "in": "header",
+                "name": "delphi-ts",
+                "description": "UTC time of signing, `YYYY-MM-DD HH:MM:SS+00:00`",
+            },
+            {
+                "type": "apiKey",
+                "in": "header",
+                "name": "delphi-signature",
+                "description": 'EIP-191 personal_sign over "<path words>, <lower-case address>, <ts>"',
+            },
+        ]
+
+    def get_security_requirement(self, auto_schema: Any) -> dict[str, list[str]]:
+        return {"delphiKey": [], "delphiTs": [], "delphiSignature": []}

@@ -1,0 +1,116 @@
+"""Per-client rate limit for delphi: a token bucket in Redis, shared by every web process.
+
+The bucket holds up to `burst` requests and refills at `rate` per second. The whole check-and-take
+is one Lua script using Redis's own clock, so all processes on all machines see one bucket per client
+and no two of them can race past the limit. The client is the direct peer address; X-Forwarded-For
+counts only when the peer is a configured trusted proxy (DWS_TRUSTED_PROXIES), because anyone can
+write that header and a rotating identifier would leave nothing to limit.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import math
+from collections.abc import Callable, Sequence
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from redis.exceptions import RedisError
+
+from dws_project import api_errors
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.ratelimit")
+
+# Probes must never be refused: a 429 on /ready would take a healthy node out of service (and /health
+# is what an operator looks at when something is wrong).
+EXEMPT_PATHS = frozenset({"/live", "/ready", "/version", "/health"})
+
+# KEYS[1] bucket; ARGV rate/s, burst. Returns {allowed (1/0), milliseconds until one token is back}.
+_BUCKET_LUA = """
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(state[1])
+local ts = tonumber(state[2])
+if tokens == nil then
+  tokens = burst
+  ts = now
+end
+tokens = math.min(burst, tokens + math.max(0, now - ts) * rate / 1000)
+local allowed = 0
+local wait_ms = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  allowed = 1
+else
+  wait_ms = math.ceil((1 - tokens) * 1000 / rate)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return {allowed, wait_ms}
+"""
+
+_script = None
+
+
+def client_address(request: HttpRequest, trusted_proxies: Sequence[ipaddress._BaseNetwork]) -> str:
+    """The address to limit: the direct peer, or behind trusted proxies the first untrusted hop."""
+    peer = request.META.get("REMOTE_ADDR", "")
+    if not trusted_proxies or not _is_trusted(peer, trusted_proxies):
+        return peer
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    hops = [h.strip() for h in forwarded.split(",") if h.strip()]
+    # Walk from the nearest hop outwards; the first address we do not trust is the client.
+    for hop in reversed(hops):
+        try:
+            ipaddress.ip_address(hop)
+        except ValueError:
+            return peer  # a garbled header: fall back to what we know for certain
+        if not _is_trusted(hop, trusted_proxies):
+            return hop
+    return hops[0] if hops else peer
+
+
+def _is_trusted(address: str, networks: Sequence[ipaddress._BaseNetwork]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in networks)
+
+
+def take_token(client: str, *, rate: float, burst: int) -> tuple[bool, float]:
+    """(allowed, seconds until the next request would be allowed) for one request from `client`."""
+    global _script
+    if _script is None:
+        _script = get_redis().register_script(_BUCKET_LUA)
+    allowed, wait_ms = _script(keys=[f"dws:ratelimit:{client}"], args=[rate, burst])
+    return bool(allowed), int(wait_ms) / 1000
+
+
+class RateLimitMiddleware:
+    """Answers 429 (with Retry-After and the numbered error) when the client's bucket is empty."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path not in EXEMPT_PATHS:
+            client = client_address(request, settings.CONFIG.trusted_proxies)
+            try:
+                allowed, retry_after = take_token(
+                    client, rate=settings.DWS_RATE_LIMIT_PER_SECOND, burst=settings.DWS_RATE_LIMIT_BURST
+                )
+            except RedisError as exc:
+                # Redis holds no money: an outage must not take the API down with it.
+                logger.warning("rate limit unavailable, request let through: %s", type(exc).__name__)
+                allowed, retry_after = True, 0.0
+            if not allowed:
+                return api_errors.json_error(
+                    api_errors.RATE_LIMITED, **{"Retry-After": str(max(1, math.ceil(retry_after)))}
+                )
+        return self.get_response(request)

@@ -1,0 +1,92 @@
+"""/openapi.json describes what the API really answers; schemathesis fuzzes every operation against it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+import schemathesis
+from django.core import signals
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from eth_account import Account
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from prices.models import Price
+from tests.api.support import make_donation, make_donor, refresh_user_data, wallet_headers
+
+SIGNED_PATHS = {"/affiliate/code", "/wallet/connection", "/affiliate/donation", "/user/stake", "/user/unstake"}
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
+
+schema = schemathesis.openapi.from_wsgi("/openapi.json", get_wsgi_application())
+
+
+@pytest.mark.django_db
+def test_the_schema_marks_amounts_as_strings_and_donations_as_a_required_array(api):
+    spec = api.get("/openapi.json").json()
+    components = spec["components"]["schemas"]
+
+    user_data = components["UserDataOutput"]
+    assert set(user_data["required"]) == {"donations", "user_data"}
+    assert user_data["properties"]["donations"]["type"] == "array"
+    for field in ("amount", "usd_amount", "price", "tokens"):
+        assert components["Donation"]["properties"][field]["type"] == "string"
+        assert field in components["Donation"]["required"]
+    for field in ("total", "tokens", "staked", "reward"):
+        assert components["UserSummary"]["properties"][field]["type"] == "string"
+    assert set(spec["paths"]) >= SIGNED_PATHS | {"/user/data/{address}", "/donation/data", "/price/eth", "/price/token"}
+
+
+@pytest.fixture
+def fuzz_world(settings):
+    """A donor with history, an ETH price, and a rate limit the fuzzer cannot trip."""
+    # As Django's own test client does: keep the request cycle from closing the test's connection.
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    settings.DWS_RATE_LIMIT_BURST = 1_000_000
+    settings.DWS_RATE_LIMIT_PER_SECOND = 1_000_000
+    donor = "0xded1fe6b3f61c8f1d874bb86f086d10ffc3f0154"
+    for _ in range(3):
+        make_donation(donor)
+    refresh_user_data(donor)
+    Price.objects.create(asset="eth", price=Decimal("2000"), created_at=datetime(2026, 1, 1, tzinfo=UTC))
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@pytest.mark.django_db
+@schema.parametrize()
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_every_operation_answers_within_its_schema(case, fuzz_world):
+    headers = {}
+    if case.operation.path in SIGNED_PATHS:
+        # A fresh donor per example signs as its wallet would, so the fuzzer reaches the handlers.
+        account = Account.create()
+        make_donor(account.address, tokens=10_000)
+        words = " ".join(case.operation.path.strip("/").split("/"))
+        signed = wallet_headers(account, words)
+        headers = {
+            "delphi-key": signed["HTTP_DELPHI_KEY"],
+            "delphi-ts": signed["HTTP_DELPHI_TS"],
+            "delphi-signature": signed["HTTP_DELPHI_SIGNATURE"],
+        }
+    case.call_and_validate(headers=headers, checks=CHECKS)

@@ -1,0 +1,140 @@
+"""The per-client rate limit: 50 requests/s with bursts of 100, one bucket across all web processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+RATE, BURST = 50, 100
+
+
+def allowance(elapsed: float) -> int:
+    """The most requests a client can have answered in `elapsed` seconds (+1 for a refill in flight)."""
+    return BURST + int(RATE * elapsed) + 1
+
+
+def hammer(api, path: str = "/no-such-page", *, limit: int = 5000, **extra):
+    """Request as fast as one client can until the first 429 (however slow the machine is today)."""
+    started = time.monotonic()
+    responses = []
+    while len(responses) < limit:
+        responses.append(api.get(path, **extra))
+        if responses[-1].status_code == 429:
+            break
+    return responses, time.monotonic() - started
+
+
+def test_a_burst_beyond_the_budget_is_refused_with_429_and_retry_after(api):
+    responses, elapsed = hammer(api)
+
+    passed = [r for r in responses if r.status_code != 429]
+    refused = [r for r in responses if r.status_code == 429]
+    assert BURST <= len(passed) <= allowance(elapsed)
+    assert refused
+    assert refused[0].json() == {"code": 1006, "message": "too many requests"}
+    assert refused[0]["Retry-After"] == "1"
+
+
+@pytest.mark.django_db
+def test_probes_are_never_limited(api):
+    responses, _ = hammer(api)  # exhaust the bucket
+    assert responses[-1].status_code == 429
+
+    for path in ("/live", "/ready", "/version"):
+        assert api.get(path).status_code == 200
+
+
+def test_x_forwarded_for_is_ignored_from_an_untrusted_peer(api):
+    responses = []
+    for i in range(5000):
+        responses.append(api.get("/no-such-page", HTTP_X_FORWARDED_FOR=f"10.{i // 62500}.{i // 250 % 250}.{i % 250}"))
+        if responses[-1].status_code == 429:
+            break
+
+    # Every request named a different forwarded client, yet they all drew on the peer's one bucket.
+    assert responses[-1].status_code == 429
+
+
+def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_bucket(api, settings):
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, trusted_proxies=(ipaddress.ip_network("127.0.0.0/8"),))
+    first, _ = hammer(api, HTTP_X_FORWARDED_FOR="203.0.113.7, 127.0.0.2")
+
+    other = api.get("/no-such-page", HTTP_X_FORWARDED_FOR="198.51.100.9")
+
+    assert any(r.status_code == 429 for r in first)
+    assert other.status_code == 404
+    # A client cannot escape its bucket by prepending addresses: the nearest untrusted hop counts.
+    spoofed = api.get("/no-such-page", HTTP_X_FORWARDED_FOR="1.2.3.4, 203.0.113.7")
+    assert spoofed.status_code == 429
+
+
+@pytest.fixture
+def two_web_processes(django_db_setup, django_db_blocker):
+    """Two real gunicorn servers (separate processes) on this checkout's ports, sharing Redis."""
+    db = settings.DATABASES["default"]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+        "REDIS_URL": settings.CONFIG.redis_url,
+    }
+    ports = (18711, 18712)
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    servers = [
+        subprocess.Popen(
+            [gunicorn, "dws_project.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1", "--log-level", "warning"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for port in ports
+    ]
+    try:
+        deadline = time.monotonic() + 30
+        for port in ports:
+            while True:
+                try:
+                    requests.get(f"http://127.0.0.1:{port}/live", timeout=2).raise_for_status()
+                    break
+                except requests.RequestException:
+                    assert time.monotonic() < deadline, "gunicorn did not start"
+                    time.sleep(0.2)
+        yield [f"http://127.0.0.1:{port}" for port in ports]
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.wait(timeout=30)
+
+
+def test_the_limit_is_shared_by_all_web_processes(two_web_processes):
+    sessions = [requests.Session() for _ in two_web_processes]
+    statuses: dict[str, list[int]] = {base: [] for base in two_web_processes}
+
+    started = time.monotonic()
+    for i in range(5000):
+        if all(429 in codes for codes in statuses.values()):
+            break
+        base = two_web_processes[i % 2]
+        response = sessions[i % 2].get(f"{base}/no-such-page", timeout=5)
+        statuses[base].append(response.status_code)
+        if response.status_code == 429:
+            assert response.headers["Retry-After"].isdigit()
+            assert response.json()["code"] == 1006
+    elapsed = time.monotonic() - started
+
+    answered = sum(s != 429 for codes in statuses.values() for s in codes)
+    # Separate per-process buckets would have answered about twice this allowance.
+    assert BURST <= answered <= allowance(elapsed)
+    assert all(429 in codes for codes in statuses.values())
