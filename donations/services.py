@@ -322,8 +322,13 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
 
 def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[int]) -> None:
     """One old-unconfirmed run's observations: +1 for every transaction found neither on chain nor in the
-    mempool, back to 0 for every one seen anywhere. Unconfirmed rows only."""
+    mempool, back to 0 for every one seen anywhere. Unconfirmed rows only.
+
+    Under the campaign lock like every other write to donation rows, so it never interleaves its row
+    locks with a crawler's (which could deadlock).
+    """
     with transaction.atomic():
+        stats_lock()
         if absent_ids:
             Donation.objects.filter(id__in=absent_ids, status=DonationStatus.UNCONFIRMED).update(
                 absent_count=F("absent_count") + 1, modified_at=timezone.now()

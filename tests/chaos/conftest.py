@@ -35,7 +35,7 @@ from crawlers.models import FINALIZED
 from crawlers.reconcile import reconcile
 from crawlers.services import cursor_get
 from crawlers.tasks import crawl_finalized, crawl_latest, crawl_old_unconfirmed_task
-from donations.models import Donation, DonationStatus
+from donations.models import Donation, DonationStats, DonationStatus
 from dws_project.config import parse_sale_params
 from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
@@ -286,7 +286,13 @@ def chain_prices() -> None:
 
 
 @pytest.fixture
-def stack_factory(chaos_anvil, settings, tmp_path, chain_prices) -> Iterator[Callable[..., Stack]]:
+def campaign_row() -> None:
+    """The campaign row a migration creates; an earlier transactional test's flush may have removed it."""
+    DonationStats.objects.get_or_create()
+
+
+@pytest.fixture
+def stack_factory(chaos_anvil, settings, tmp_path, chain_prices, campaign_row) -> Iterator[Callable[..., Stack]]:
     get_redis().flushdb()  # this run's own Redis db: locks, back-off windows and the task queue
     stacks: list[Stack] = []
     proxies: list[RpcProxy] = []

@@ -18,7 +18,8 @@ from donations.services import campaign_pause, campaign_resume
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.chaos.conftest import SMALL_SALE, USDT
 
-pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+# Committed data (the workers are other processes); pytest-django runs these after the ordinary tests.
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def some_donations(stack, rounds: int = 2) -> None:
@@ -73,7 +74,7 @@ def test_429_bursts_make_every_worker_back_off_and_fail_nothing(stack_factory):
     # After each 429, no worker asked the provider anything until the shared window had passed
     # (requests already on their way when it was answered are allowed a moment).
     for refused_at in burst.used_at:
-        during = [s for s in stack.proxy.seen if refused_at + 0.3 < s.at < refused_at + 1.7]
+        during = [s for s in stack.proxy.seen if refused_at + 0.5 < s.at < refused_at + 1.5]
         assert during == [], f"requests inside the back-off window: {during}"
     assert "every worker backs off" in stack.worker_logs()
 
