@@ -299,6 +299,7 @@ def test_a_run_takes_at_most_500_donations_oldest_first(node, proxy):
     result = crawl_old_unconfirmed(now=now)
 
     assert result.examined == BATCH_LIMIT
+    assert result.untouched == {"absent, block younger than 24 h": BATCH_LIMIT}
     newest = Donation.objects.get(tx_hash=f"0x{0:064x}")
     assert newest.absent_count == 0  # left for the next run
     assert Donation.objects.filter(absent_count=1).count() == BATCH_LIMIT
