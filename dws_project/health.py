@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
@@ -37,5 +39,10 @@ def health(request: HttpRequest) -> JsonResponse:
     """Crawler cursors against the chain, price feed age, open price requests, the last reconcile.
 
     The provider is asked with a short time-out; what it does not answer is reported as "unknown".
+    The report is shared by all web processes for HEALTH_CACHE_SECONDS: /health is exempt from the
+    rate limit, and a client polling it hard must not spend the provider budget the crawlers need.
     """
-    return JsonResponse(health_report())
+    seconds = settings.HEALTH_CACHE_SECONDS
+    if seconds <= 0:
+        return JsonResponse(health_report())
+    return JsonResponse(cache.get_or_set("dws:health-report", health_report, seconds))

@@ -116,6 +116,9 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
+# How long one /health report (which asks the provider) is served to every caller.
+HEALTH_CACHE_SECONDS = 5
+
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 # The web process serves the page's own files (no CDN, no separate file server): WhiteNoise from the

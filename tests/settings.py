@@ -28,3 +28,5 @@ from dws_project.settings import *
 # The chaos tests' worker processes shorten these through their environment (production: 15 s, 120 s).
 CRAWLER_RPC_READ_TIMEOUT = float(os.environ.get("TEST_RPC_READ_TIMEOUT", "15"))
 CRAWLER_LOCK_TTL = float(os.environ.get("TEST_CRAWLER_LOCK_TTL", "120"))
+# Tests look at /health right after changing the chain; the cache has a test of its own.
+HEALTH_CACHE_SECONDS = 0

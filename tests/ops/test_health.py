@@ -7,6 +7,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST, LastBlock, ReconcileRun
@@ -91,3 +92,16 @@ def test_health_is_answered_after_the_rate_limit_refused_the_client(client, node
     assert client.get("/no-such-page").status_code == 429
 
     assert client.get("/health").status_code == 200
+
+
+def test_a_client_polling_health_hard_asks_the_provider_once_per_cache_window(client, proxy, settings):
+    settings.HEALTH_CACHE_SECONDS = 30
+    cache.delete("dws:health-report")
+    try:
+        reports = [client.get("/health") for _ in range(20)]
+    finally:
+        cache.delete("dws:health-report")
+
+    assert {r.status_code for r in reports} == {200}
+    assert len({r.content for r in reports}) == 1
+    assert len(proxy.seen) == 1  # one batched provider request for twenty reports
