@@ -22,6 +22,5 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         deployed = ", ".join(report.deployed) or "none (already there)"
         self.stdout.write(
-            f"dev chain {report.chain_id}: contracts deployed: {deployed}; "
-            f"{len(report.funded)} coin balance(s) funded"
+            f"dev chain {report.chain_id}: contracts deployed: {deployed}; {len(report.funded)} coin balance(s) funded"
         )
