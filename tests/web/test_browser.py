@@ -30,7 +30,7 @@ from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil
 from tests.invariants import assert_ledger_invariants
 from tests.web.browser import DESKTOP, PHONE, ApiLog, assert_no_script_errors, refuse_api, screenshot
 
-pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("campaign_row")]
 
 WEI = 10**18
 DONOR, REFERRER = ACCOUNTS[1], ACCOUNTS[2]

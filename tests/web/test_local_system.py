@@ -144,7 +144,8 @@ class TestDevPriceSource:
         assert json.dumps(Price.objects.get(created_at=minute).sources).startswith('{"dev"')
 
 
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("campaign_row")
 def test_simulated_donations_are_found_by_the_crawlers(fresh_anvil, settings, dev_price) -> None:
     env = dev_environment(fresh_anvil)
     assert run_manage("dev_chain_setup", env=env).returncode == 0
