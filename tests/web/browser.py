@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from django.db import connections
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 
 from tests.chain import Anvil, deploy_stable_coins, free_port
@@ -190,6 +191,9 @@ def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+        # The test's database work ran while Playwright's loop was current, on connections of their
+        # own that pytest-django does not know about: close them, or they outlive the test database.
+        connections.close_all()
 
 
 @pytest.fixture
