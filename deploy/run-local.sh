@@ -64,8 +64,7 @@ if [[ -n "$dev_chain" ]]; then
                     import anvil's public dev account #1, 0x70997970C51812dc3A010C7d01b50e0d17dc79C8,
                     with the private key 0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d
                     (10,000 ETH and 1,000,000 test USDT/USDC; anvil's published key, worthless elsewhere)
-  lively demo:      .venv/bin/python manage.py simulate_donations --count 20 --interval 5
-                    (in another shell, after: set -a; source deploy/env.local; export ETH_RPC_URL=$ETH_RPC_URL DWS_CHAIN_ID=$DWS_CHAIN_ID)
+  lively demo:      deploy/simulate-donations.sh --count 20 --interval 5   (in another shell)
 BANNER
 fi
 # Stop everything as soon as one process dies, so a broken start is not mistaken for a running system.

@@ -20,6 +20,7 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from dws_project.config import DEV_CHAIN_IDS, Config
+from dws_project.redaction import redact_url
 
 # The compiled 6-decimal test stable coin (source and compiler script next to it).
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,7 +71,11 @@ class DevChain:
 
     def rpc(self, method: str, *params: Any) -> Any:
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}
-        reply = self._session.post(self.url, json=body, timeout=self.timeout).json()
+        try:
+            reply = self._session.post(self.url, json=body, timeout=self.timeout).json()
+        except (requests.RequestException, ValueError) as exc:
+            # Only the origin: a provider URL may carry a key in its path or query.
+            raise DevChainError(f"{method}: no answer from {redact_url(self.url)} ({type(exc).__name__})") from None
         if "error" in reply:
             raise DevChainError(f"{method}: {reply['error'].get('message', reply['error'])}")
         return reply["result"]

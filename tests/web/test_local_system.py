@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -16,7 +17,7 @@ from donations.models import Donation
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 from prices.services import fetch_prices, serve_price_requests
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil
-from tests.processes import base_environment, run_manage
+from tests.processes import ROOT, base_environment, run_manage
 
 ENV_LOCAL = dict(
     line.split("=", 1)
@@ -174,3 +175,35 @@ def test_simulate_donations_refuses_a_chain_that_is_not_a_dev_chain() -> None:
 
     assert result.returncode != 0
     assert "refusing: the node reports chain id 1" in result.stderr
+
+
+def test_simulate_donations_says_so_when_no_node_answers() -> None:
+    env = base_environment() | {"ETH_RPC_URL": "http://127.0.0.1:9"}
+
+    result = run_manage("simulate_donations", "--count", "1", env=env)
+
+    assert result.returncode != 0
+    assert "no answer from http://127.0.0.1:9" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_demo_script_runs_simulate_donations_with_make_runs_environment(fresh_anvil) -> None:
+    env = dev_environment(fresh_anvil)
+    assert run_manage("dev_chain_setup", env=env).returncode == 0
+    env.pop("ETH_RPC_URL")  # the script points at the local chain's port, as `make run` does
+    env["DWS_LOCAL_CHAIN_PORT"] = str(fresh_anvil.port)
+    before = fresh_anvil.head()
+
+    result = subprocess.run(
+        ["deploy/simulate-donations.sh", "--count", "2", "--interval", "0"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("donation ") == 2
+    assert fresh_anvil.head() > before
