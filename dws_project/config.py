@@ -253,13 +253,15 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     read("DWS_START_BLOCK", _parse_block_number, default=None)
     read("DWS_CHAIN_ID", _parse_chain_id, default=None)
     read("DWS_DEV_ETH_PRICE", _parse_dev_eth_price, default=None)
-    if values.get("DWS_DEV_ETH_PRICE") is not None and values.get("DWS_CHAIN_ID") not in DEV_CHAIN_IDS:
+    chain_id = values.get("DWS_CHAIN_ID")
+    if values.get("DWS_DEV_ETH_PRICE") is not None and chain_id not in DEV_CHAIN_IDS:
         # A made-up price on a real chain would credit real money at a fake rate.
+        dev_ids = ", ".join(map(str, sorted(DEV_CHAIN_IDS)))
         problems.append(
             (
                 "DWS_DEV_ETH_PRICE",
-                f"is only accepted on a development chain (DWS_CHAIN_ID one of "
-                f"{', '.join(map(str, sorted(DEV_CHAIN_IDS)))}); DWS_CHAIN_ID is {values.get('DWS_CHAIN_ID')}",
+                f"is only accepted on a development chain (DWS_CHAIN_ID one of {dev_ids}); "
+                f"DWS_CHAIN_ID is {chain_id or 'not set'}",
             )
         )
     read("DWS_TRUSTED_PROXIES", parse_networks, default=())
