@@ -25,7 +25,7 @@ class AffiliateCodeApi(SignedApi):
     @extend_schema(
         operation_id="affiliate_code",
         request=None,
-        responses={200: OutputSerializer, **error_responses(api_errors.SIGNATURE_REJECTED, api_errors.NOT_A_DONOR)},
+        responses={200: OutputSerializer, **error_responses(api_errors.SIGNATURE_REJECTED)},
     )
     def post(self, request: Request) -> Response:
         code = services.affiliate_code_get_or_create(address=request.user.address)

@@ -15,7 +15,6 @@ from affiliates.models import AffiliateDonation, AttributionStatus, WalletConnec
 from donations.models import Donation, UserData
 from dws_project.api_errors import (
     ATTRIBUTION_CONFLICT,
-    NOT_A_DONOR,
     NOT_THE_DONOR,
     SELF_REFERRAL,
     UNKNOWN_AFFILIATE_CODE,
@@ -36,15 +35,20 @@ def new_affiliate_code() -> str:
 def affiliate_code_get_or_create(*, address: str) -> str:
     """The address's affiliate code, created on the first call.
 
-    Codes hang off the user_data row, which exists only for donors (the crawler creates it with the
-    first confirmed donation), so a non-donor is refused. Concurrent first calls race on a conditional
-    UPDATE: exactly one sets the code, the others read the winner's. A code another address already
-    holds fails the unique constraint and is drawn again.
+    Codes hang off the user_data row. A caller without one (no confirmed donation yet: a referrer who
+    shares the link before donating) gets a row with zero totals, status none and the fresh code, in
+    one `INSERT ... ON CONFLICT DO NOTHING`; the crawler's totals upsert fills it in later. Concurrent
+    first calls race on that insert, or on a conditional UPDATE for an existing row without a code:
+    exactly one sets the code, the others read the winner's. A code another address already holds
+    fails the unique constraint (or is skipped by the insert) and is drawn again.
     """
     for _ in range(_COLLISION_RETRIES):
         row = UserData.objects.filter(address=address).values_list("affiliate_code").first()
         if row is None:
-            raise ApiException(NOT_A_DONOR)
+            UserData.objects.bulk_create(
+                [UserData(address=address, affiliate_code=new_affiliate_code())], ignore_conflicts=True
+            )
+            continue
         if row[0]:
             return row[0]
         try:

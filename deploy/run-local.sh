@@ -19,13 +19,22 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+dev_chain=""
 if [[ -z "${ETH_RPC_URL:-}" ]]; then
+  dev_chain=yes
   port="${DWS_LOCAL_CHAIN_PORT:-8545}"
   echo "ETH_RPC_URL is not set: starting a local anvil dev chain on 127.0.0.1:$port (log: var/log/anvil.log)"
+  # A block every 2 s, `finalized` two blocks behind the head: a donation is confirmed within about a
+  # minute (the finalized crawler's cadence). The chain is kept in var/anvil-state.json between runs,
+  # as the dev database keeps its donations and cursors; delete both to start over (see the README).
   node_modules/.bin/anvil --host 127.0.0.1 --port "$port" --block-time 2 --slots-in-an-epoch 1 \
-    >var/log/anvil.log 2>&1 &
+    --state var/anvil-state.json --state-interval 30 >var/log/anvil.log 2>&1 &
   pids+=($!)
   export ETH_RPC_URL="http://127.0.0.1:$port"
+  # Exported here, in the parent, so web, worker, beat and every command below see the same values.
+  export DWS_CHAIN_ID="${DWS_CHAIN_ID:-31337}"
+  export DWS_START_BLOCK="${DWS_START_BLOCK:-0}"
+  export DWS_DEV_ETH_PRICE="${DWS_DEV_ETH_PRICE:-2000.00}"
   for _ in $(seq 1 50); do
     curl -sf -X POST -H 'content-type: application/json' \
       --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' "$ETH_RPC_URL" >/dev/null && break
@@ -35,6 +44,8 @@ if [[ -z "${ETH_RPC_URL:-}" ]]; then
 fi
 
 .venv/bin/python manage.py migrate --noinput
+# The first ETH price at once (the dev price on the dev chain), not a minute after beat starts.
+if [[ -n "$dev_chain" ]]; then .venv/bin/python manage.py fetch_prices --once; fi
 
 .venv/bin/gunicorn -c deploy/gunicorn.conf.py dws_project.wsgi &
 pids+=($!)
@@ -44,6 +55,18 @@ pids+=($!)
 pids+=($!)
 
 echo "dws is running: http://127.0.0.1:${DWS_WEB_PORT:-8000}/  (Ctrl-C stops everything)"
+if [[ -n "$dev_chain" ]]; then
+  cat <<BANNER
+  dev chain:        chain id $DWS_CHAIN_ID at $ETH_RPC_URL (anvil; not real money)
+  donation address: $DWS_DONATION_ADDRESS
+  ETH price:        $DWS_DEV_ETH_PRICE USD (DWS_DEV_ETH_PRICE, dev chains only)
+  try it:           add the network to MetaMask (RPC $ETH_RPC_URL, chain id $DWS_CHAIN_ID, symbol ETH) and
+                    import anvil's public dev account #1, 0x70997970C51812dc3A010C7d01b50e0d17dc79C8,
+                    with the private key 0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d
+                    (10,000 ETH and 1,000,000 test USDT/USDC; anvil's published key, worthless elsewhere)
+  lively demo:      deploy/simulate-donations.sh --count 20 --interval 5   (in another shell)
+BANNER
+fi
 # Stop everything as soon as one process dies, so a broken start is not mistaken for a running system.
 wait -n
 echo "a process exited; shutting down" >&2

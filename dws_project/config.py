@@ -25,6 +25,9 @@ STABLE_COIN_SCALES = range(2, 19)  # plausibility bound for a USD stable coin's 
 LIBPQ_SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 MAX_TIMESTAMP_AGE_CAP = 300
 VENUES = ("BINANCE", "COINBASE", "KRAKEN", "KUCOIN", "BITFINEX", "CEXIO")
+# Chain ids of local development chains (anvil/hardhat 31337, ganache/geth --dev 1337): the only
+# chains where DWS_DEV_ETH_PRICE is accepted.
+DEV_CHAIN_IDS = frozenset({31337, 1337})
 VENUE_TIMEOUT_RANGE = (Decimal("0.5"), Decimal("30"))  # seconds; a price cycle runs every 60 s
 
 
@@ -78,6 +81,7 @@ class Config:
     tt_private_key: str | None = field(repr=False)
     start_block: int | None
     chain_id: int | None
+    dev_eth_price: Decimal | None  # a fixed ETH/USD price for a dev chain only (never with real money)
     venue_urls: Mapping[str, str]
     venue_timeout: float  # seconds per venue HTTP call (connect and each read)
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
@@ -248,6 +252,18 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     read("DWS_TT_PRIVATE_KEY", _parse_private_key, default=None, secret=True)
     read("DWS_START_BLOCK", _parse_block_number, default=None)
     read("DWS_CHAIN_ID", _parse_chain_id, default=None)
+    read("DWS_DEV_ETH_PRICE", _parse_dev_eth_price, default=None)
+    chain_id = values.get("DWS_CHAIN_ID")
+    if values.get("DWS_DEV_ETH_PRICE") is not None and chain_id not in DEV_CHAIN_IDS:
+        # A made-up price on a real chain would credit real money at a fake rate.
+        dev_ids = ", ".join(map(str, sorted(DEV_CHAIN_IDS)))
+        problems.append(
+            (
+                "DWS_DEV_ETH_PRICE",
+                f"is only accepted on a development chain (DWS_CHAIN_ID one of {dev_ids}); "
+                f"DWS_CHAIN_ID is {chain_id or 'not set'}",
+            )
+        )
     read("DWS_TRUSTED_PROXIES", parse_networks, default=())
     read("DWS_LOG_LEVEL", _parse_log_level, default="INFO")
     read("DJANGO_DEBUG", _parse_bool, default=False)
@@ -284,6 +300,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         tt_private_key=values["DWS_TT_PRIVATE_KEY"],  # type: ignore[arg-type]
         start_block=values["DWS_START_BLOCK"],  # type: ignore[arg-type]
         chain_id=values["DWS_CHAIN_ID"],  # type: ignore[arg-type]
+        dev_eth_price=values["DWS_DEV_ETH_PRICE"],  # type: ignore[arg-type]
         venue_urls=venue_urls,
         venue_timeout=values["DWS_VENUE_TIMEOUT"],  # type: ignore[arg-type]
         trusted_proxies=values["DWS_TRUSTED_PROXIES"],  # type: ignore[arg-type]
@@ -350,6 +367,16 @@ def _parse_chain_id(value: str) -> int:
     if not value.strip().isdigit() or int(value) <= 0:
         raise ValueError("must be a positive chain id")
     return int(value)
+
+
+def _parse_dev_eth_price(value: str) -> Decimal:
+    try:
+        price = Decimal(value.strip())
+    except ArithmeticError:
+        raise ValueError("must be a positive decimal ETH/USD price, e.g. 2000.00") from None
+    if not price.is_finite() or price <= 0:
+        raise ValueError("must be a positive decimal ETH/USD price, e.g. 2000.00")
+    return price
 
 
 def _parse_bool(value: str) -> bool:

@@ -43,17 +43,34 @@ class TestAffiliateCode:
 
         assert code_of(api, wallet) != code_of(api, other_wallet)
 
-    def test_an_address_without_a_confirmed_donation_is_refused_and_no_row_is_created(self, api, wallet):
-        response = signed_post(api, wallet, "/affiliate/code")
+    def test_an_address_without_a_donation_gets_a_code_on_a_fresh_zero_record(self, api, wallet):
+        code = code_of(api, wallet)
 
-        assert response.status_code == 403
-        assert response.json() == {"code": 1101, "message": "no confirmed donation for this address"}
+        record = UserData.objects.get(address=wallet.address.lower())
+        assert record.affiliate_code == code
+        assert (record.total, record.tokens, record.staked, record.status) == (0, 0, 0, "none")
+        assert code_of(api, wallet) == code
+
+    def test_a_later_confirmed_donation_keeps_the_code_and_fills_in_the_totals(self, api, wallet):
+        code = code_of(api, wallet)
+
+        make_donor(wallet.address, tokens=5000)
+
+        record = UserData.objects.get(address=wallet.address.lower())
+        assert (record.affiliate_code, record.tokens, str(record.total)) == (code, 5000, "1.00")
+
+    def test_an_unsigned_call_creates_no_record(self, api, wallet):
+        response = api.post("/affiliate/code", {}, content_type="application/json")
+
+        assert response.status_code == 401
         assert not UserData.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_first_calls_all_get_the_one_code(wallet):
-    make_donor(wallet.address)
+@pytest.mark.parametrize("has_donated", [True, False], ids=["donor", "no-record-yet"])
+def test_concurrent_first_calls_all_get_the_one_code(wallet, has_donated):
+    if has_donated:
+        make_donor(wallet.address)
     callers = 8
     # Each caller signs a different second, as separate clicks would; the same second would be a replay.
     headers = [wallet_headers(wallet, "affiliate code") for _ in range(callers)]
@@ -81,6 +98,7 @@ def test_concurrent_first_calls_all_get_the_one_code(wallet):
     assert len(codes) == callers
     assert len(set(codes)) == 1
     assert UserData.objects.get(address=wallet.address.lower()).affiliate_code == codes[0]
+    assert UserData.objects.count() == 1
 
 
 @pytest.mark.django_db

@@ -71,6 +71,15 @@ def test_an_address_without_donations_cannot_stake_and_gets_no_row(api, wallet):
     assert not UserData.objects.exists()
 
 
+def test_a_record_made_by_the_affiliate_code_call_has_nothing_to_stake_or_unstake(api, wallet):
+    code = api.post("/affiliate/code", content_type="application/json", **wallet_headers(wallet, "affiliate code"))
+    assert code.status_code == 200
+
+    assert stake(api, wallet, "1").json()["code"] == 1300
+    assert unstake(api, wallet).json()["code"] == 1302
+    assert (row(wallet).staked, row(wallet).status) == (0, "none")
+
+
 @pytest.mark.parametrize("amount", ["0", "-5", "1.5", "1e3", "", "abc", 100, None, "1" * 19])
 def test_an_amount_that_is_not_a_positive_whole_string_is_a_numbered_400(api, donor, amount):
     response = stake(api, donor, amount)

@@ -9,27 +9,30 @@ Content-Security-Policy (connect-src 'self') applies to the page, not to its wal
 
 Fixtures:
     browser          - a Chromium per test (see the fixture for why)
-    anvil_node       - an anvil dev chain on a free port in the test range (chain id 31337)
+    anvil_node       - tests/chain.py's anvil (chain id 31337) on a free port in the test range, with
+                       the test USDT/USDC deployed at deploy/env.local's addresses
     wallet_page      - factory: wallet_page(rpc_url=..., account=..., viewport=...) -> Page with the wallet
     plain_page       - factory: a Page without any wallet
 Each page records uncaught script errors in `page.script_errors`; `assert_no_script_errors(page)`.
+`ApiLog(page)` records the page's API requests; `refuse_api(page)` makes the API unreachable.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import requests
-from playwright.sync_api import Browser, Page, sync_playwright
+from django.db import connections
+from playwright.sync_api import Browser, Page, Route, sync_playwright
+
+from tests.chain import Anvil, deploy_stable_coins, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("DWS_CHROMIUM", "/usr/bin/chromium")
@@ -42,12 +45,14 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-ANVIL = ROOT / "node_modules" / ".bin" / "anvil"
 # This checkout's share of TCP ports for servers the tests start (see the README's Tests section).
-PORT_RANGE = range(18850, 18900)
+PORT_RANGE = range(19000, 19100)
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-SCREENSHOTS = Path(os.environ.get("DWS_SCREENSHOT_DIR", ROOT / "docs" / "screenshots"))
+# Test artifacts, outside the tracked tree: `make test` never rewrites docs/screenshots/, whose copies
+# are refreshed by hand (see the README's "The donation page").
+SCREENSHOTS = Path(os.environ.get("DWS_SCREENSHOT_DIR", ROOT / "var" / "screenshots"))
+API_PREFIXES = ("/donation/", "/price/", "/user/", "/affiliate/", "/wallet/")
 
 # The injected wallet. `__dwsWalletRpc` is the test process's forwarder; `__dwsWallet` its settings.
 PROVIDER_SHIM = """
@@ -104,64 +109,47 @@ PROVIDER_SHIM = """
 """
 
 
-def free_port(ports: range = PORT_RANGE) -> int:
-    for port in ports:
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {ports.start}-{ports.stop - 1}")
+def refuse_api(page: Page) -> None:
+    """The API is down: every API request fails at the connection, as with the web process stopped.
+    (A fault at the browser's network boundary; every other test talks to the real API.)"""
+    page.route(is_api_url, lambda route: route.abort("connectionrefused"))
 
 
-def rpc(url: str, method: str, *params: Any) -> Any:
-    answer = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}, timeout=10)
-    body = answer.json()
-    if "error" in body:
-        raise RuntimeError(f"{method}: {body['error']}")
-    return body["result"]
+def is_api_url(url: str) -> bool:
+    return urlsplit(url).path.startswith(API_PREFIXES)
 
 
 @dataclass
-class AnvilNode:
-    """An anvil dev chain: unlocked, funded dev accounts, instant mining."""
+class ApiCall:
+    method: str
+    path: str  # without the query
+    query: str
+    headers: dict[str, str]
+    body: Any
 
-    port: int
-    chain_id: int = 31337
-    process: subprocess.Popen | None = field(default=None, repr=False)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+class ApiLog:
+    """Every API request the page makes, as the browser sent it (method, path, headers, JSON body), passed
+    on to the real API unchanged. Intercepting also turns Chromium's HTTP cache off for the page, so each
+    request the page makes reaches the server and is counted (the refresh rules are about the page's
+    requests, not about how long the API lets a browser cache an answer)."""
 
-    def start(self) -> AnvilNode:
-        self.process = subprocess.Popen(
-            [str(ANVIL), "--host", "127.0.0.1", "--port", str(self.port), "--chain-id", str(self.chain_id), "--silent"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                rpc(self.url, "eth_chainId")
-                return self
-            except requests.ConnectionError:
-                if self.process.poll() is not None:
-                    raise RuntimeError(f"anvil exited: {self.process.stderr.read().decode()[-500:]}") from None
-                time.sleep(0.1)
-        raise RuntimeError("anvil did not answer within 20 s")
+    def __init__(self, page: Page) -> None:
+        self.calls: list[ApiCall] = []
+        page.route(is_api_url, self._record)
 
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
+    def _record(self, route: Route) -> None:
+        request = route.request
+        parts = urlsplit(request.url)
+        body = json.loads(request.post_data) if request.post_data else None
+        self.calls.append(ApiCall(request.method, parts.path, parts.query, dict(request.headers), body))
+        route.continue_()
 
-    def accounts(self) -> list[str]:
-        return [a.lower() for a in rpc(self.url, "eth_accounts")]
+    def gets(self, path: str) -> int:
+        return sum(1 for c in self.calls if c.method == "GET" and c.path == path)
 
-    def balance(self, address: str) -> int:
-        return int(rpc(self.url, "eth_getBalance", address, "latest"), 16)
+    def posts(self, path: str | None = None) -> list[ApiCall]:
+        return [c for c in self.calls if c.method == "POST" and (path is None or c.path == path)]
 
 
 class WalletForwarder:
@@ -191,21 +179,30 @@ class WalletForwarder:
 
 
 @pytest.fixture
-def browser() -> Iterator[Browser]:
+def browser(monkeypatch: pytest.MonkeyPatch) -> Iterator[Browser]:
     # Per test, not per session: Playwright's sync API keeps an event loop running in this thread, and
     # Django refuses database work (the live server's set-up and flush) while one runs. A browser
     # started after the database fixtures and closed before their teardown stays out of their way.
+    # In between, the test itself does database work (crawls, checks rows) between browser steps: that
+    # work is synchronous and never runs inside Playwright's loop, which only looks like async code to
+    # Django's guard, so the guard is lifted for the test's lifetime.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+        # The test's database work ran while Playwright's loop was current, on connections of their
+        # own that pytest-django does not know about: close them, or they outlive the test database.
+        connections.close_all()
 
 
 @pytest.fixture
-def anvil_node() -> Iterator[AnvilNode]:
-    node = AnvilNode(port=free_port()).start()
-    yield node
-    node.stop()
+def anvil_node() -> Iterator[Anvil]:
+    """A fresh anvil dev chain (chain id 31337, `finalized` two blocks behind the head) with the test
+    USDT and USDC deployed where deploy/env.local (and so the tests' configuration) expects them."""
+    with Anvil(port=free_port(PORT_RANGE)) as node:
+        deploy_stable_coins(node)
+        yield node
 
 
 def _new_page(browser: Browser, viewport: dict[str, int]) -> Page:
@@ -269,7 +266,7 @@ def assert_no_script_errors(page: Page) -> None:
 
 
 def screenshot(page: Page, name: str) -> Path:
-    """Save a full-page screenshot under docs/screenshots/ (or DWS_SCREENSHOT_DIR) and return its path."""
+    """Save a full-page screenshot under var/screenshots/ (or DWS_SCREENSHOT_DIR) and return its path."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
     page.evaluate("document.activeElement && document.activeElement.blur()")  # no focus ring or caret

@@ -109,8 +109,12 @@ async function loadUserData({ fresh = false, toLast = false } = {}) {
       data = next;
     }
     if (account !== state.account) return; // the wallet switched accounts meanwhile
+    // The donor's confirmed tokens changed: the crawlers confirmed a donation, which moved the campaign
+    // figures too. Show them now, not at the next minute's refresh.
+    const confirmedMore = state.user !== null && state.user.tokens !== data.user.tokens;
     state.user = data.user;
     state.donations = data.donations;
+    if (confirmedMore) loadCampaign({ fresh: true });
     state.userError = null;
   } catch (error) {
     state.userError = error;
@@ -361,10 +365,7 @@ async function referralLink() {
     const { code } = await api.postAffiliateCode(account, (message) => wallet.personalSign(account, message));
     status.textContent = `Your referral link: ${window.location.origin}/?afc=${code}`;
   } catch (error) {
-    status.textContent =
-      error instanceof api.ApiError && error.code === api.ERROR_CODES.notADonor
-        ? "A referral link is available once you have a confirmed donation."
-        : walletErrorText(error, "getting your referral link");
+    status.textContent = walletErrorText(error, "getting your referral link");
   }
 }
 

@@ -1,0 +1,59 @@
+"""`manage.py simulate_donations`: a few dev donors giving ETH, USDT and USDC, for a lively demo."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from web.dev_chain import SIMULATED_DONORS, DevChain, DevChainError, simulate_donation
+
+
+class Command(BaseCommand):
+    help = (
+        "Send donations of random assets and sizes from anvil's dev accounts to the donation address, on a "
+        "local development chain only (the node's chain id must be 31337 or 1337; refused otherwise). "
+        "The crawlers then record and confirm them like any other donation."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--count", type=int, default=10, help="donations to send (default 10)")
+        parser.add_argument(
+            "--interval", type=float, default=5.0, help="seconds between donations (default 5; 0: back to back)"
+        )
+        parser.add_argument(
+            "--donors",
+            type=int,
+            default=4,
+            choices=range(1, len(SIMULATED_DONORS) + 1),
+            metavar=f"1..{len(SIMULATED_DONORS)}",
+            help="how many dev accounts take turns donating (default 4)",
+        )
+        parser.add_argument("--seed", type=int, default=None, help="random seed, to repeat a run exactly")
+
+    def handle(self, *args: object, **options: object) -> None:
+        count, interval = int(options["count"]), float(options["interval"])  # type: ignore[arg-type]
+        if count < 1 or interval < 0:
+            raise CommandError("--count must be at least 1 and --interval at least 0")
+        config = settings.CONFIG
+        chain = DevChain(config.eth_rpc_url)
+        try:
+            chain_id = chain.require_dev_chain(config)
+        except DevChainError as exc:
+            raise CommandError(str(exc)) from None
+        rng = random.Random(options["seed"])
+        donors = SIMULATED_DONORS[: int(options["donors"])]  # type: ignore[arg-type]
+        self.stdout.write(f"dev chain {chain_id}: {count} donation(s) to {config.donation_address}")
+        for n in range(1, count + 1):
+            try:
+                donation = simulate_donation(chain, config, rng, donors)
+            except DevChainError as exc:
+                raise CommandError(f"donation {n}: {exc}") from None
+            self.stdout.write(
+                f"donation {n}/{count}: {donation.donor} gave {donation.amount} {donation.asset.upper()} "
+                f"(tx {donation.tx_hash})"
+            )
+            if n < count:
+                time.sleep(interval)
