@@ -5,17 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from affiliates.models import AffiliateDonation, WalletConnection
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+from dws_project.admin_base import ReadOnlyAdmin
 
 
 @admin.register(WalletConnection)

@@ -20,19 +20,9 @@ from django.utils.html import format_html
 
 from crawlers.models import LastBlock, ReconcileRun
 from crawlers.services import CursorRefused, chain_tips, make_probe_client, set_cursor
+from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class SetCursorForm(forms.Form):

@@ -16,19 +16,9 @@ from django.http import HttpRequest
 from donations.models import Donation, DonationStats, UserData
 from donations.rules import sale_state
 from donations.services import campaign_pause, campaign_resume
+from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Donation)

@@ -7,18 +7,8 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html
 
+from dws_project.admin_base import ReadOnlyAdmin
 from prices.models import Price, PriceRequest
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Price)

@@ -20,25 +20,16 @@ import requests
 from eth_abi import encode
 from eth_utils import keccak, to_checksum_address
 
+from web.dev_chain import DEV_ACCOUNTS
+
 ROOT = Path(__file__).resolve().parent.parent
 ANVIL = ROOT / "node_modules" / ".bin" / "anvil"
 ARTIFACTS = Path(__file__).resolve().parent / "contracts" / "artifacts"
 # TEST_PORT_RANGE="18900-19000" keeps parallel checkouts on their own ports.
 PORT_RANGE = range(*(int(p) for p in os.environ.get("TEST_PORT_RANGE", "18500-18600").split("-")))
 
-# anvil's well-known development accounts (mnemonic "test test ... junk"), lower case.
-ACCOUNTS = (
-    "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266",
-    "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
-    "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc",
-    "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
-    "0x15d34aaf54267db7d7c367839aaf71a00a2c6a65",
-    "0x9965507d1a55bcc2695c58ba16fb37d819b0a4dc",
-    "0x976ea74026e726554db657fa54763abd0c3a0aa9",
-    "0x14dc79964da2c08b23698b3d3cc7ca32193d9955",
-    "0x23618e81e3f5cdf7f54c3d65f7fbc0abf5b21e8f",
-    "0xa0ee7a142d267c1f36714e4a8f75612f20a79720",
-)
+# anvil's well-known development accounts, lower case (one list, shared with `make run`'s setup).
+ACCOUNTS = DEV_ACCOUNTS
 DEPLOYER = ACCOUNTS[0]
 DONATION_ADDRESS = ACCOUNTS[9]  # deploy/env.local's DWS_DONATION_ADDRESS
 ETHER = 10**18
