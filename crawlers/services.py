@@ -553,28 +553,43 @@ def crawl(
             result.held = f"finalized block {position + 1} does not build on the finalized block {position} we recorded"
             logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
             return result
-        try:
-            for block in blocks:
-                with transaction.atomic():
-                    _write_block(label, block, config, result)
-                    cursor_set(label, block.header.number, block.header.hash)
-                position, position_hash = block.header.number, block.header.hash
-                result.cursor = position
-                result.blocks += 1
-        except BlockHeld as exc:
-            held = exc
+        held = _record_blocks(label, blocks, held, config, result, move_cursor=True)
         if held is not None:
-            _after_hold(held)
-            result.held = held.describe()
             (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
             return result
+        if blocks:
+            position, position_hash = blocks[-1].header.number, blocks[-1].header.hash
     return result
 
 
-def _after_hold(held: BlockHeld) -> None:
-    """Outside the rolled-back block transaction: ask for the missing price, so the hold resolves."""
-    if held.price_minute is not None:
-        price_request_file(held.price_minute)
+def _record_blocks(
+    label: str,
+    blocks: Sequence[ScannedBlock],
+    held: BlockHeld | None,
+    config: Config,
+    result: CrawlResult,
+    *,
+    move_cursor: bool,
+) -> BlockHeld | None:
+    """Write each scanned block in a transaction of its own (with the cursor, when it moves), stopping at
+    the first block that cannot be proven; return that hold, or the scan's own, already reported."""
+    try:
+        for block in blocks:
+            with transaction.atomic():
+                _write_block(label, block, config, result)
+                if move_cursor:
+                    cursor_set(label, block.header.number, block.header.hash)
+            if move_cursor:
+                result.cursor = block.header.number
+            result.blocks += 1
+    except BlockHeld as exc:
+        held = exc
+    if held is not None:
+        # Outside the rolled-back block transaction: ask for the missing price, so the hold resolves.
+        if held.price_minute is not None:
+            price_request_file(held.price_minute)
+        result.held = held.describe()
+    return held
 
 
 def _rewind_after_reorg(client: RpcClient, position: int, config: Config) -> tuple[int, str | None]:
@@ -605,15 +620,6 @@ def crawl_single_block(
         result.held = f"block {number} is beyond the provider's {label} block {tip}"
         return result
     blocks, held = scan_range(client, config, number, number, label)
-    try:
-        for block in blocks:
-            with transaction.atomic():
-                _write_block(label, block, config, result)
-            result.blocks += 1
-    except BlockHeld as exc:
-        held = exc
-    if held is not None:
-        _after_hold(held)
-        result.held = held.describe()
+    if _record_blocks(label, blocks, held, config, result, move_cursor=False) is not None:
         logger.error("crawl %s --single-block: %s", label, result.held)
     return result
