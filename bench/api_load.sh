@@ -16,10 +16,7 @@ DURATION=${BENCH_DURATION:-20s}
 DONOR=0x00000000000000000000000000000000000b0b50
 
 # Development defaults for the chain-side variables; production-like web settings.
-while IFS='=' read -r key value; do
-  [[ -z "$key" || "$key" == \#* ]] && continue
-  [[ -z "${!key:-}" ]] && export "$key=$value"
-done < deploy/env.local
+source deploy/local-env.sh
 export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$BENCH_DB"
 export REDIS_URL=${BENCH_REDIS_URL:-redis://127.0.0.1:6379/13}
 export DJANGO_DEBUG=false DJANGO_SETTINGS_MODULE=bench.settings DWS_LOG_LEVEL=WARNING

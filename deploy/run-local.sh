@@ -4,10 +4,7 @@
 set -o errexit -o pipefail -o nounset
 cd "$(dirname "$0")/.."
 
-while IFS='=' read -r key value; do
-  [[ -z "$key" || "$key" == \#* ]] && continue
-  [[ -z "${!key:-}" ]] && export "$key=$value"
-done < deploy/env.local
+source deploy/local-env.sh
 
 mkdir -p var/log
 pids=()

@@ -5,10 +5,7 @@
 set -o errexit -o pipefail -o nounset
 cd "$(dirname "$0")/.."
 
-while IFS='=' read -r key value; do
-  [[ -z "$key" || "$key" == \#* ]] && continue
-  [[ -z "${!key:-}" ]] && export "$key=$value"
-done < deploy/env.local
+source deploy/local-env.sh
 export ETH_RPC_URL="${ETH_RPC_URL:-http://127.0.0.1:${DWS_LOCAL_CHAIN_PORT:-8545}}"
 
 exec .venv/bin/python manage.py simulate_donations "$@"
