@@ -14,6 +14,7 @@ from django.utils import timezone
 from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
 from tests.chain import Anvil, deploy_stable_coins
+from tests.rpc_proxy import RpcProxy
 
 ETH_USD = Decimal("2000")
 
@@ -33,6 +34,14 @@ def node(chain: Anvil) -> Iterator[Anvil]:
     finally:
         chain.set_automine(True)
         chain.revert(snapshot)
+
+
+@pytest.fixture
+def proxy(node: Anvil, settings) -> Iterator[RpcProxy]:
+    """The crawlers' provider is the fault proxy in front of the test node."""
+    with RpcProxy(node.url) as running:
+        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))
+        yield running
 
 
 @pytest.fixture(autouse=True)

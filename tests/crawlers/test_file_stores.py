@@ -15,16 +15,8 @@ from crawlers.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.services import crawl, cursor_get, cursor_set
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
-
-
-@pytest.fixture
-def proxy(node, settings):
-    with RpcProxy(node.url) as running:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))
-        yield running
 
 
 def use(settings, **values) -> None:

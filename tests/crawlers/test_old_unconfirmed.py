@@ -6,7 +6,6 @@ that much later; the chain itself is real.
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import timedelta
 from decimal import Decimal
 
@@ -20,19 +19,11 @@ from crawlers.services import crawl, cursor_set
 from donations.models import Donation, DonationStats
 from donations.services import campaign_pause, campaign_resume
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
 LATER = timedelta(minutes=31)  # past the 30 minute threshold, well inside the 24 h grace
 MUCH_LATER = timedelta(hours=25)  # past the grace
-
-
-@pytest.fixture
-def proxy(node, settings):
-    with RpcProxy(node.url) as running:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))
-        yield running
 
 
 def judge(after: timedelta = LATER):

@@ -3,6 +3,6 @@ tamper with the records on purpose, to see that `reconcile` and the admin report
 
 from __future__ import annotations
 
-from tests.crawlers.conftest import _clean_redis, chain, crawl_config, eth_prices, node
+from tests.crawlers.conftest import _clean_redis, chain, crawl_config, eth_prices, node, proxy
 
-__all__ = ["_clean_redis", "chain", "crawl_config", "eth_prices", "node"]
+__all__ = ["_clean_redis", "chain", "crawl_config", "eth_prices", "node", "proxy"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from datetime import timedelta
 
@@ -14,16 +13,8 @@ from crawlers.models import FINALIZED, LATEST, LastBlock, ReconcileRun
 from crawlers.services import crawl
 from prices.models import PriceRequest
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
-
-
-@pytest.fixture
-def proxy(node, settings):
-    with RpcProxy(node.url) as running:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))
-        yield running
 
 
 def test_health_reports_each_crawler_against_the_chain(client, node):
