@@ -28,6 +28,8 @@ VENUES = ("BINANCE", "COINBASE", "KRAKEN", "KUCOIN", "BITFINEX", "CEXIO")
 # Chain ids of local development chains (anvil/hardhat 31337, ganache/geth --dev 1337): the only
 # chains where DWS_DEV_ETH_PRICE is accepted.
 DEV_CHAIN_IDS = frozenset({31337, 1337})
+# Operator surfaces answer only the machine itself unless an operator names more networks.
+DEFAULT_ADMIN_NETWORKS = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
 VENUE_TIMEOUT_RANGE = (Decimal("0.5"), Decimal("30"))  # seconds; a price cycle runs every 60 s
 
 
@@ -85,6 +87,8 @@ class Config:
     venue_urls: Mapping[str, str]
     venue_timeout: float  # seconds per venue HTTP call (connect and each read)
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
+    # Networks allowed to reach operator surfaces (the admin, /health's detail, /metrics).
+    admin_allowed_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     secret_key: str = field(repr=False)
     allowed_hosts: tuple[str, ...]
     debug: bool
@@ -265,6 +269,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
             )
         )
     read("DWS_TRUSTED_PROXIES", parse_networks, default=())
+    read("DWS_ADMIN_ALLOWED_NETWORKS", parse_networks, default=DEFAULT_ADMIN_NETWORKS)
     read("DWS_LOG_LEVEL", _parse_log_level, default="INFO")
     read("DJANGO_DEBUG", _parse_bool, default=False)
     read("DJANGO_ALLOWED_HOSTS", _parse_hosts, default=("localhost", "127.0.0.1", "[::1]"))
@@ -304,6 +309,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         venue_urls=venue_urls,
         venue_timeout=values["DWS_VENUE_TIMEOUT"],  # type: ignore[arg-type]
         trusted_proxies=values["DWS_TRUSTED_PROXIES"],  # type: ignore[arg-type]
+        admin_allowed_networks=values["DWS_ADMIN_ALLOWED_NETWORKS"],  # type: ignore[arg-type]
         secret_key=values["DJANGO_SECRET_KEY"],  # type: ignore[arg-type]
         allowed_hosts=values["DJANGO_ALLOWED_HOSTS"],  # type: ignore[arg-type]
         debug=debug,

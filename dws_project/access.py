@@ -1,0 +1,27 @@
+"""Who may see operator surfaces: the admin, /health's detail and /metrics.
+
+One rule, used by every place that guards an operator surface: the client (as the rate limiter sees it,
+so X-Forwarded-For counts only from DWS_TRUSTED_PROXIES) must be inside DWS_ADMIN_ALLOWED_NETWORKS.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from django.conf import settings
+from django.http import HttpRequest
+
+from dws_project.ratelimit import client_address
+
+
+def operator_allowed(request: HttpRequest) -> bool:
+    """True when the request comes from a network allowed to reach operator surfaces."""
+    config = settings.CONFIG
+    address = client_address(request, config.trusted_proxies)
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip in network for network in config.admin_allowed_networks)
