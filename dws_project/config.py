@@ -86,6 +86,7 @@ class Config:
     dev_eth_price: Decimal | None  # a fixed ETH/USD price for a dev chain only (never with real money)
     venue_urls: Mapping[str, str]
     venue_timeout: float  # seconds per venue HTTP call (connect and each read)
+    trace_mode: str  # DWS_TRACE: how internal ETH transfers are found (auto | debug | trace | off)
     trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
     # Networks allowed to reach operator surfaces (the admin, /health's detail, /metrics).
     admin_allowed_networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]
@@ -280,6 +281,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         if values.get(var):
             venue_urls[venue.lower()] = values[var]  # type: ignore[assignment]
     read("DWS_VENUE_TIMEOUT", _parse_venue_timeout, default=5.0)
+    read("DWS_TRACE", _parse_trace_mode, default="auto")
     debug = bool(values.get("DJANGO_DEBUG"))
     # Outside development a missing secret key stops the process; DEBUG gets a throwaway one.
     read(
@@ -308,6 +310,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         dev_eth_price=values["DWS_DEV_ETH_PRICE"],  # type: ignore[arg-type]
         venue_urls=venue_urls,
         venue_timeout=values["DWS_VENUE_TIMEOUT"],  # type: ignore[arg-type]
+        trace_mode=values["DWS_TRACE"],  # type: ignore[arg-type]
         trusted_proxies=values["DWS_TRUSTED_PROXIES"],  # type: ignore[arg-type]
         admin_allowed_networks=values["DWS_ADMIN_ALLOWED_NETWORKS"],  # type: ignore[arg-type]
         secret_key=values["DJANGO_SECRET_KEY"],  # type: ignore[arg-type]
@@ -403,6 +406,16 @@ def _parse_log_level(value: str) -> str:
 
 def _parse_hosts(value: str) -> tuple[str, ...]:
     return tuple(h.strip() for h in value.split(",") if h.strip())
+
+
+TRACE_MODES = ("auto", "debug", "trace", "off")
+
+
+def _parse_trace_mode(value: str) -> str:
+    mode = value.strip().lower()
+    if mode not in TRACE_MODES:
+        raise ValueError(f"must be one of {', '.join(TRACE_MODES)}")
+    return mode
 
 
 def _parse_venue_timeout(value: str) -> float:
