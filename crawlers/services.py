@@ -32,8 +32,7 @@ from crawlers.detection import BlockHeader, EthCandidate, Transfer
 from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock
 from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient, require
 from crawlers.rpc import Outcome as RpcOutcome
-from donations.models import Donation, amount_scale
-from donations.rules import round_usd, usd_value
+from donations.models import Donation, DonationStatus, amount_scale
 from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
 from dws_project.config import Config
 from dws_project.locks import exclusive_run
@@ -403,7 +402,8 @@ def price_request_file(minute: datetime) -> PriceRequest:
 
 
 def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sighting]:
-    """USD values for a block's transfers; raises BlockHeld when an ETH transfer has no price yet."""
+    """A block's transfers with the ETH price of its minute; raises BlockHeld when an ETH transfer has no
+    price yet. The price goes into the row as is (`rules.donation_tokens` applies it)."""
     if not transfers:
         return []
     eth_price = None
@@ -418,22 +418,18 @@ def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sight
                 price_minute=minute,
             )
         eth_price = row.price
-    return [
-        Sighting(
-            transfer=t, block_time=block.header.time, usd_amount=round_usd(usd_value(t.asset, t.amount, eth_price))
-        )
-        for t in transfers
-    ]
+    return [Sighting(transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
 
 
 def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
-    """The transfers without a row seen in this very block (the rest need no price)."""
+    """The transfers without a live row seen in this very block (the rest need no price). A failed row
+    counts as unrecorded: found again, it is recorded anew from this sighting, at this block's price."""
     if not transfers:
         return []
     known = set(
-        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list(
-            "tx_hash", "log_index", "block_hash"
-        )
+        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers})
+        .exclude(status=DonationStatus.FAILED)
+        .values_list("tx_hash", "log_index", "block_hash")
     )
     return [t for t in transfers if (t.tx_hash, t.log_index, t.block_hash) not in known]
 
@@ -463,7 +459,7 @@ def _write_latest(block: ScannedBlock, config: Config) -> int:
 def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int]:
     if not block.transfers and not block.reverted:
         return 0, 0, 0
-    # Rows already seen in this block keep their USD value; only new sightings need a price.
+    # Rows already seen in this block keep how they were priced; only new sightings need a price.
     unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers)}
     priced = {
         (s.transfer.tx_hash, s.transfer.log_index): s
@@ -476,7 +472,7 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
             sightings.append(priced[key])
         else:
             row = Donation.objects.get(tx_hash=transfer.tx_hash, log_index=transfer.log_index)
-            sightings.append(Sighting(transfer=transfer, block_time=block.header.time, usd_amount=row.usd_amount))
+            sightings.append(Sighting(transfer=transfer, block_time=block.header.time, eth_price=row.eth_price))
     result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
     if sightings or result.failed:
         logger.info(

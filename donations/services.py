@@ -5,26 +5,31 @@ old-unconfirmed crawler (issue #4). Confirmation and the campaign totals change 
 donation_stats row lock, taken first and always in the same order (campaign row, then donation rows,
 then user_data rows by address), so two writers can never interleave a crediting decision.
 
-Token counts: a donation gets ceil(USD / price) at the tier in force when it is recorded; when it is
-confirmed the tier is read again from the confirmed total under the lock, and a closed sale issues 0.
-A confirmed donation is never re-priced.
+Token counts (README "Crediting"): a donation is priced once, when it is first recorded, by
+`rules.donation_tokens` at the tier of the confirmed total at that moment. Confirmation never re-prices:
+it only applies the closed rule (0 tokens once the confirmed total has reached the cap). A confirmed
+donation never changes.
+
+The campaign row and the donors' totals move by the deltas of what is confirmed or reverted, under the
+lock, so a block costs O(its donations) whatever is on record; `stats_recompute` (the operator's repair)
+and `reconcile` sum everything from scratch as the independent check.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Sum
+from django.db import IntegrityError, connection, models, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from crawlers.detection import Transfer
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
-from donations.rules import SaleState, round_usd, sale_state, tokens_for
+from donations.rules import SaleState, donation_tokens, round_usd, sale_state, usd_value
 from dws_project.config import SaleTier
 from prices.models import TOKEN, Price
 
@@ -33,11 +38,17 @@ logger = logging.getLogger("dws.donations")
 
 @dataclass(frozen=True)
 class Sighting:
-    """A transfer seen in a block, with its USD value at that block's ETH price (coins 1:1)."""
+    """A transfer seen in a block, with the ETH price of that block's minute (None for a coin)."""
 
     transfer: Transfer
     block_time: datetime
-    usd_amount: Decimal  # already rounded to cents
+    eth_price: Decimal | None
+
+    @property
+    def usd_amount(self) -> Decimal:
+        """Rounded to cents: what the row shows and the totals add up, never an input to tokens."""
+        t = self.transfer
+        return round_usd(usd_value(t.asset, t.amount, self.eth_price if t.asset == "eth" else None))
 
 
 class Outcome:
@@ -55,17 +66,25 @@ def stats_lock() -> DonationStats:
     return DonationStats.objects.select_for_update().get()
 
 
-def confirmed_totals(address: str | None = None) -> tuple[Decimal, int, int]:
-    """(USD, tokens, count) of the confirmed donations, of everyone or of one address."""
-    rows = Donation.objects.filter(status=DonationStatus.CONFIRMED)
-    if address is not None:
-        rows = rows.filter(address=address)
-    sums = rows.aggregate(total=Sum("usd_amount"), tokens=Sum("tokens"), n=Count("id"))
-    return sums["total"] or Decimal("0"), sums["tokens"] or 0, sums["n"]
+@dataclass(frozen=True)
+class Priced:
+    """What a sighting is recorded with: the prices applied and the tokens they give."""
+
+    token_price: Decimal
+    eth_price: Decimal | None
+    usd_amount: Decimal
+    tokens: int
 
 
-def _priced(usd: Decimal, state: SaleState) -> tuple[Decimal, int]:
-    return state.token_price, tokens_for(usd, state.token_price)
+def _priced(sighting: Sighting, state: SaleState) -> Priced:
+    t = sighting.transfer
+    eth_price = sighting.eth_price if t.asset == "eth" else None
+    return Priced(
+        token_price=state.token_price,
+        eth_price=eth_price,
+        usd_amount=sighting.usd_amount,
+        tokens=donation_tokens(asset=t.asset, amount=t.amount, eth_price=eth_price, token_price=state.token_price),
+    )
 
 
 def _find(transfer: Transfer, *, lock: bool) -> Donation | None:
@@ -78,7 +97,7 @@ def _find(transfer: Transfer, *, lock: bool) -> Donation | None:
     return rows.first()
 
 
-def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
+def _new_row(sighting: Sighting, priced: Priced) -> Donation:
     t = sighting.transfer
     return Donation(
         tx_hash=t.tx_hash,
@@ -86,9 +105,10 @@ def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
         address=t.donor,
         asset=t.asset,
         amount=t.amount,
-        usd_amount=sighting.usd_amount,
-        price=price,
-        tokens=tokens,
+        usd_amount=priced.usd_amount,
+        price=priced.token_price,
+        eth_price=priced.eth_price,
+        tokens=priced.tokens,
         status=DonationStatus.UNCONFIRMED,
         block_number=t.block_number,
         block_hash=t.block_hash,
@@ -96,70 +116,92 @@ def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
     )
 
 
-def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int) -> None:
-    """An unconfirmed row whose block was re-orged away, seen again elsewhere: record it as seen there."""
+def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
+    """A row recorded anew from another sighting: an unconfirmed row whose block was re-orged away, or a
+    failed one found in a finalized block. It takes that block, its minute's price and the tier now."""
     donation.block_number = sighting.transfer.block_number
     donation.block_hash = sighting.transfer.block_hash
     donation.block_time = sighting.block_time
-    donation.usd_amount = sighting.usd_amount
-    donation.price = price
-    donation.tokens = tokens
+    donation.usd_amount = priced.usd_amount
+    donation.price = priced.token_price
+    donation.eth_price = priced.eth_price
+    donation.tokens = priced.tokens
     donation.save(
-        update_fields=["block_number", "block_hash", "block_time", "usd_amount", "price", "tokens", "modified_at"]
+        update_fields=[
+            "block_number",
+            "block_hash",
+            "block_time",
+            "usd_amount",
+            "price",
+            "eth_price",
+            "tokens",
+            "modified_at",
+        ]
     )
 
 
-def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]) -> tuple[Donation, str]:
+def donation_record_unconfirmed(
+    *, sighting: Sighting, tiers: Sequence[SaleTier], confirmed_tokens: int | None = None
+) -> tuple[Donation, str]:
     """Insert a sighting as unconfirmed (idempotent); the latest crawler's only write.
 
-    Tokens are priced at the current tier and never zeroed here: a closed sale is applied when the
-    donation is confirmed, since the sale may reopen before then. A confirmed or failed row is left
-    alone; an unconfirmed row from a block that is no longer canonical is recorded anew.
+    This is where a donation is priced, once: at the tier of the confirmed total now (`confirmed_tokens`
+    when the caller holds the stats lock, else the stored row). Tokens are never zeroed here: the closed
+    rule is applied at confirmation, since the sale may reopen before then. A confirmed or failed row is
+    left alone; an unconfirmed row from a block that is no longer canonical is recorded anew.
     """
-    state = sale_state(DonationStats.objects.get().tokens, tiers)
-    price, tokens = _priced(sighting.usd_amount, state)
+    if confirmed_tokens is None:
+        confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
+    state = sale_state(confirmed_tokens, tiers)
     with transaction.atomic():
         existing = _find(sighting.transfer, lock=True)
         if existing is None:
             try:
                 with transaction.atomic():
-                    row = _new_row(sighting, price, tokens)
+                    row = _new_row(sighting, _priced(sighting, state))
                     row.save(force_insert=True)
                     return row, Outcome.INSERTED
             except IntegrityError:  # another writer inserted it first: theirs stands
                 return _find(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
         if existing.status == DonationStatus.UNCONFIRMED and existing.block_hash != sighting.transfer.block_hash:
-            _move_to(existing, sighting, price, tokens)
+            _move_to(existing, sighting, _priced(sighting, state))
             return existing, Outcome.MOVED
         return existing, Outcome.UNCHANGED
 
 
 def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequence[SaleTier]) -> str:
-    """Apply the crediting rule to one donation, exactly once. Caller holds `stats_lock()`.
+    """Apply the crediting rule to one unconfirmed donation, exactly once. Caller holds `stats_lock()`.
 
-    `stats.tokens` must be the confirmed total as of this moment (it is advanced here, so several
-    confirmations under one lock see each other). Paused: the row stays unconfirmed. Already
-    confirmed: untouched, whatever the sale does now. Closed: confirmed with 0 tokens.
+    The row keeps the price and tokens it was recorded with; the only rule applied here is the closed
+    one: once the confirmed total (`stats.tokens`, advanced here so several confirmations under one
+    lock see each other) has reached the cap, the donation is confirmed with 0 tokens. Paused: the row
+    stays unconfirmed. Already confirmed: untouched, whatever the sale does now. The campaign row is
+    moved by the donation's delta; the caller saves it and applies the donors' deltas.
     """
     if donation.status == DonationStatus.CONFIRMED:
         return Outcome.ALREADY_CONFIRMED
+    if donation.status == DonationStatus.FAILED:
+        # A failed row is recorded anew from the sighting that proves it (finalized_block_record) first.
+        raise ValueError(f"donation {donation.id} is failed; record it from its finalized sighting first")
     if stats.status == CampaignStatus.PAUSED:
         return Outcome.HELD_PAUSED
-    if donation.status == DonationStatus.FAILED:
-        # Positive evidence (the transfer in a finalized block) outweighs an earlier absence.
-        logger.warning("donation %s was failed but is in a finalized block; confirming it", donation.tx_hash)
-    state = sale_state(stats.tokens, tiers)
-    donation.price = state.token_price
-    donation.tokens = 0 if state.closed else tokens_for(donation.usd_amount, state.token_price)
+    update = ["status", "modified_at"]
+    if sale_state(stats.tokens, tiers).closed and donation.tokens:
+        logger.info(
+            "donation %s confirmed with 0 tokens (was %d): the sale cap is reached", donation.tx_hash, donation.tokens
+        )
+        donation.tokens = 0
+        update.append("tokens")
     donation.status = DonationStatus.CONFIRMED
-    donation.save(update_fields=["price", "tokens", "status", "modified_at"])
+    donation.save(update_fields=update)
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
     return Outcome.CONFIRMED
 
 
 def donation_fail_reverted(*, donation: Donation) -> bool:
-    """A finalized receipt reports the transaction reverted: no money moved. Caller holds the stats lock."""
+    """A finalized receipt reports the transaction reverted: no money moved. Caller holds the stats lock
+    and subtracts a confirmed row's deltas (see `_Deltas`)."""
     if donation.status == DonationStatus.FAILED:
         return False
     logger.warning(
@@ -173,20 +215,30 @@ def donation_fail_reverted(*, donation: Donation) -> bool:
     return True
 
 
-def stats_recompute(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> DonationStats:
-    """Campaign totals from the confirmed donations; open/closed re-derived; token price row on a tier change.
-
-    The stored status is never an input. `paused` is the operator's and is left as it is.
-    """
-    total, tokens, _ = confirmed_totals()
-    state = sale_state(tokens, tiers)
-    stats.total = round_usd(total)
-    stats.tokens = tokens
+def _status_derive(stats: DonationStats, state: SaleState) -> None:
+    """open/closed from the confirmed tokens; `paused` is the operator's and is left as it is."""
     if stats.status != CampaignStatus.PAUSED:
         stats.status = CampaignStatus.CLOSED if state.closed else CampaignStatus.OPEN
+
+
+def stats_save(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> DonationStats:
+    """Write the campaign row as moved under the lock; status re-derived; token price row on a tier change."""
+    state = sale_state(stats.tokens, tiers)
+    _status_derive(stats, state)
     stats.save(update_fields=["total", "tokens", "status", "modified_at"])
-    token_price_record(state=state, confirmed_tokens=tokens)
+    token_price_record(state=state, confirmed_tokens=stats.tokens)
     return stats
+
+
+def stats_recompute(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> DonationStats:
+    """The operator's repair: campaign totals summed afresh from every confirmed donation (a full scan;
+    the crawlers move the row by deltas instead). `reconcile` reports any difference."""
+    sums = Donation.objects.filter(status=DonationStatus.CONFIRMED).aggregate(
+        total=models.Sum("usd_amount"), tokens=models.Sum("tokens")
+    )
+    stats.total = round_usd(sums["total"] or Decimal("0"))
+    stats.tokens = sums["tokens"] or 0
+    return stats_save(stats=stats, tiers=tiers)
 
 
 def token_price_record(*, state: SaleState, confirmed_tokens: int) -> Price | None:
@@ -220,15 +272,61 @@ WHERE user_data.total IS DISTINCT FROM EXCLUDED.total OR user_data.tokens IS DIS
 
 
 def user_data_refresh(*, addresses: Iterable[str]) -> None:
-    """Bring each address's totals to the sum of its confirmed donations (seed 000's update_user_data).
+    """The operator's repair: each address's totals summed afresh from its confirmed donations (seed
+    000's update_user_data). The crawlers apply deltas instead (`_Deltas.apply`).
 
     No row is created for an address without a confirmed donation; an existing row is zeroed when its
-    donations all leave `confirmed`; nothing is written when nothing changed. Addresses in sorted
-    order, so concurrent writers lock rows in the same order.
+    donations all leave `confirmed`; nothing is written when nothing changed.
     """
     with connection.cursor() as cursor:
         for address in sorted(set(addresses)):
             cursor.execute(_USER_DATA_REFRESH, {"address": address})
+
+
+# A confirmation creates the donor's row (seed 000: a row exists once something is confirmed). A revert
+# only subtracts from a row its confirmation created, by a plain UPDATE: PostgreSQL checks the proposed
+# row of an INSERT ... ON CONFLICT against the constraints before it finds the conflict.
+_USER_DATA_ADD = """
+INSERT INTO user_data (address, total, tokens) VALUES (%s, %s, %s)
+ON CONFLICT (address) DO UPDATE
+SET total = user_data.total + EXCLUDED.total, tokens = user_data.tokens + EXCLUDED.tokens, modified_at = now()
+"""
+_USER_DATA_SUBTRACT = """
+UPDATE user_data SET total = total + %s, tokens = tokens + %s, modified_at = now() WHERE address = %s
+"""
+
+
+@dataclass
+class _Deltas:
+    """What the confirmations and reverts under one lock change, per donor (the campaign row is moved
+    in place as they happen)."""
+
+    by_address: dict[str, tuple[Decimal, int]] = field(default_factory=dict)
+
+    def add(self, donation: Donation, sign: int) -> None:
+        total, tokens = self.by_address.get(donation.address, (Decimal("0"), 0))
+        self.by_address[donation.address] = (total + sign * donation.usd_amount, tokens + sign * donation.tokens)
+
+    def apply(self) -> None:
+        """Per-donor rows moved by their deltas, in address order (the fixed lock order)."""
+        with connection.cursor() as cursor:
+            for address, (total, tokens) in sorted(self.by_address.items()):
+                if total >= 0 and tokens >= 0:  # even 0/0: a confirmed donation gives its donor a row
+                    cursor.execute(_USER_DATA_ADD, [address, total, tokens])
+                else:
+                    cursor.execute(_USER_DATA_SUBTRACT, [total, tokens, address])
+
+
+def _revert(stats: DonationStats, donation: Donation, deltas: _Deltas) -> bool:
+    """Fail a reverted row; a confirmed one takes its USD and tokens back out of the totals."""
+    was_confirmed = donation.status == DonationStatus.CONFIRMED
+    if not donation_fail_reverted(donation=donation):
+        return False
+    if was_confirmed:
+        stats.total -= donation.usd_amount
+        stats.tokens -= donation.tokens
+        deltas.add(donation, -1)
+    return True
 
 
 @dataclass
@@ -245,36 +343,43 @@ def finalized_block_record(
 ) -> FinalizedBlockResult:
     """Everything the finalized crawler writes for one block, under the campaign lock, in one transaction.
 
-    Each sighting is inserted if the latest crawler missed it and then confirmed by the crediting
-    rule; each native ETH transaction whose finalized receipt reports a revert fails its row (a
-    confirmed one drops out of the totals, so the sale may reopen). Then the campaign and the touched
-    donors' totals are recomputed.
+    Each sighting is inserted (and priced) if the latest crawler missed it, recorded anew from this
+    block if it had been failed, and then confirmed by the crediting rule; each native ETH transaction
+    whose finalized receipt reports a revert fails its row (a confirmed one leaves the totals, so the
+    sale may reopen). The campaign row and the touched donors' rows move by the deltas: the cost of a
+    block does not grow with the donations on record.
     """
     result = FinalizedBlockResult()
     stats = stats_lock()
-    stats.total, stats.tokens, _ = confirmed_totals()  # the truth under the lock, not the stored copy
-    touched: set[str] = set()
+    deltas = _Deltas()
     for sighting in sightings:
-        donation, outcome = donation_record_unconfirmed(sighting=sighting, tiers=tiers)
+        donation, outcome = donation_record_unconfirmed(sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens)
         if outcome == Outcome.INSERTED:
             result.inserted += 1
         donation.refresh_from_db()
+        if donation.status == DonationStatus.FAILED:
+            # Positive evidence (the transfer in a finalized block) outweighs an earlier absence; the row
+            # is recorded from this sighting (its block, that minute's price, the tier now), not its old one.
+            logger.warning(
+                "donation %s was failed but is in finalized block %d; recorded from it and confirmed",
+                donation.tx_hash,
+                sighting.transfer.block_number,
+            )
+            _move_to(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers)))
+            donation.status = DonationStatus.UNCONFIRMED  # confirmed below, or held by a pause as unconfirmed
+            donation.save(update_fields=["status", "modified_at"])
         decision = donation_confirm(stats=stats, donation=donation, tiers=tiers)
         if decision == Outcome.CONFIRMED:
             result.confirmed += 1
-            touched.add(donation.address)
+            deltas.add(donation, +1)
         elif decision == Outcome.HELD_PAUSED:
             result.held_paused += 1
     for tx_hash in reverted_tx_hashes:
         for donation in Donation.objects.select_for_update().filter(tx_hash=tx_hash, log_index__isnull=True):
-            was_confirmed = donation.status == DonationStatus.CONFIRMED
-            if donation_fail_reverted(donation=donation):
-                result.failed += 1
-                if was_confirmed:
-                    touched.add(donation.address)
-    if result.confirmed or result.failed or result.inserted:
-        stats_recompute(stats=stats, tiers=tiers)
-        user_data_refresh(addresses=touched)
+            result.failed += _revert(stats, donation, deltas)
+    if result.confirmed or result.failed:
+        stats_save(stats=stats, tiers=tiers)
+        deltas.apply()
     return result
 
 
@@ -283,16 +388,24 @@ def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier])
     """Confirm recorded donations (the old-unconfirmed crawler's path, issue #4), oldest first.
 
     The caller has positive evidence that each one is in a finalized block. Same rule, same lock and
-    same recompute as the finalized crawler; returns each donation's outcome.
+    same deltas as the finalized crawler; returns each donation's outcome (a failed row is left out:
+    only the finalized path records it anew from the block that proves it).
     """
     stats = stats_lock()
-    stats.total, stats.tokens, _ = confirmed_totals()
-    rows = list(Donation.objects.select_for_update().filter(id__in=donation_ids).order_by("block_number", "id"))
+    rows = list(
+        Donation.objects.select_for_update()
+        .filter(id__in=donation_ids)
+        .exclude(status=DonationStatus.FAILED)
+        .order_by("block_number", "id")
+    )
     outcomes = {row.id: donation_confirm(stats=stats, donation=row, tiers=tiers) for row in rows}
-    touched = [row.address for row in rows if outcomes[row.id] == Outcome.CONFIRMED]
-    if touched:
-        stats_recompute(stats=stats, tiers=tiers)
-        user_data_refresh(addresses=touched)
+    deltas = _Deltas()
+    for row in rows:
+        if outcomes[row.id] == Outcome.CONFIRMED:
+            deltas.add(row, +1)
+    if deltas.by_address:
+        stats_save(stats=stats, tiers=tiers)
+        deltas.apply()
     return outcomes
 
 
@@ -301,10 +414,9 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
     """The old-unconfirmed judge's failure: unconfirmed rows only (a confirmed one is never touched here).
 
     Under the campaign lock like every crediting write; the rows are kept, only their status changes.
-    The statistics are recomputed afterwards (they do not change, since unconfirmed rows were never in
-    them, but the status and token price are re-derived from the truth all the same).
+    No total moves: unconfirmed rows were never in them.
     """
-    stats = stats_lock()
+    stats_lock()
     rows = list(
         Donation.objects.select_for_update()
         .filter(id__in=donation_ids, status=DonationStatus.UNCONFIRMED)
@@ -314,9 +426,6 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
         logger.warning("donation %s (%s, id %d) unconfirmed -> failed: %s", row.tx_hash, row.asset, row.id, reason)
         row.status = DonationStatus.FAILED
         row.save(update_fields=["status", "modified_at"])
-    if rows:
-        stats_recompute(stats=stats, tiers=tiers)
-        user_data_refresh(addresses=[row.address for row in rows])
     return [row.id for row in rows]
 
 
@@ -358,12 +467,12 @@ def campaign_pause(*, operator: str) -> bool:
 @transaction.atomic
 def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     """Lift a pause: open or closed is re-derived from the confirmed tokens against the sale cap (by
-    `stats_recompute`, the one place that derives it), never set bluntly. Returns the new status, or
+    `stats_save`, the one place that derives it), never set bluntly. Returns the new status, or
     None when the campaign was not paused."""
     stats = stats_lock()
     if stats.status != CampaignStatus.PAUSED:
         return None
-    stats.status = CampaignStatus.OPEN  # not the answer: stats_recompute derives it below
-    stats_recompute(stats=stats, tiers=tiers)
+    stats.status = CampaignStatus.OPEN  # not the answer: stats_save derives it below
+    stats_save(stats=stats, tiers=tiers)
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status
