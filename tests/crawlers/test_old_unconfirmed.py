@@ -18,6 +18,7 @@ from crawlers.old_unconfirmed import BATCH_LIMIT, crawl_old_unconfirmed
 from crawlers.services import crawl, cursor_set
 from donations.models import Donation, DonationStats
 from donations.services import campaign_pause, campaign_resume
+from prices.models import ETH, Price
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -302,3 +303,44 @@ def test_a_run_takes_at_most_500_donations_oldest_first(node, proxy):
 def test_the_command_runs_the_judge_once(node, capsys):
     call_command("crawl", "old-unconfirmed", "--once")
     assert "crawl old-unconfirmed: 0 examined" in capsys.readouterr().out
+
+
+def test_a_donation_failed_by_absence_then_found_in_a_finalized_block_is_recorded_from_that_block(node):
+    row, raw = vanished_donation(node)
+    for _ in range(3):
+        judge(MUCH_LATER)
+    assert status(row) == ("failed", 3)
+    old = (row.block_number, row.block_hash, row.eth_price, row.usd_amount, row.tokens)
+    assert old[2:] == (Decimal("2000"), Decimal("2000.00"), 2_000_000)
+
+    # The ETH price of the minutes ahead moves; the same signed transaction is mined again elsewhere.
+    Price.objects.filter(asset=ETH).delete()
+    now = timezone.now().replace(second=0, microsecond=0)
+    Price.objects.bulk_create(
+        Price(asset=ETH, price=Decimal("2500"), created_at=now + timedelta(minutes=m), sources={"test": True})
+        for m in range(-30, 31)
+    )
+    tx = node.rpc("eth_sendRawTransaction", raw)
+    receipt = node.wait_receipt(tx)
+    node.mine(3)
+    block = node.rpc("eth_getBlockByNumber", receipt["blockNumber"], False)
+
+    result = crawl(FINALIZED)
+
+    row.refresh_from_db()
+    assert result.confirmed == 1
+    assert (row.status, row.block_number, row.block_hash) == (
+        "confirmed",
+        int(receipt["blockNumber"], 16),
+        receipt["blockHash"].lower(),
+    )
+    assert row.block_time.timestamp() == int(block["timestamp"], 16)
+    assert (row.eth_price, row.usd_amount, row.price, row.tokens) == (
+        Decimal("2500"),
+        Decimal("2500.00"),
+        Decimal("0.001"),
+        2_500_000,
+    )
+    assert (row.block_number, row.block_hash) != old[:2]
+    stats = DonationStats.objects.get()
+    assert (stats.total, stats.tokens) == (Decimal("2500.00"), 2_500_000)
