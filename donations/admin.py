@@ -14,7 +14,7 @@ from django.contrib import admin, messages
 from django.http import HttpRequest
 
 from donations.models import Donation, DonationStats, UserData
-from donations.rules import sale_state
+from donations.rules import sale_state, tokens_beyond_cap
 from donations.services import campaign_pause, campaign_resume
 from dws_project.admin_base import ReadOnlyAdmin
 
@@ -50,7 +50,7 @@ class DonationAdmin(ReadOnlyAdmin):
 
 @admin.register(DonationStats)
 class CampaignAdmin(ReadOnlyAdmin):
-    list_display = ("status", "total", "tokens", "tier", "sale_cap", "modified_at")
+    list_display = ("status", "total", "tokens", "tier", "sale_cap", "beyond_cap", "modified_at")
     readonly_fields = ("status", "total", "tokens", "created_at", "modified_at")
     actions = ["pause", "resume"]
 
@@ -62,6 +62,11 @@ class CampaignAdmin(ReadOnlyAdmin):
     @admin.display(description="sale cap (tokens)")
     def sale_cap(self, obj: DonationStats) -> int:
         return settings.CONFIG.sale_cap
+
+    @admin.display(description="tokens beyond the cap")
+    def beyond_cap(self, obj: DonationStats) -> int:
+        # Whole donations are credited: the one that crosses the cap overshoots it by up to its own tokens.
+        return tokens_beyond_cap(obj.tokens, settings.CONFIG.sale_tiers)
 
     @admin.action(description="Pause: stop crediting donations (they are still recorded)")
     def pause(self, request: HttpRequest, queryset) -> None:

@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 
 from crawlers.models import FINALIZED, LATEST
 from crawlers.services import crawl, cursor_get
@@ -229,4 +230,39 @@ def test_a_finalized_receipt_reporting_revert_fails_a_confirmed_donation_and_reo
     stats = DonationStats.objects.get()
     assert (stats.tokens, stats.status) == (4_000_000, "open")
     assert UserData.objects.get(address=ACCOUNTS[2]).tokens == 0  # zeroed, not deleted
+    assert_ledger_invariants()
+
+
+def test_user_data_shows_the_same_tokens_before_and_after_confirmation_while_the_sale_is_open(node, settings):
+    # Tier 1 ends at 3M: the donations recorded before any is confirmed are all priced at tier 1, those
+    # recorded after the first confirmations at tier 2; none is re-priced when it is confirmed.
+    use_tiers(settings, (*SMALL_SALE, SaleTier(100_000_000, Decimal("0.004"))))
+    donors = ACCOUNTS[1:5]
+
+    def shown() -> dict[str, tuple[str, str]]:
+        client = Client()
+        seen = {}
+        for donor in donors:
+            for entry in client.get(f"/user/data/{donor}").json()["donations"]:
+                seen[entry["tx_hash"]] = (entry["status"], entry["tokens"])
+        return seen
+
+    sent = [node.send_eth(donor, DONATION_ADDRESS, ETHER) for donor in donors[:2]]
+    crawl(LATEST)
+    before = shown()
+    finalize(node)
+    crawl(FINALIZED)  # 4M confirmed: tier 2 from here on
+    sent += [node.send_eth(donor, DONATION_ADDRESS, ETHER // 3) for donor in donors[2:]]
+    crawl(LATEST)
+    before |= {tx: seen for tx, seen in shown().items() if tx in sent[2:]}
+    assert {tx: state for tx, (state, _) in before.items()} == {tx: "unconfirmed" for tx in sent}
+    finalize(node)
+    crawl(FINALIZED)
+    after = shown()
+
+    assert {tx: state for tx, (state, _) in after.items()} == {tx: "confirmed" for tx in sent}
+    assert {tx: tokens for tx, (_, tokens) in after.items()} == {tx: tokens for tx, (_, tokens) in before.items()}
+    # 1/3 ETH at 2000 USD and tier 2's 0.002: ceiling(666.666666... / 0.002) on the stored 0.33333333 ETH
+    assert before[sent[2]][1] == "333334"
+    assert DonationStats.objects.get().status == "open"
     assert_ledger_invariants()
