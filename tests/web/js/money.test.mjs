@@ -62,7 +62,7 @@ describe("ETH estimate: ceiling(DA * EP / TP)", () => {
   });
 
   it("gives the specification's example: 1.23456 ETH at 1604.955 USD and 0.001 USD a token", () => {
-    // 1.23456 * 1604.955 = 1981.41322... USD (1981.41 to the cent); / 0.001 = 1981413.22... tokens
+    // 1.23456 * 1604.955 = 1981.4132448 USD (1981.41 to the cent); / 0.001 = 1981413.2448 tokens
     assert.equal(
       estimateTokens({ asset: "eth", amount: "1.2345600000", ethPrice: "1604.955", tokenPrice: "0.00100" }),
       "1981414",
