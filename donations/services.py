@@ -221,12 +221,17 @@ def _status_derive(stats: DonationStats, state: SaleState) -> None:
         stats.status = CampaignStatus.CLOSED if state.closed else CampaignStatus.OPEN
 
 
-def stats_save(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> DonationStats:
-    """Write the campaign row as moved under the lock; status re-derived; token price row on a tier change."""
+def stats_save(*, stats: DonationStats, tiers: Sequence[SaleTier], before: SaleState | None = None) -> DonationStats:
+    """Write the campaign row as moved under the lock; status re-derived; token price row on a tier change.
+
+    `before`: the sale state when the lock was taken; when the tier has not moved since, the token price
+    row is not looked at (the hot path of a block with donations in the same tier).
+    """
     state = sale_state(stats.tokens, tiers)
     _status_derive(stats, state)
     stats.save(update_fields=["total", "tokens", "status", "modified_at"])
-    token_price_record(state=state, confirmed_tokens=stats.tokens)
+    if before is None or (before.tier_index, before.closed) != (state.tier_index, state.closed):
+        token_price_record(state=state, confirmed_tokens=stats.tokens)
     return stats
 
 
@@ -351,12 +356,12 @@ def finalized_block_record(
     """
     result = FinalizedBlockResult()
     stats = stats_lock()
+    before = sale_state(stats.tokens, tiers)
     deltas = _Deltas()
     for sighting in sightings:
         donation, outcome = donation_record_unconfirmed(sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens)
         if outcome == Outcome.INSERTED:
             result.inserted += 1
-        donation.refresh_from_db()
         if donation.status == DonationStatus.FAILED:
             # Positive evidence (the transfer in a finalized block) outweighs an earlier absence; the row
             # is recorded from this sighting (its block, that minute's price, the tier now), not its old one.
@@ -378,7 +383,7 @@ def finalized_block_record(
         for donation in Donation.objects.select_for_update().filter(tx_hash=tx_hash, log_index__isnull=True):
             result.failed += _revert(stats, donation, deltas)
     if result.confirmed or result.failed:
-        stats_save(stats=stats, tiers=tiers)
+        stats_save(stats=stats, tiers=tiers, before=before)
         deltas.apply()
     return result
 
@@ -398,13 +403,14 @@ def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier])
         .exclude(status=DonationStatus.FAILED)
         .order_by("block_number", "id")
     )
+    before = sale_state(stats.tokens, tiers)
     outcomes = {row.id: donation_confirm(stats=stats, donation=row, tiers=tiers) for row in rows}
     deltas = _Deltas()
     for row in rows:
         if outcomes[row.id] == Outcome.CONFIRMED:
             deltas.add(row, +1)
     if deltas.by_address:
-        stats_save(stats=stats, tiers=tiers)
+        stats_save(stats=stats, tiers=tiers, before=before)
         deltas.apply()
     return outcomes
 
