@@ -40,7 +40,8 @@ from django.utils import timezone  # noqa: E402
 from crawlers.detection import Transfer  # noqa: E402
 from crawlers.reconcile import ledger_discrepancies  # noqa: E402
 from donations.models import Donation, DonationStats  # noqa: E402
-from donations.services import Sighting, finalized_block_record, stats_lock, stats_recompute, user_data_refresh  # noqa: E402
+from donations.services import Sighting, finalized_block_record, stats_lock  # noqa: E402
+from donations.totals import stats_recompute, user_data_refresh  # noqa: E402
 from dws_project.config import SaleTier  # noqa: E402
 
 DONOR = "0x00000000000000000000000000000000000b0b50"  # a donor of load_donations.sql
