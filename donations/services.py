@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from crawlers.detection import Transfer
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
-from donations.rules import SaleState, donation_tokens, round_usd, sale_state, usd_value
+from donations.rules import donation_tokens, round_usd, sale_state, usd_value
 from donations.totals import Deltas, stats_save
 from dws_project.config import SaleTier
 
@@ -76,14 +76,14 @@ class Priced:
     tokens: int
 
 
-def _priced(sighting: Sighting, state: SaleState) -> Priced:
+def _priced(sighting: Sighting, token_price: Decimal) -> Priced:
     t = sighting.transfer
     eth_price = sighting.eth_price if t.asset == "eth" else None
     return Priced(
-        token_price=state.token_price,
+        token_price=token_price,
         eth_price=eth_price,
         usd_amount=sighting.usd_amount,
-        tokens=donation_tokens(asset=t.asset, amount=t.amount, eth_price=eth_price, token_price=state.token_price),
+        tokens=donation_tokens(asset=t.asset, amount=t.amount, eth_price=eth_price, token_price=token_price),
     )
 
 
@@ -148,7 +148,8 @@ def donation_record_unconfirmed(
     This is where a donation is priced, once: at the tier of the confirmed total now (`confirmed_tokens`
     when the caller holds the stats lock, else the stored row). Tokens are never zeroed here: the closed
     rule is applied at confirmation, since the sale may reopen before then. A confirmed or failed row is
-    left alone; an unconfirmed row from a block that is no longer canonical is recorded anew.
+    left alone; an unconfirmed row from a block that is no longer canonical is recorded anew from this
+    block (its hash, time and minute's ETH price) at the tier price it was first recorded with.
     """
     if confirmed_tokens is None:
         confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
@@ -158,13 +159,15 @@ def donation_record_unconfirmed(
         if existing is None:
             try:
                 with transaction.atomic():
-                    row = _new_row(sighting, _priced(sighting, state))
+                    row = _new_row(sighting, _priced(sighting, state.token_price))
                     row.save(force_insert=True)
                     return row, Outcome.INSERTED
             except IntegrityError:  # another writer inserted it first: theirs stands
                 return _find(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
         if existing.status == DonationStatus.UNCONFIRMED and existing.block_hash != sighting.transfer.block_hash:
-            _move_to(existing, sighting, _priced(sighting, state))
+            # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
+            # was first recorded at (priced once), so only a changed ETH price moves its tokens.
+            _move_to(existing, sighting, _priced(sighting, existing.price))
             return existing, Outcome.MOVED
         return existing, Outcome.UNCHANGED
 
@@ -263,7 +266,7 @@ def finalized_block_record(
                 donation.tx_hash,
                 sighting.transfer.block_number,
             )
-            _move_to(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers)))
+            _move_to(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers).token_price))
             donation.status = DonationStatus.UNCONFIRMED  # confirmed below, or held by a pause as unconfirmed
             donation.save(update_fields=["status", "modified_at"])
         decision = donation_confirm(stats=stats, donation=donation, tiers=tiers)
