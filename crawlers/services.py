@@ -421,16 +421,15 @@ def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sight
     return [Sighting(transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
 
 
-def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
-    """The transfers without a live row seen in this very block (the rest need no price). A failed row
-    counts as unrecorded: found again, it is recorded anew from this sighting, at this block's price."""
+def _unrecorded(transfers: Sequence[Transfer], *, failed_too: bool = False) -> list[Transfer]:
+    """The transfers without a row seen in this very block (the rest need no price). `failed_too`: a
+    failed row counts as unrecorded, since the finalized crawler records it anew from this sighting."""
     if not transfers:
         return []
-    known = set(
-        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers})
-        .exclude(status=DonationStatus.FAILED)
-        .values_list("tx_hash", "log_index", "block_hash")
-    )
+    rows = Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers})
+    if failed_too:
+        rows = rows.exclude(status=DonationStatus.FAILED)
+    known = set(rows.values_list("tx_hash", "log_index", "block_hash"))
     return [t for t in transfers if (t.tx_hash, t.log_index, t.block_hash) not in known]
 
 
@@ -460,7 +459,7 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep how they were priced; only new sightings need a price.
-    unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers)}
+    unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers, failed_too=True)}
     priced = {
         (s.transfer.tx_hash, s.transfer.log_index): s
         for s in _sightings(block, [t for t in block.transfers if (t.tx_hash, t.log_index) in unrecorded])
