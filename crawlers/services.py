@@ -61,6 +61,11 @@ class CrawlResult:
     failed: int = 0
     held: str | None = None  # why the run stopped short of the tip
 
+    @property
+    def more_to_do(self) -> bool:
+        """The run stopped at its per-run cap, not at a hold, with blocks before its tip still to do."""
+        return self.held is None and self.blocks > 0 and None not in (self.cursor, self.tip) and self.cursor < self.tip
+
     def summary(self) -> str:
         text = (
             f"crawl {self.label}: cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
