@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
@@ -428,6 +428,27 @@ def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[in
             Donation.objects.filter(id__in=seen_ids, absent_count__gt=0).update(
                 absent_count=0, modified_at=timezone.now()
             )
+
+
+_LOOK_LATER = """
+UPDATE donation
+SET next_look_at = %(now)s + LEAST(GREATEST((%(now)s - block_time) / 8, %(min)s), %(max)s), modified_at = now()
+WHERE id = ANY(%(ids)s) AND status = 'unconfirmed'
+"""
+
+
+def donations_look_later(
+    *, donation_ids: Sequence[int], now: datetime, min_delay: timedelta, max_delay: timedelta
+) -> None:
+    """Give the still-unconfirmed rows among `donation_ids` a next-look time: an eighth of their age from
+    `now`, within [min_delay, max_delay] (the old-unconfirmed crawler's back-off). Under the campaign
+    lock like every other write to donation rows."""
+    if not donation_ids:
+        return
+    with transaction.atomic():
+        stats_lock()
+        with connection.cursor() as cursor:
+            cursor.execute(_LOOK_LATER, {"now": now, "min": min_delay, "max": max_delay, "ids": sorted(donation_ids)})
 
 
 # --- the operator's lever: pause and resume -------------------------------------------------------
