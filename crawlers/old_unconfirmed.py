@@ -21,7 +21,7 @@ hash, then the finalized blocks they sit in (through DWS_BLOCK_CACHE when set) a
 Which rows a run takes: the unconfirmed ones older than 30 minutes whose next-look time has come (NULL:
 now), the ones never looked at or due longest first, at most 500. A row left unresolved is given a
 next-look time further out the older it is (an eighth of its age, 5 minutes to 6 hours), so rows that
-cannot resolve never keep a resolvable one out of the batch.
+cannot resolve never keep a resolvable one out of the batch. A row proven but held by a pause stays due.
 
 Rows are never deleted; a failure recomputes the statistics.
 """
@@ -72,6 +72,8 @@ class JudgeResult:
     failed: int = 0
     recrawled_blocks: int = 0
     untouched: Counter = field(default_factory=Counter)  # why -> how many
+    # Proven but held by a pause: due again at once, so Resume credits them on the next run.
+    paused_ids: list[int] = field(default_factory=list)
     held: str | None = None  # the whole run could not judge anything
 
     def summary(self) -> str:
@@ -139,8 +141,12 @@ def crawl_old_unconfirmed(
     if result.held is None:
         # Whatever is still unconfirmed could not be resolved this run: look again later, further out
         # the older it is, so it does not keep the rows behind it out of the next batch.
+        paused = set(result.paused_ids)
         donations_look_later(
-            donation_ids=[row.id for row in rows], now=now, min_delay=LOOK_AGAIN_MIN, max_delay=LOOK_AGAIN_MAX
+            donation_ids=[row.id for row in rows if row.id not in paused],
+            now=now,
+            min_delay=LOOK_AGAIN_MIN,
+            max_delay=LOOK_AGAIN_MAX,
         )
     return result
 
@@ -290,7 +296,8 @@ def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetim
     if to_confirm:
         outcomes = donations_confirm(donation_ids=to_confirm, tiers=tiers)
         result.confirmed += sum(o == Outcome.CONFIRMED for o in outcomes.values())
-        result.held_paused += sum(o == Outcome.HELD_PAUSED for o in outcomes.values())
+        result.paused_ids = [i for i, o in outcomes.items() if o == Outcome.HELD_PAUSED]
+        result.held_paused += len(result.paused_ids)
     for number in sorted(recrawl):
         recrawled = crawl_single_block(FINALIZED, number, config=config, client=client)
         result.recrawled_blocks += 1

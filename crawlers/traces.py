@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from redis.exceptions import RedisError
 
+from crawlers.detection import Transfer
 from crawlers.rpc import NoEvidence, NoEvidenceError, Outcome, RpcClient, require
 from crawlers.trace_frames import (
     Frame,
@@ -180,7 +181,7 @@ def block_frames(client: RpcClient, family: str, *, block_number: int, block_has
         raise _malformed(method, client, exc) from exc
 
 
-def internal_eth_transfers(client: RpcClient, config: Config, *, block_number: int, block_hash: str) -> list:
+def internal_eth_transfers(client: RpcClient, config: Config, *, block_number: int, block_hash: str) -> list[Transfer]:
     """Every successful call frame below the top level that moved ETH to the donation address in the block.
 
     Returns `Transfer`s with `asset="eth"`, `log_index=None`, `donor` = the frame's `from`, the amount at
