@@ -59,7 +59,7 @@ _TX_METHOD = {DEBUG: "debug_traceTransaction", TRACE: "trace_transaction"}
 _CALL_TRACER = {"tracer": "callTracer"}
 
 _REFUSAL_TEXT = re.compile(
-    r"method not found|unknown method|unsupported method|"
+    r"method not found|unknown method|unsupported method|tracer not found|unknown tracer|"
     r"\b(method|namespace|api|debug_\w+|trace_\w+)\b.{0,80}?\b(not found|does not exist|is not available|"
     r"not available|not supported|unsupported|not enabled|not allowed|not whitelisted|disabled)",
     re.IGNORECASE,
