@@ -10,9 +10,13 @@ the transaction's execution, not on the block it lands in.
 
 * `trace_block` (Parity/Erigon/Nethermind/reth/anvil) states the path as `traceAddress`.
 * `debug_traceBlockByNumber` with the `callTracer` (geth/anvil/reth) nests sub-calls in `calls`;
-  the path is the index in each `calls` list. geth's callTracer also lists calls to precompiled
-  contracts, which Parity-style traces leave out below the top level when they carry no value, so
-  those are skipped when numbering: both shapes give the same path to the same frame.
+  the path is the index in each `calls` list.
+
+Calls to precompiled contracts (ecrecover, sha256, ...) are listed by some tracers and not by others
+(geth's callTracer and anvil's trace_block list them, OpenEthereum-style trace_block leaves out those
+without value). So the path counts only the other sub-calls: a value-less call to a precompile below
+the top level takes no index, in either shape. Then both methods, on any of these nodes, give the same
+path to the same frame, and it equals `traceAddress` on a node that leaves precompiles out.
 
 What counts (see `donation_frames`): a CALL frame below the top level that moved value > 0 to the
 donation address and neither failed nor sits under a frame that failed. DELEGATECALL and STATICCALL
@@ -72,13 +76,15 @@ def _address(value: object) -> str:
     return value.lower() if isinstance(value, str) else ""
 
 
-def _is_quiet_precompile_call(call: dict) -> bool:
-    to = _address(call.get("to"))
+def _is_precompile(address: str) -> bool:
     try:
-        target = int(to, 16) if to else 0
+        return bool(address) and int(address, 16) in _PRECOMPILES
     except ValueError:
         return False
-    return target in _PRECOMPILES and _hex_int(call.get("value")) == 0
+
+
+def _is_quiet_precompile_call(call: dict) -> bool:
+    return _is_precompile(_address(call.get("to"))) and _hex_int(call.get("value")) == 0
 
 
 def call_tracer_frames(result: Sequence[object], block_tx_hashes: Sequence[str]) -> list[Frame]:
@@ -174,10 +180,12 @@ def parity_frames(result: Sequence[object], block_hash: str, block_tx_hashes: Se
     if tops != list(block_tx_hashes):
         raise MalformedTrace("the traces do not cover the block's transactions, in order")
     failed_paths = {(tx, path) for tx, path, *_, failed in raw if failed}
+    quiet = {(tx, path) for tx, path, _, _, to, wei, _ in raw if path and wei == 0 and _is_precompile(to)}
+    canonical = _renumbered([(tx, path) for tx, path, *_ in raw], quiet)
     return [
         Frame(
             tx_hash=tx,
-            path=path,
+            path=canonical[(tx, path)],
             kind=kind,
             sender=sender,
             to=to,
@@ -186,7 +194,25 @@ def parity_frames(result: Sequence[object], block_hash: str, block_tx_hashes: Se
             reverted=any((tx, path[:depth]) in failed_paths for depth in range(len(path) + 1)),
         )
         for tx, path, kind, sender, to, wei, failed in raw
+        if (tx, path) not in quiet
     ]
+
+
+def _renumbered(
+    keys: Sequence[tuple[str, tuple[int, ...]]], quiet: set[tuple[str, tuple[int, ...]]]
+) -> dict[tuple[str, tuple[int, ...]], tuple[int, ...]]:
+    """Each frame's path with quiet precompile calls taking no index among their siblings."""
+    canonical: dict[tuple[str, tuple[int, ...]], tuple[int, ...]] = {}
+    for tx, path in sorted(keys, key=lambda key: (key[0], len(key[1]), key[1])):  # parents first
+        if not path:
+            canonical[(tx, path)] = ()
+            continue
+        parent = path[:-1]
+        if (tx, parent) not in canonical:
+            raise MalformedTrace(f"a trace of {tx} has no parent frame")
+        skipped = sum(1 for i in range(path[-1]) if (tx, (*parent, i)) in quiet)
+        canonical[(tx, path)] = (*canonical[(tx, parent)], path[-1] - skipped)
+    return canonical
 
 
 def donation_frames(frames: Iterable[Frame], donation_address: str) -> list[Frame]:

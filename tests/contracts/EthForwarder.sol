@@ -38,6 +38,14 @@ contract EthForwarder {
         } catch {}
     }
 
+    /// Calls the SHA-256 precompile before sending: geth's callTracer lists that call, Parity-style traces
+    /// do not, and the send must get the same trace address in both.
+    function forwardAfterPrecompile(address payable to, uint256 value) external payable onlyOwner returns (bytes32) {
+        bytes32 digest = sha256(abi.encodePacked(to, value));
+        _send(to, value);
+        return digest;
+    }
+
     function sendThenRevert(address payable to, uint256 value) external {
         require(msg.sender == address(this), "self only");
         _send(to, value);

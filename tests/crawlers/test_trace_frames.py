@@ -228,3 +228,13 @@ def test_one_transaction_traces_decode_like_the_block_ones():
     trace = transaction_frames("trace", TRACE_BLOCK_ANSWER, TX)
     assert [f.trace_address for f in donation_frames(debug, US)] == ["0"]
     assert [f.trace_address for f in donation_frames(trace, US)] == ["0"]
+
+
+def test_trace_block_calls_to_precompiles_without_value_take_no_index_either():
+    # anvil's trace_block lists the sha256 call (0x02) as [0]; OpenEthereum-style nodes leave it out.
+    sha256 = "0x0000000000000000000000000000000000000002"
+    listed = [parity([], WALLET, sender=OWNER), parity([0], sha256, call_type="staticcall"), parity([1], US, ONE_ETH)]
+    left_out = [parity([], WALLET, sender=OWNER), parity([0], US, ONE_ETH)]
+    for answer in (listed, left_out):
+        (frame,) = donation_frames(parity_frames(answer, BLOCK, [TX]), US)
+        assert frame.trace_address == "0"

@@ -91,6 +91,21 @@ def test_both_methods_give_identical_identities_for_several_calls_in_one_transac
     ]
 
 
+def test_both_methods_agree_when_a_precompile_is_called_before_the_transfer(node, wallet, settings):
+    signature, types = "forwardAfterPrecompile(address,uint256)", ["address", "uint256"]
+    tx_hash, number, block_hash = wallet_tx(node, wallet, signature, types, [DONATION_ADDRESS, ETHER])
+    client = RpcClient(node.url)
+    # anvil lists the sha256 call in both shapes: it is the wallet's first sub-call as the node numbers them.
+    listed = node.rpc("trace_block", hex(number))
+    assert [t["traceAddress"] for t in listed if t["action"].get("to") == DONATION_ADDRESS] == [[1]]
+
+    debug = found(client, config_for(settings, "debug"), number, block_hash)
+    trace = found(client, config_for(settings, "trace"), number, block_hash)
+
+    assert debug == trace
+    assert [(t[0], t[1]) for t in debug] == [(tx_hash, "0")]
+
+
 @pytest.mark.parametrize("mode", ["debug", "trace"])
 def test_a_sub_call_that_reverted_does_not_count(node, wallet, settings, mode):
     tx_hash, number, block_hash = forward_with_reverted_part(node, wallet, ETHER, 2 * ETHER)
