@@ -23,6 +23,7 @@ from django.db.models import Count, F, Sum
 from django.utils import timezone
 
 from crawlers.detection import Transfer
+from donations.identity import find_at_identity, sighting_match
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import SaleState, round_usd, sale_state, tokens_for
 from dws_project.config import SaleTier
@@ -68,30 +69,6 @@ def _priced(usd: Decimal, state: SaleState) -> tuple[Decimal, int]:
     return state.token_price, tokens_for(usd, state.token_price)
 
 
-def _slot(row: Donation) -> tuple[int | None, str | None]:
-    return row.log_index, row.trace_address
-
-
-def _same_transfer(row: Donation, transfer: Transfer) -> bool:
-    """Whether a row records this transfer, wherever it was seen (a log index moves with a re-org)."""
-    return (
-        row.asset == transfer.asset
-        and row.address == transfer.donor
-        and row.amount == transfer.amount
-        and row.trace_address == transfer.trace_address
-    )
-
-
-def _find(transfer: Transfer, *, lock: bool) -> Donation | None:
-    """The row at the transfer's identity: (tx_hash, log_index, trace_address)."""
-    rows = Donation.objects.filter(
-        tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
-    )
-    if lock:
-        rows = rows.select_for_update()
-    return rows.first()
-
-
 def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
     t = sighting.transfer
     return Donation(
@@ -111,17 +88,10 @@ def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
     )
 
 
-def _park(row: Donation, log_index: int | None) -> None:
-    """Free a slot held by a stale row of the same transaction: it takes `log_index` (the slot the
-    mover leaves, or a negative placeholder) until its own transfer is seen again and moves it."""
-    row.log_index = log_index if log_index is not None else -row.id
-    row.save(update_fields=["log_index", "modified_at"])
-
-
 def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int) -> None:
     """An unconfirmed row whose block was re-orged away, seen again elsewhere: record it as seen there.
 
-    Only ever called with the sighting of this very transfer (`_same_transfer`), so the USD value,
+    Only ever called with the sighting of this very transfer (`sighting_match`), so the USD value,
     price and tokens it takes are its own, re-derived for the new block's minute by the caller.
     """
     donation.log_index = sighting.transfer.log_index
@@ -147,82 +117,30 @@ def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int
     )
 
 
-def _record_locked(sighting: Sighting, price: Decimal, tokens: int) -> tuple[Donation, str] | None:
-    """Match a sighting against its transaction's rows (locked); None: nothing matches, insert it.
-
-    * the row at its identity, seen in this block: unchanged;
-    * any row of the transaction confirmed in another block: that block is final, this sighting is
-      from a stale fork; nothing is written;
-    * the row at its identity records this transfer: moved if unconfirmed, else left alone;
-    * otherwise an unconfirmed row of the same transaction, asset, donor, amount (and frame) seen in
-      another block: this transfer at its old log index; moved, the lowest log index first, so
-      identical transfers of one transaction pair off in order.
-    """
-    t = sighting.transfer
-    rows = list(
-        Donation.objects.select_for_update().filter(tx_hash=t.tx_hash).order_by("log_index", "trace_address", "id")
-    )
-    slot = (t.log_index, t.trace_address)
-    at_slot = next((row for row in rows if _slot(row) == slot), None)
-    if at_slot is not None and at_slot.block_hash == t.block_hash:
-        return at_slot, Outcome.UNCHANGED
-    final = next((r for r in rows if r.status == DonationStatus.CONFIRMED and r.block_hash != t.block_hash), None)
-    if final is not None:
-        logger.warning(
-            "transaction %s is confirmed in block %s; its sighting in block %s is not recorded",
-            t.tx_hash,
-            final.block_hash,
-            t.block_hash,
-        )
-        return at_slot or final, Outcome.UNCHANGED
-    if at_slot is not None and _same_transfer(at_slot, t):
-        if at_slot.status != DonationStatus.UNCONFIRMED:
-            return at_slot, Outcome.UNCHANGED
-        _move_to(at_slot, sighting, price, tokens)
-        return at_slot, Outcome.MOVED
-    mover = next(
-        (
-            r
-            for r in rows
-            if r.status == DonationStatus.UNCONFIRMED and r.block_hash != t.block_hash and _same_transfer(r, t)
-        ),
-        None,
-    )
-    if at_slot is not None:
-        # Another transfer of this transaction, from the block we no longer trust, holds the slot:
-        # it swaps places with the mover (or is parked), and moves itself when its own sighting comes.
-        freed = None
-        if mover is not None:
-            freed = mover.log_index
-            _park(mover, None)
-        _park(at_slot, freed)
-    if mover is None:
-        return None
-    _move_to(mover, sighting, price, tokens)
-    return mover, Outcome.MOVED
-
-
 def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]) -> tuple[Donation, str]:
     """Insert a sighting as unconfirmed (idempotent); the latest crawler's only write.
 
     Tokens are priced at the current tier and never zeroed here: a closed sale is applied when the
     donation is confirmed, since the sale may reopen before then. A confirmed or failed row is left
     alone; an unconfirmed row from a block that is no longer canonical moves to where the transfer is
-    seen now (log index included), so a re-org never makes a second row (see `_record_locked`).
+    seen now (log index included), so a re-org never makes a second row (see `donations/identity.py`).
     """
     state = sale_state(DonationStats.objects.get().tokens, tiers)
     price, tokens = _priced(sighting.usd_amount, state)
     with transaction.atomic():
-        matched = _record_locked(sighting, price, tokens)
-        if matched is not None:
-            return matched
+        match = sighting_match(sighting.transfer)
+        if match.move:
+            _move_to(match.row, sighting, price, tokens)  # type: ignore[arg-type]
+            return match.row, Outcome.MOVED  # type: ignore[return-value]
+        if match.row is not None:
+            return match.row, Outcome.UNCHANGED
         try:
             with transaction.atomic():
                 row = _new_row(sighting, price, tokens)
                 row.save(force_insert=True)
                 return row, Outcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
-            return _find(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
+            return find_at_identity(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
 
 
 def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequence[SaleTier]) -> str:
