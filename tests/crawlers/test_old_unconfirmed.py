@@ -409,3 +409,29 @@ def test_an_internal_eth_row_whose_frame_the_trace_does_not_show_is_not_confirme
 
     assert result.untouched == {"internal ETH, the trace does not show the frame": 1}
     assert status(row) == ("unconfirmed", 0)
+
+
+def test_a_coin_transfer_re_mined_at_another_log_index_is_confirmed_as_the_same_row(node):
+    donor, bystander = ACCOUNTS[2], ACCOUNTS[3]
+    usdt = node.coins["usdt"]
+    node.mint(usdt, donor, 100 * 10**6)
+    node.mint(usdt, bystander, 100 * 10**6)
+    snapshot = node.snapshot()
+    tx = node.transfer_token(usdt, donor, DONATION_ADDRESS, 40 * 10**6)
+    raw = node.rpc("eth_getRawTransactionByHash", tx)
+    crawl(LATEST)
+    row = Donation.objects.get(tx_hash=tx)
+    node.revert(snapshot)  # its block is dropped; later the same transaction is mined after another Transfer
+    with node.one_block():
+        first = node.token_tx(usdt, bystander, "transfer(address,uint256)", ["address", "uint256"], [ACCOUNTS[4], 1])
+        node.send({**first, "maxFeePerGas": hex(10**12), "maxPriorityFeePerGas": hex(10**11)})  # mined first
+        node.rpc("eth_sendRawTransaction", raw)
+    node.mine(3)
+    new_index = int(node.receipt(tx)["logs"][0]["logIndex"], 16)
+    assert new_index != row.log_index
+
+    result = judge()
+
+    assert result.recrawled_blocks == 1
+    (only,) = Donation.objects.filter(tx_hash=tx)
+    assert (only.id, only.status, only.log_index, only.usd_amount) == (row.id, "confirmed", new_index, Decimal("40.00"))
