@@ -209,3 +209,14 @@ def test_a_block_that_changed_between_calls_is_no_evidence(node, wallet, setting
         internal_eth_transfers(
             RpcClient(node.url), config_for(settings, mode), block_number=number, block_hash=block_hash
         )
+
+
+def test_a_trace_that_times_out_is_no_evidence_and_auto_does_not_fall_back(node, wallet, proxy, settings):
+    _, number, block_hash = forward(node, wallet)
+    proxy.arm("debug_traceBlockByNumber", "hang", count=None, seconds=1.5)
+    client = RpcClient(proxy.url("/rpc"), read_timeout=0.5)
+
+    with pytest.raises(NoEvidenceError, match="timeout"):
+        internal_eth_transfers(client, config_for(settings, "auto"), block_number=number, block_hash=block_hash)
+    assert proxy.requests_for("trace_block") == 0
+    assert remembered_family(client) is None
