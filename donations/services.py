@@ -20,14 +20,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from crawlers.detection import Transfer
+from donations.identity import find_at_identity, sighting_match
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import donation_tokens, round_usd, sale_state, usd_value
 from donations.totals import Deltas, stats_save
@@ -87,21 +88,12 @@ def _priced(sighting: Sighting, token_price: Decimal) -> Priced:
     )
 
 
-def _find(transfer: Transfer, *, lock: bool) -> Donation | None:
-    rows = Donation.objects.filter(tx_hash=transfer.tx_hash)
-    rows = (
-        rows.filter(log_index__isnull=True) if transfer.log_index is None else rows.filter(log_index=transfer.log_index)
-    )
-    if lock:
-        rows = rows.select_for_update()
-    return rows.first()
-
-
 def _new_row(sighting: Sighting, priced: Priced) -> Donation:
     t = sighting.transfer
     return Donation(
         tx_hash=t.tx_hash,
         log_index=t.log_index,
+        trace_address=t.trace_address,
         address=t.donor,
         asset=t.asset,
         amount=t.amount,
@@ -117,8 +109,10 @@ def _new_row(sighting: Sighting, priced: Priced) -> Donation:
 
 
 def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
-    """A row recorded anew from another sighting: an unconfirmed row whose block was re-orged away, or a
-    failed one found in a finalized block. It takes that block, its minute's price and the tier now."""
+    """A row recorded anew from another sighting of this very transfer (`sighting_match`): an unconfirmed
+    row whose block was re-orged away, or a failed one found in a finalized block. It takes that block,
+    its minute's ETH price and the `priced` tokens the caller derived for it."""
+    donation.log_index = sighting.transfer.log_index
     donation.block_number = sighting.transfer.block_number
     donation.block_hash = sighting.transfer.block_hash
     donation.block_time = sighting.block_time
@@ -126,8 +120,10 @@ def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
     donation.price = priced.token_price
     donation.eth_price = priced.eth_price
     donation.tokens = priced.tokens
+    donation.next_look_at = None
     donation.save(
         update_fields=[
+            "log_index",
             "block_number",
             "block_hash",
             "block_time",
@@ -135,6 +131,7 @@ def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
             "price",
             "eth_price",
             "tokens",
+            "next_look_at",
             "modified_at",
         ]
     )
@@ -148,28 +145,29 @@ def donation_record_unconfirmed(
     This is where a donation is priced, once: at the tier of the confirmed total now (`confirmed_tokens`
     when the caller holds the stats lock, else the stored row). Tokens are never zeroed here: the closed
     rule is applied at confirmation, since the sale may reopen before then. A confirmed or failed row is
-    left alone; an unconfirmed row from a block that is no longer canonical is recorded anew from this
-    block (its hash, time and minute's ETH price) at the tier price it was first recorded with.
+    left alone; an unconfirmed row from a block that is no longer canonical moves to where the transfer
+    is seen now (log index included, see `donations/identity.py`): that block's hash, time and minute's
+    ETH price, at the tier price it was first recorded with, so a re-org never makes a second row.
     """
     if confirmed_tokens is None:
         confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
     state = sale_state(confirmed_tokens, tiers)
     with transaction.atomic():
-        existing = _find(sighting.transfer, lock=True)
-        if existing is None:
-            try:
-                with transaction.atomic():
-                    row = _new_row(sighting, _priced(sighting, state.token_price))
-                    row.save(force_insert=True)
-                    return row, Outcome.INSERTED
-            except IntegrityError:  # another writer inserted it first: theirs stands
-                return _find(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
-        if existing.status == DonationStatus.UNCONFIRMED and existing.block_hash != sighting.transfer.block_hash:
+        match = sighting_match(sighting.transfer)
+        if match.move:
             # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
             # was first recorded at (priced once), so only a changed ETH price moves its tokens.
-            _move_to(existing, sighting, _priced(sighting, existing.price))
-            return existing, Outcome.MOVED
-        return existing, Outcome.UNCHANGED
+            _move_to(match.row, sighting, _priced(sighting, match.row.price))  # type: ignore[union-attr]
+            return match.row, Outcome.MOVED  # type: ignore[return-value]
+        if match.row is not None:
+            return match.row, Outcome.UNCHANGED
+        try:
+            with transaction.atomic():
+                row = _new_row(sighting, _priced(sighting, state.token_price))
+                row.save(force_insert=True)
+                return row, Outcome.INSERTED
+        except IntegrityError:  # another writer inserted it first: theirs stands
+            return find_at_identity(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
 
 
 def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequence[SaleTier]) -> str:
@@ -348,6 +346,27 @@ def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[in
             Donation.objects.filter(id__in=seen_ids, absent_count__gt=0).update(
                 absent_count=0, modified_at=timezone.now()
             )
+
+
+_LOOK_LATER = """
+UPDATE donation
+SET next_look_at = %(now)s + LEAST(GREATEST((%(now)s - block_time) / 8, %(min)s), %(max)s), modified_at = now()
+WHERE id = ANY(%(ids)s) AND status = 'unconfirmed'
+"""
+
+
+def donations_look_later(
+    *, donation_ids: Sequence[int], now: datetime, min_delay: timedelta, max_delay: timedelta
+) -> None:
+    """Give the still-unconfirmed rows among `donation_ids` a next-look time: an eighth of their age from
+    `now`, within [min_delay, max_delay] (the old-unconfirmed crawler's back-off). Under the campaign
+    lock like every other write to donation rows."""
+    if not donation_ids:
+        return
+    with transaction.atomic():
+        stats_lock()
+        with connection.cursor() as cursor:
+            cursor.execute(_LOOK_LATER, {"now": now, "min": min_delay, "max": max_delay, "ids": sorted(donation_ids)})
 
 
 # --- the operator's lever: pause and resume -------------------------------------------------------
