@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST
+from crawlers.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.services import cursor_get
 from crawlers.tasks import crawl_latest
 from donations.models import Donation, DonationStats
@@ -201,6 +204,10 @@ def test_pause_across_a_tier_boundary_and_resume(stack_factory, settings):
     assert shown == {held[0]: "2000000", held[1]: "2000000"}
 
     assert campaign_resume(operator="chaos", tiers=settings.CONFIG.sale_tiers) == "open"
+    # The old-unconfirmed crawler saw the held rows before their blocks were final and backed off (an
+    # eighth of their age, at least 5 minutes): its first run after that back-off credits them.
+    judged = crawl_old_unconfirmed(now=timezone.now() + timedelta(hours=1))
+    assert judged.confirmed == 2, judged.summary()
     stack.drive(lambda: not Donation.objects.filter(status="unconfirmed").exists(), timeout=60)
 
     rows = {d.tx_hash: d for d in Donation.objects.all()}
