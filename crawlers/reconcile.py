@@ -24,6 +24,7 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from crawlers.detection import Transfer
+from crawlers.drift import freeze_on_drift
 from crawlers.models import FINALIZED, ReconcileRun
 from crawlers.rpc import RpcClient
 from crawlers.services import RANGE_BLOCKS, RECONCILE, chain_tips, cursor_get, make_client, scan_range
@@ -47,6 +48,7 @@ class ReconcileReport:
     transfers: int = 0
     discrepancies: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # the discrepancies that are missing evidence, not drift
 
     @property
     def ok(self) -> bool:
@@ -106,6 +108,7 @@ def reconcile(
         if held is not None:
             why = f"not checked, no evidence from the provider ({held})"
             report.discrepancies.append(f"blocks {held.number}..{stop}: {why}")
+            report.unchecked.append(report.discrepancies[-1])
         position = stop + 1
     report.transfers = len(on_chain)
 
@@ -155,6 +158,7 @@ def reconcile(
         summary=report.summary(),
     )
     (logger.info if report.ok else logger.error)("%s", report.summary())
+    freeze_on_drift(report)
     return report
 
 
