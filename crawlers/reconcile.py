@@ -96,6 +96,7 @@ def reconcile(
 
     on_chain: dict[tuple[str, int | None], Transfer] = {}
     reverted: dict[str, int] = {}
+    unchecked: list[range] = []  # blocks without evidence: their rows can be neither confirmed nor refuted
     position = from_block
     while position <= end:
         stop = min(end, position + RANGE_BLOCKS - 1)
@@ -109,6 +110,7 @@ def reconcile(
             why = f"not checked, no evidence from the provider ({held})"
             report.discrepancies.append(f"blocks {held.number}..{stop}: {why}")
             report.unchecked.append(report.discrepancies[-1])
+            unchecked.append(range(held.number, stop + 1))
         position = stop + 1
     report.transfers = len(on_chain)
 
@@ -141,7 +143,11 @@ def reconcile(
             report.discrepancies.append(
                 f"block {reverted[row.tx_hash]}: donation id {row.id} ({row.tx_hash}) is confirmed but reverted"
             )
-        elif from_block <= row.block_number <= end and key not in on_chain:
+        elif (
+            from_block <= row.block_number <= end
+            and key not in on_chain
+            and not any(row.block_number in blocks for blocks in unchecked)
+        ):
             report.discrepancies.append(
                 f"block {row.block_number}: confirmed donation id {row.id} ({row.asset} {row.amount}, "
                 f"{row.tx_hash}) is not in its block"
