@@ -246,7 +246,12 @@ def _database_families() -> Iterable[Metric]:
         donations.add_metric([row["status"], row["asset"]], row["n"])
     yield donations
 
-    latest = Price.objects.filter(asset=ETH).order_by("-created_at").values_list("created_at", flat=True).first()
+    latest = (
+        Price.objects.filter(asset=ETH, created_at__lte=now)
+        .order_by("-created_at")
+        .values_list("created_at", flat=True)
+        .first()
+    )
     age = GaugeMetricFamily("dws_price_age_seconds", "Seconds since the minute of the latest ETH price on record.")
     if latest is not None:
         age.add_metric([], (now - latest).total_seconds())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -127,3 +128,10 @@ def probe(kind: str, env: Mapping[str, str], *extra: str) -> subprocess.Complete
         timeout=60,
         check=False,
     )
+
+
+def os_port() -> int:
+    """A port the OS picks (not the first free one of a fixed range, which parallel test runs race for)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
