@@ -59,10 +59,24 @@ def serve_worker_metrics(**_: object) -> None:
 
 
 @signals.worker_process_init.connect
-def note_sigterm_in_pool(**_: object) -> None:
-    from dws_project.shutdown import install_pool_handler
+def mark_pool_process(**_: object) -> None:
+    from dws_project.shutdown import pool_process_started
 
-    install_pool_handler()
+    pool_process_started()
+
+
+@signals.task_prerun.connect
+def note_sigterm_while_working(**_: object) -> None:
+    from dws_project.shutdown import task_started
+
+    task_started()
+
+
+@signals.task_postrun.connect
+def sigterm_stops_an_idle_process(**_: object) -> None:
+    from dws_project.shutdown import task_finished
+
+    task_finished()
 
 
 @signals.worker_process_shutdown.connect

@@ -17,6 +17,7 @@ import threading
 logger = logging.getLogger("dws.shutdown")
 
 _requested = threading.Event()
+_state = {"pool_process": False, "busy": False, "previous": None}
 
 
 def requested() -> bool:
@@ -25,14 +26,39 @@ def requested() -> bool:
 
 
 def _note(signum: int, frame: object) -> None:
+    if not _state["busy"]:  # idle: stop the way the pool always did
+        previous = _state["previous"]
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     if not _requested.is_set():
         _requested.set()
         logger.warning("pool process %d: SIGTERM received; stopping after the block in hand", os.getpid())
 
 
-def install_pool_handler() -> None:
-    """In a pool process: SIGTERM asks for a stop instead of killing the process mid-task."""
-    signal.signal(signal.SIGTERM, _note)
+def task_started() -> None:
+    """In a pool process, as a task starts: from now on SIGTERM asks the task to stop at a safe point.
+
+    Installed here, not at process start: the pool sets its own SIGTERM handler after the process
+    initializer has run; ours keeps it for when no task is running.
+    """
+    if not _state["pool_process"]:  # solo pool / eager: the main process keeps Celery's own handler
+        return
+    if signal.getsignal(signal.SIGTERM) is not _note:
+        _state["previous"] = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _note)
+    _state["busy"] = True
+
+
+def pool_process_started() -> None:
+    _state["pool_process"] = True
+
+
+def task_finished() -> None:
+    _state["busy"] = False
 
 
 def signal_pool_processes() -> None:
