@@ -17,7 +17,7 @@ from crawlers.tasks import crawl_finalized, crawl_latest
 from donations.models import Donation, DonationStats
 from dws_project.redis_client import get_redis
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, ROOT
-from tests.ops.processes import Process, os_port, process_environment, worker
+from tests.ops.processes import Process, os_port, probe, process_environment, worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eth_prices")]
 
@@ -132,8 +132,12 @@ def test_the_web_metrics_count_refusals_across_gunicorn_workers(tmp_path):
         web.wait_for(scrape_allowed, 30, "a refilled bucket")
 
         samples = scrape(f"{base}/metrics")
+        alive = probe("web", env)
     finally:
         web.stop()
+
+    assert (alive.returncode, alive.stdout.strip()) == (0, "web: alive")  # the compose health check
+    assert probe("web", env).returncode == 1
 
     assert value(samples, "dws_ratelimit_refusals_total") == statuses.count(429)
     assert value(samples, "dws_campaign_status", status="open") == 1
