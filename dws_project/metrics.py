@@ -196,16 +196,23 @@ def rate_limit_refused() -> None:
 # --- read from the database at scrape time -------------------------------------------------------------
 
 
+# The database gauges are computed once per this many seconds for all processes and targets (shared
+# through the Redis cache): with a million donations the counts take ~0.35 s, and three targets
+# scraping every 15 s must not each pay for it.
+DATABASE_CACHE_KEY = "dws:metrics-database"
+DATABASE_CACHE_SECONDS = 10
+
+
 class DatabaseCollector(Collector):
-    """Gauges read from PostgreSQL when scraped: a handful of small indexed queries."""
+    """Gauges read from PostgreSQL when scraped (shared for DATABASE_CACHE_SECONDS by all scrapers)."""
 
     def collect(self) -> Iterator[Metric]:
         from django.db import connection
 
         up = GaugeMetricFamily("dws_metrics_database_up", "1 when the scrape could read the database.")
         try:
-            families = list(_database_families())
-        except Exception:
+            families = [_family(*spec) for spec in _cached_database_specs()]
+        except Exception:  # a scrape must answer, even with the database down
             logger.warning("metrics: the database could not be read", exc_info=True)
             families = []
             up.add_metric([], 0)
@@ -215,6 +222,37 @@ class DatabaseCollector(Collector):
             connection.close()  # scrapes come from a server thread; never leave its connection open
         yield up
         yield from families
+
+
+FamilySpec = tuple[str, str, list[str], list[tuple[list[str], float]]]
+
+
+def _family(name: str, documentation: str, labels: list[str], samples: list[tuple[list[str], float]]) -> Metric:
+    family = GaugeMetricFamily(name, documentation, labels=labels)
+    for values, sample in samples:
+        family.add_metric(values, sample)
+    return family
+
+
+def _cached_database_specs() -> list[FamilySpec]:
+    from django.core.cache import cache
+    from redis.exceptions import RedisError
+
+    def compute() -> list[FamilySpec]:
+        return [(f.name, f.documentation, _labels(f), _samples(f)) for f in _database_families()]
+
+    try:
+        return cache.get_or_set(DATABASE_CACHE_KEY, compute, DATABASE_CACHE_SECONDS)
+    except RedisError:  # Redis down: the database still answers, every scrape pays for itself
+        return compute()
+
+
+def _labels(family: Metric) -> list[str]:
+    return list(getattr(family, "_labelnames", ()))
+
+
+def _samples(family: Metric) -> list[tuple[list[str], float]]:
+    return [(list(sample.labels.values()), sample.value) for sample in family.samples]
 
 
 def _database_families() -> Iterable[Metric]:
