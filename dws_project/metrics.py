@@ -14,6 +14,7 @@ the only calls the rest of the code makes; a metric never raises into a job.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -88,12 +89,18 @@ PRICE_CYCLES = Counter(
 RATE_LIMIT_REFUSALS = Counter("dws_ratelimit_refusals", "API requests refused by the per-client rate limit (429).")
 
 # The held reasons, by what they ask of an operator (a free text label would explode the series).
-_HELD_REASONS = (
+_HELD_REASONS = (  # first match wins: crawlers/services.py's hold texts
     ("shutdown", "shutdown"),
-    ("price", "price-missing"),
-    ("no evidence", "no-evidence"),
-    ("does not build on", "finalized-mismatch"),
+    ("dws_block_cache", "block-cache"),
+    ("does not build on the finalized", "finalized-mismatch"),
+    ("re-org", "reorg"),
+    ("eth price", "price-missing"),
+    ("malformed", "malformed"),
     ("behind our cursor", "node-behind"),
+    ("no evidence", "no-evidence"),
+    ("no block from", "no-evidence"),
+    ("no transfer logs", "no-evidence"),
+    ("no tx receipt", "no-evidence"),
 )
 _DROP_REASONS = (
     ("non-positive", "non-positive"),
@@ -114,6 +121,7 @@ def drop_reason(text: str) -> str:
 
 
 def _never_raise(func):
+    @functools.wraps(func)
     def guarded(*args, **kwargs):
         try:
             return func(*args, **kwargs)
@@ -121,8 +129,6 @@ def _never_raise(func):
             logger.warning("metrics hook %s failed", func.__name__, exc_info=True)
             return None
 
-    guarded.__name__ = func.__name__
-    guarded.__doc__ = func.__doc__
     return guarded
 
 
