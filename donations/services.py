@@ -373,15 +373,22 @@ def donations_look_later(
 
 
 @transaction.atomic
-def campaign_pause(*, operator: str) -> bool:
-    """Halt crediting (the crawlers keep recording); False when it was paused already."""
+def campaign_pause(*, operator: str, reason: str = "") -> bool:
+    """Halt crediting (the crawlers keep recording); False when it was paused already (the first
+    pause's reason is kept)."""
     stats = stats_lock()
     if stats.status == CampaignStatus.PAUSED:
         return False
     was = stats.status
     stats.status = CampaignStatus.PAUSED
-    stats.save(update_fields=["status", "modified_at"])
-    logger.warning("campaign paused by %s (was %s): no donation is credited until it is resumed", operator, was)
+    stats.paused_reason, stats.paused_by, stats.paused_at = reason, operator[:200], timezone.now()
+    stats.save(update_fields=["status", "paused_reason", "paused_by", "paused_at", "modified_at"])
+    logger.warning(
+        "campaign paused by %s (was %s)%s: no donation is credited until it is resumed",
+        operator,
+        was,
+        f", reason: {reason}" if reason else "",
+    )
     return True
 
 
@@ -394,6 +401,8 @@ def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     if stats.status != CampaignStatus.PAUSED:
         return None
     stats.status = CampaignStatus.OPEN  # not the answer: stats_recompute derives it below
+    stats.paused_reason, stats.paused_by, stats.paused_at = "", "", None
+    stats.save(update_fields=["paused_reason", "paused_by", "paused_at"])
     stats_recompute(stats=stats, tiers=tiers)
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status
