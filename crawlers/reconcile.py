@@ -24,6 +24,7 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from crawlers.detection import Transfer
+from crawlers.drift import freeze_on_drift
 from crawlers.models import FINALIZED, ReconcileRun
 from crawlers.rpc import RpcClient
 from crawlers.services import RANGE_BLOCKS, RECONCILE, chain_tips, cursor_get, make_client, scan_range
@@ -47,6 +48,7 @@ class ReconcileReport:
     transfers: int = 0
     discrepancies: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)  # the discrepancies that are missing evidence, not drift
 
     @property
     def ok(self) -> bool:
@@ -94,6 +96,7 @@ def reconcile(
 
     on_chain: dict[tuple[str, int | None], Transfer] = {}
     reverted: dict[str, int] = {}
+    unchecked: list[range] = []  # blocks without evidence: their rows can be neither confirmed nor refuted
     position = from_block
     while position <= end:
         stop = min(end, position + RANGE_BLOCKS - 1)
@@ -106,6 +109,8 @@ def reconcile(
         if held is not None:
             why = f"not checked, no evidence from the provider ({held})"
             report.discrepancies.append(f"blocks {held.number}..{stop}: {why}")
+            report.unchecked.append(report.discrepancies[-1])
+            unchecked.append(range(held.number, stop + 1))
         position = stop + 1
     report.transfers = len(on_chain)
 
@@ -138,7 +143,11 @@ def reconcile(
             report.discrepancies.append(
                 f"block {reverted[row.tx_hash]}: donation id {row.id} ({row.tx_hash}) is confirmed but reverted"
             )
-        elif from_block <= row.block_number <= end and key not in on_chain:
+        elif (
+            from_block <= row.block_number <= end
+            and key not in on_chain
+            and not any(row.block_number in blocks for blocks in unchecked)
+        ):
             report.discrepancies.append(
                 f"block {row.block_number}: confirmed donation id {row.id} ({row.asset} {row.amount}, "
                 f"{row.tx_hash}) is not in its block"
@@ -155,6 +164,7 @@ def reconcile(
         summary=report.summary(),
     )
     (logger.info if report.ok else logger.error)("%s", report.summary())
+    freeze_on_drift(report)
     return report
 
 

@@ -34,6 +34,7 @@ from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcC
 from crawlers.rpc import Outcome as RpcOutcome
 from donations.models import Donation, DonationStatus, amount_scale
 from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
+from dws_project import shutdown
 from dws_project.config import Config
 from dws_project.locks import exclusive_run
 from prices.models import ETH, Price, PriceRequest
@@ -547,7 +548,7 @@ def crawl(
         return result
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
-    while position < tip and result.blocks < budget:
+    while position < tip and result.blocks < budget and not shutdown.requested():
         end = int(min(tip, position + RANGE_BLOCKS, position + budget - result.blocks))
         blocks, held = scan_range(client, config, position + 1, end, label)
         if blocks and position_hash and blocks[0].header.parent_hash != position_hash:
@@ -563,6 +564,8 @@ def crawl(
             return result
         if blocks:
             position, position_hash = blocks[-1].header.number, blocks[-1].header.hash
+    if shutdown.requested() and (result.cursor or 0) < tip:
+        result.held = f"shutdown requested; stopped between blocks at {result.cursor}, the next run continues"
     return result
 
 
@@ -579,6 +582,8 @@ def _record_blocks(
     the first block that cannot be proven; return that hold, or the scan's own, already reported."""
     try:
         for block in blocks:
+            if shutdown.requested():  # SIGTERM: between two blocks, never inside one
+                return None
             with transaction.atomic():
                 _write_block(label, block, config, result)
                 if move_cursor:

@@ -17,7 +17,7 @@ from crawlers.old_unconfirmed import MIN_AGE
 from crawlers.progress import catch_up_status
 from crawlers.rpc import Answer, RpcClient
 from crawlers.services import LABELS, cursor_get, make_probe_client
-from donations.models import Donation, DonationStatus
+from donations.models import Donation, DonationStats, DonationStatus
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
 UNKNOWN = "unknown"
@@ -83,7 +83,14 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
     open_requests = PriceRequest.objects.exclude(status=PriceRequestStatus.SUCCEEDED)
     oldest_request = open_requests.order_by("requested_at").values_list("requested_at", flat=True).first()
     last_run = ReconcileRun.objects.order_by("-finished_at").first()
+    campaign = DonationStats.objects.get()
     return {
+        "campaign": {
+            "status": campaign.status,
+            "paused_reason": campaign.paused_reason or None,
+            "paused_by": campaign.paused_by or None,
+            "paused_at": _iso(campaign.paused_at),
+        },
         "status": "degraded" if degraded else "ok",
         "chain": {
             "head": head[0] if head else UNKNOWN,

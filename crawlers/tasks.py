@@ -13,7 +13,8 @@ from crawlers.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unc
 from crawlers.progress import catch_up_clear, catch_up_record
 from crawlers.reconcile import reconcile_last_day
 from crawlers.rpc import RpcClient
-from crawlers.services import CrawlResult, crawl, job_name
+from crawlers.services import CrawlResult, crawl, job_name, make_client
+from dws_project import metrics
 from dws_project.locks import non_overlapping
 
 logger = logging.getLogger("dws.crawlers")
@@ -30,6 +31,8 @@ RUN_MAX_BLOCKS = int(getattr(settings, "CRAWLER_RUN_MAX_BLOCKS", 1000))
 
 def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult | None:
     """One run under the crawler's non-overlap lock; None when another run holds it."""
+    client = client or make_client()
+    trips_before = client.round_trips
 
     @non_overlapping(job_name(label), ttl=LOCK_TTL)
     def guarded() -> CrawlResult:
@@ -38,6 +41,7 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
     started = time.monotonic()
     result = guarded()
     _log(result)
+    metrics.crawl_observed(result, client=client, trips_before=trips_before)
     if result is not None:
         if result.more_to_do:
             catch_up_record(

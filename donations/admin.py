@@ -52,8 +52,27 @@ class DonationAdmin(ReadOnlyAdmin):
 
 @admin.register(DonationStats)
 class CampaignAdmin(ReadOnlyAdmin):
-    list_display = ("status", "total", "tokens", "tier", "sale_cap", "beyond_cap", "modified_at")
-    readonly_fields = ("status", "total", "tokens", "created_at", "modified_at")
+    list_display = (
+        "status",
+        "total",
+        "tokens",
+        "tier",
+        "sale_cap",
+        "beyond_cap",
+        "paused_by",
+        "paused_reason",
+        "modified_at",
+    )
+    readonly_fields = (
+        "status",
+        "total",
+        "tokens",
+        "paused_reason",
+        "paused_by",
+        "paused_at",
+        "created_at",
+        "modified_at",
+    )
     actions = ["pause", "resume"]
 
     @admin.display(description="tier (from the confirmed tokens)")

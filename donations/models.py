@@ -125,6 +125,11 @@ class DonationStats(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+    # Why the campaign is paused and by whom (an operator, or `reconcile` freezing on drift); empty
+    # while it is not paused.
+    paused_reason = models.TextField(blank=True, default="", db_default="")
+    paused_by = models.CharField(max_length=200, blank=True, default="", db_default="")
+    paused_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "donation_stats"

@@ -31,7 +31,7 @@ from crawlers.detection import Transfer
 from donations.identity import find_at_identity, sighting_match
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import donation_tokens, round_usd, sale_state, usd_value
-from donations.totals import Deltas, stats_save
+from donations.totals import Deltas, stats_recompute, stats_save
 from dws_project.config import SaleTier
 
 logger = logging.getLogger("dws.donations")
@@ -373,27 +373,38 @@ def donations_look_later(
 
 
 @transaction.atomic
-def campaign_pause(*, operator: str) -> bool:
-    """Halt crediting (the crawlers keep recording); False when it was paused already."""
+def campaign_pause(*, operator: str, reason: str = "") -> bool:
+    """Halt crediting (the crawlers keep recording); False when it was paused already (the first
+    pause's reason is kept)."""
     stats = stats_lock()
     if stats.status == CampaignStatus.PAUSED:
         return False
     was = stats.status
     stats.status = CampaignStatus.PAUSED
-    stats.save(update_fields=["status", "modified_at"])
-    logger.warning("campaign paused by %s (was %s): no donation is credited until it is resumed", operator, was)
+    stats.paused_reason, stats.paused_by, stats.paused_at = reason, operator[:200], timezone.now()
+    stats.save(update_fields=["status", "paused_reason", "paused_by", "paused_at", "modified_at"])
+    logger.warning(
+        "campaign paused by %s (was %s)%s: no donation is credited until it is resumed",
+        operator,
+        was,
+        f", reason: {reason}" if reason else "",
+    )
     return True
 
 
 @transaction.atomic
 def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     """Lift a pause: open or closed is re-derived from the confirmed tokens against the sale cap (by
-    `stats_save`, the one place that derives it), never set bluntly. Returns the new status, or
-    None when the campaign was not paused."""
+    `stats_save`, the one place that derives it, through `stats_recompute`), never set bluntly.
+    Returns the new status, or None when the campaign was not paused."""
     stats = stats_lock()
     if stats.status != CampaignStatus.PAUSED:
         return None
-    stats.status = CampaignStatus.OPEN  # not the answer: stats_save derives it below
-    stats_save(stats=stats, tiers=tiers)
+    stats.status = CampaignStatus.OPEN  # not the answer: stats_recompute derives it below
+    stats.paused_reason, stats.paused_by, stats.paused_at = "", "", None
+    stats.save(update_fields=["paused_reason", "paused_by", "paused_at"])
+    # A rare operator action, and the usual end of a freeze on drift: the campaign totals are re-summed
+    # from the confirmed donations here (a full scan), unlike on the crawlers' per-block path.
+    stats_recompute(stats=stats, tiers=tiers)
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import environ
 from eth_hash.auto import keccak
 
+from dws_project import ops_config
 from dws_project.redaction import redact_url
 
 # Stable coins the crawlers hold an ERC-20 ABI for; an asset outside this set is refused at start.
@@ -95,6 +96,11 @@ class Config:
     allowed_hosts: tuple[str, ...]
     debug: bool
     log_level: str
+    # Operations (issue 14): the automatic pause on drift, the worker's metrics server, heartbeats.
+    freeze_on_drift: bool = True
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    heartbeat_dir: str = ops_config.DEFAULT_HEARTBEAT_DIR
 
     @property
     def eth_rpc_origin(self) -> str:
@@ -297,6 +303,10 @@ def load_config(environ_: Mapping[str, str]) -> Config:
             venue_urls[venue.lower()] = values[var]  # type: ignore[assignment]
     read("DWS_VENUE_TIMEOUT", _parse_venue_timeout, default=5.0)
     read("DWS_TRACE", _parse_trace_mode, default="auto")
+    read("DWS_FREEZE_ON_DRIFT", ops_config.parse_on_off, default=True)
+    read("DWS_METRICS_PORT", ops_config.parse_port, default=None)
+    read("DWS_METRICS_HOST", ops_config.parse_listen_host, default="127.0.0.1")
+    read("DWS_HEARTBEAT_DIR", ops_config.parse_absolute_path, default=ops_config.DEFAULT_HEARTBEAT_DIR)
     debug = bool(values.get("DJANGO_DEBUG"))
     # Outside development a missing secret key stops the process; DEBUG gets a throwaway one.
     read(
@@ -332,6 +342,10 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         allowed_hosts=values["DJANGO_ALLOWED_HOSTS"],  # type: ignore[arg-type]
         debug=debug,
         log_level=values["DWS_LOG_LEVEL"],  # type: ignore[arg-type]
+        freeze_on_drift=values["DWS_FREEZE_ON_DRIFT"],  # type: ignore[arg-type]
+        metrics_port=values["DWS_METRICS_PORT"],  # type: ignore[arg-type]
+        metrics_host=values["DWS_METRICS_HOST"],  # type: ignore[arg-type]
+        heartbeat_dir=values["DWS_HEARTBEAT_DIR"],  # type: ignore[arg-type]
     )
 
 
