@@ -25,6 +25,7 @@ from django.utils import timezone
 from crawlers.detection import Transfer
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import SaleState, round_usd, sale_state, tokens_for
+from donations.webhooks import webhook_campaign_status, webhook_donation_event
 from dws_project.config import SaleTier
 from prices.models import TOKEN, Price
 
@@ -125,11 +126,13 @@ def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]
                 with transaction.atomic():
                     row = _new_row(sighting, price, tokens)
                     row.save(force_insert=True)
+                    webhook_donation_event(row, "donation.seen")
                     return row, Outcome.INSERTED
             except IntegrityError:  # another writer inserted it first: theirs stands
                 return _find(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
         if existing.status == DonationStatus.UNCONFIRMED and existing.block_hash != sighting.transfer.block_hash:
             _move_to(existing, sighting, price, tokens)
+            webhook_donation_event(existing, "donation.moved")
             return existing, Outcome.MOVED
         return existing, Outcome.UNCHANGED
 
@@ -155,6 +158,7 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
     donation.save(update_fields=["price", "tokens", "status", "modified_at"])
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
+    webhook_donation_event(donation, "donation.confirmed")
     return Outcome.CONFIRMED
 
 
@@ -170,6 +174,9 @@ def donation_fail_reverted(*, donation: Donation) -> bool:
     )
     donation.status = DonationStatus.FAILED
     donation.save(update_fields=["status", "modified_at"])
+    webhook_donation_event(
+        donation, "donation.failed", reason="reverted", detail="its finalized receipt reports a revert"
+    )
     return True
 
 
@@ -180,11 +187,14 @@ def stats_recompute(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> Donat
     """
     total, tokens, _ = confirmed_totals()
     state = sale_state(tokens, tiers)
+    was = stats.status
     stats.total = round_usd(total)
     stats.tokens = tokens
     if stats.status != CampaignStatus.PAUSED:
         stats.status = CampaignStatus.CLOSED if state.closed else CampaignStatus.OPEN
     stats.save(update_fields=["total", "tokens", "status", "modified_at"])
+    if was != stats.status and was != CampaignStatus.PAUSED:
+        webhook_campaign_status(stats, stats.status)  # open <-> closed
     token_price_record(state=state, confirmed_tokens=tokens)
     return stats
 
@@ -314,6 +324,9 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
         logger.warning("donation %s (%s, id %d) unconfirmed -> failed: %s", row.tx_hash, row.asset, row.id, reason)
         row.status = DonationStatus.FAILED
         row.save(update_fields=["status", "modified_at"])
+        webhook_donation_event(
+            row, "donation.failed", reason="reverted" if "revert" in reason else "dropped", detail=reason
+        )
     if rows:
         stats_recompute(stats=stats, tiers=tiers)
         user_data_refresh(addresses=[row.address for row in rows])
@@ -351,6 +364,7 @@ def campaign_pause(*, operator: str) -> bool:
     was = stats.status
     stats.status = CampaignStatus.PAUSED
     stats.save(update_fields=["status", "modified_at"])
+    webhook_campaign_status(stats, "paused")
     logger.warning("campaign paused by %s (was %s): no donation is credited until it is resumed", operator, was)
     return True
 
@@ -365,5 +379,6 @@ def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
         return None
     stats.status = CampaignStatus.OPEN  # not the answer: stats_recompute derives it below
     stats_recompute(stats=stats, tiers=tiers)
+    webhook_campaign_status(stats, "resumed")
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status
