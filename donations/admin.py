@@ -114,6 +114,7 @@ class UserDataAdmin(ReadOnlyAdmin):
 class WebhookEndpointForm(forms.ModelForm):
     """The secret is write-only: never rendered back; left blank on an edit, it stays as it was."""
 
+    url = forms.URLField(max_length=500, assume_scheme="https")
     secret = forms.CharField(
         widget=forms.PasswordInput(render_value=False),
         required=False,

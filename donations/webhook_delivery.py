@@ -31,8 +31,8 @@ logger = logging.getLogger("dws.webhooks")
 RETRY_WINDOW = timedelta(hours=24)
 FIRST_RETRY = timedelta(seconds=30)
 MAX_RETRY_DELAY = timedelta(hours=1)
-# Seconds for the connection and for the answer (a Django setting, so a test can shorten it).
-TIMEOUT = float(getattr(settings, "DWS_WEBHOOK_TIMEOUT", 10.0))
+# Seconds for the connection and for the answer (the Django setting DWS_WEBHOOK_TIMEOUT overrides it).
+DEFAULT_TIMEOUT = 10.0
 
 
 @dataclass
@@ -124,7 +124,12 @@ def send(url: str, secret: str, payload: dict, *, timeout: float | None = None) 
     started = time.monotonic()
     try:
         response = requests.post(
-            url, data=body, headers=headers, timeout=timeout or TIMEOUT, allow_redirects=False, stream=True
+            url,
+            data=body,
+            headers=headers,
+            timeout=timeout or float(getattr(settings, "DWS_WEBHOOK_TIMEOUT", DEFAULT_TIMEOUT)),
+            allow_redirects=False,
+            stream=True,
         )
         response.close()  # the answer's body is not ours to read
         return response.status_code, "" if response.ok else f"HTTP {response.status_code}", _ms(started)
