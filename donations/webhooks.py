@@ -69,7 +69,7 @@ def _kick_delivery() -> None:
     try:
         from donations.tasks import deliver_webhooks
 
-        deliver_webhooks.apply_async(expires=60)
+        deliver_webhooks.apply_async(expires=60, retry=False)  # no waiting on a broker after a commit
     except Exception as exc:  # noqa: BLE001 - never let a broker hiccup reach a crawler
         logger.warning("webhooks: could not queue a delivery run (%s); the periodic run will send them", exc)
 
@@ -120,6 +120,26 @@ def webhook_campaign_status(stats: Any, change: str) -> WebhookEvent | None:
     key = f"{_chain()}:campaign:{change}:{uuid.uuid4().hex}"
     return webhook_event_record(
         event=WebhookEventType.CAMPAIGN_STATUS, idempotency_key=key, order_key="campaign", data=data
+    )
+
+
+def webhook_inflow_unexplained(
+    *, inflow_id: int, asset: str, amount: str, block_number: int, block_hash: str, **extra: Any
+) -> WebhookEvent | None:
+    """`inflow.unexplained`: for the code that records an unexplained inflow, inside its transaction.
+    `amount` is a string (the recorded Decimal as text); anything else the record holds goes in `extra`."""
+    data = {
+        "chain_id": settings.CONFIG.chain_id,
+        "id": inflow_id,
+        "asset": asset,
+        "amount": amount,
+        "block_number": block_number,
+        "block_hash": block_hash,
+        **extra,
+    }
+    key = f"{_chain()}:inflow:{inflow_id}:{WebhookEventType.INFLOW_UNEXPLAINED}"
+    return webhook_event_record(
+        event=WebhookEventType.INFLOW_UNEXPLAINED, idempotency_key=key, order_key=f"inflow:{inflow_id}", data=data
     )
 
 

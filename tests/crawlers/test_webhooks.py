@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -16,9 +17,11 @@ from django.utils import timezone
 from crawlers.models import FINALIZED, LATEST
 from crawlers.services import crawl
 from donations.models import Donation, DonationStats
-from donations.services import campaign_pause, campaign_resume
+from donations.services import campaign_pause, campaign_resume, donations_fail_unconfirmed
+from donations.tasks import deliver_webhooks
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from donations.webhooks import webhook_inflow_unexplained
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.webhook_receiver import Receiver, webhook_receiver
 
@@ -198,3 +201,48 @@ def test_webhook_test_refuses_a_non_http_url_and_a_missing_secret(monkeypatch):
         call_command("webhook_test", "file:///etc/passwd")
     with pytest.raises(CommandError, match="DWS_WEBHOOK_TEST_SECRET is not set"):
         call_command("webhook_test", "http://127.0.0.1:9/")
+
+
+def unconfirmed_donation(tx: str) -> Donation:
+    return Donation.objects.create(
+        tx_hash=tx,
+        log_index=None,
+        address=ACCOUNTS[1],
+        asset="eth",
+        amount=Decimal("0.5"),
+        usd_amount=Decimal("1000.00"),
+        price=Decimal("0.001"),
+        tokens=1_000_000,
+        status="unconfirmed",
+        block_number=10,
+        block_hash="0x" + "cd" * 32,
+        block_time=timezone.now() - timedelta(days=2),
+    )
+
+
+def test_a_failed_donation_says_whether_it_reverted_or_was_dropped(settings):
+    dropped, reverted = unconfirmed_donation("0x" + "01" * 32), unconfirmed_donation("0x" + "02" * 32)
+    with webhook_receiver() as receiver:
+        endpoint(receiver, ["donation.failed"])
+        tiers = settings.CONFIG.sale_tiers
+        donations_fail_unconfirmed(donation_ids=[dropped.id], reason="absent from chain and mempool", tiers=tiers)
+        donations_fail_unconfirmed(
+            donation_ids=[reverted.id], reason="its finalized receipt reports a revert", tiers=tiers
+        )
+        webhooks_drain()
+
+    failed = {b["data"]["tx_hash"]: (b["data"]["status"], b["data"]["reason"]) for b in bodies(receiver)}
+    assert failed == {dropped.tx_hash: ("failed", "dropped"), reverted.tx_hash: ("failed", "reverted")}
+
+
+def test_an_unexplained_inflow_is_delivered_by_the_celery_task_after_the_commit(django_capture_on_commit_callbacks):
+    with webhook_receiver() as receiver:
+        endpoint(receiver, ["inflow.unexplained"])
+        with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
+            webhook_inflow_unexplained(inflow_id=7, asset="eth", amount="0.25", block_number=12, block_hash="0xab")
+        assert len(callbacks) == 1  # a delivery run is queued once the change commits
+        deliver_webhooks.apply()  # what the worker runs for it
+
+    (body,) = bodies(receiver)
+    assert body["event"] == "inflow.unexplained"
+    assert (body["data"]["id"], body["data"]["asset"], body["data"]["amount"]) == (7, "eth", "0.25")
