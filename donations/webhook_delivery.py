@@ -3,7 +3,8 @@
 Called by the Celery task (donations.tasks.deliver_webhooks) under a non-overlap lock, never from a
 crawler. A delivery is due when it is pending, its retry time has come, and no earlier delivery of the
 same donation (or of the campaign) to the same endpoint is still undelivered: a later event is never
-sent before the earlier one was accepted. Any 2xx is acceptance; anything else (another status, a
+sent before the earlier one was accepted. An inactive endpoint's deliveries wait until it is active
+again. Any 2xx is acceptance; anything else (another status, a
 time-out, a refused connection) is retried with a doubling delay, for at least RETRY_WINDOW after the
 event, then given up (an operator can redeliver it from the admin).
 """
@@ -55,7 +56,7 @@ def due_deliveries(now: datetime, limit: int) -> list[int]:
         endpoint_id=OuterRef("endpoint_id"), order_key=OuterRef("order_key"), event_id__lt=OuterRef("event_id")
     ).exclude(status=DeliveryStatus.DELIVERED)
     rows = (
-        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__active=True)
         .exclude(Exists(earlier_pending))
         .order_by("event_id", "id")
         .values_list("id", flat=True)[:limit]

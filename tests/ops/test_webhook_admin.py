@@ -102,3 +102,17 @@ def test_the_delivery_page_shows_attempts_and_redeliver_sends_it_again(operator)
     assert [r.answered for r in receiver.requests] == ["500", "200", "200"]
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("delivered", 3)
+
+
+def test_an_inactive_endpoint_is_sent_nothing_until_it_is_active_again():
+    with webhook_receiver() as receiver:
+        endpoint = WebhookEndpoint.objects.create(url=receiver.url, secret=SECRET, events=["donation.seen"])
+        webhook_donation_event(a_donation(), "donation.seen")
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=False)
+        webhooks_drain()
+        assert receiver.requests == []
+
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=True)
+        webhooks_drain()
+
+    assert len(receiver.accepted()) == 1
