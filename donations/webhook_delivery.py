@@ -51,36 +51,48 @@ def retry_delay(attempts: int) -> timedelta:
     return min(FIRST_RETRY * (2 ** max(attempts - 1, 0)), MAX_RETRY_DELAY)
 
 
-def due_deliveries(now: datetime, limit: int) -> list[int]:
+def due_deliveries(now: datetime, limit: int, *, skip_endpoints: frozenset[int] = frozenset()) -> list[int]:
     earlier_pending = WebhookDelivery.objects.filter(
         endpoint_id=OuterRef("endpoint_id"), order_key=OuterRef("order_key"), event_id__lt=OuterRef("event_id")
     ).exclude(status=DeliveryStatus.DELIVERED)
     rows = (
         WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__active=True)
         .exclude(Exists(earlier_pending))
+        .exclude(endpoint_id__in=skip_endpoints)
         .order_by("event_id", "id")
-        .values_list("id", flat=True)[:limit]
+        .values_list("id", "endpoint_id")[:limit]
     )
-    return list(rows)
+    return [row[0] for row in rows]
 
 
-def webhooks_drain(*, now: datetime | None = None, limit: int = 200) -> DrainResult:
-    """Send every due delivery (and those an acceptance makes due), up to `limit` attempts."""
+def webhooks_drain(*, now: datetime | None = None, limit: int = 200, budget_seconds: float = 180.0) -> DrainResult:
+    """Send every due delivery (and those an acceptance makes due), up to `limit` attempts and about
+    `budget_seconds` (inside the task's time limit; the next run continues). An endpoint that fails
+    once is skipped for the rest of the run, so one dead receiver does not hold up the others."""
     result = DrainResult()
     attempted: set[int] = set()
-    while len(attempted) < limit:
-        batch = [i for i in due_deliveries(now or timezone.now(), limit) if i not in attempted]
+    failing: set[int] = set()
+    deadline = time.monotonic() + budget_seconds
+    while len(attempted) < limit and time.monotonic() < deadline:
+        due = due_deliveries(now or timezone.now(), limit, skip_endpoints=frozenset(failing))
+        batch = [i for i in due if i not in attempted]
         if not batch:
             break
         for delivery_id in batch[: limit - len(attempted)]:
+            if time.monotonic() >= deadline:
+                break
             attempted.add(delivery_id)
-            _attempt(delivery_id, result, now)
+            endpoint_id, ok = _attempt(delivery_id, result, now)
+            if endpoint_id is not None and not ok:
+                failing.add(endpoint_id)
+                break  # re-read what is due without that endpoint
     if result.delivered or result.failed_attempts or result.gave_up:
         logger.info("%s", result.summary())
     return result
 
 
-def _attempt(delivery_id: int, result: DrainResult, now: datetime | None) -> None:
+def _attempt(delivery_id: int, result: DrainResult, now: datetime | None) -> tuple[int | None, bool]:
+    """One attempt; (endpoint id, accepted), or (None, False) when another worker had the delivery."""
     with transaction.atomic():
         delivery = (
             WebhookDelivery.objects.select_for_update(skip_locked=True)
@@ -89,7 +101,7 @@ def _attempt(delivery_id: int, result: DrainResult, now: datetime | None) -> Non
             .first()
         )
         if delivery is None:
-            return  # another worker has it, or it was delivered meanwhile
+            return None, False  # another worker has it, or it was delivered meanwhile
         status_code, error, duration_ms = send(delivery.endpoint.url, delivery.endpoint.secret, delivery.event.payload)
         at = now or timezone.now()
         WebhookAttempt.objects.create(
@@ -110,6 +122,7 @@ def _attempt(delivery_id: int, result: DrainResult, now: datetime | None) -> Non
             result.failed_attempts += 1
             logger.warning("webhook %s: attempt %d failed (%s)", where, delivery.attempts, error or status_code)
         delivery.save(update_fields=["status", "attempts", "next_attempt_at", "delivered_at", "modified_at"])
+        return delivery.endpoint_id, delivery.status == DeliveryStatus.DELIVERED
 
 
 def send(url: str, secret: str, payload: dict, *, timeout: float | None = None) -> tuple[int | None, str, int]:
