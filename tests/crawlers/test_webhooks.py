@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from datetime import timedelta
@@ -22,6 +23,7 @@ from donations.tasks import deliver_webhooks
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from donations.webhooks import webhook_inflow_unexplained
+from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.webhook_receiver import Receiver, webhook_receiver
 
@@ -263,3 +265,17 @@ def test_a_dead_receiver_does_not_hold_up_another(node, settings):
     assert len(alive.accepted()) == 3
     assert len(dead.requests) == 1  # tried once this run, then left for its retry time
     assert (result.delivered, result.failed_attempts) == (3, 1)
+
+
+def test_reaching_the_sale_cap_sends_campaign_status_closed(node, settings):
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, sale_tiers=(SaleTier(1000, Decimal("0.001")),))
+    with webhook_receiver() as receiver:
+        endpoint(receiver, ["campaign.status"])
+        node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+        crawl(LATEST)
+        node.mine(2)
+        crawl(FINALIZED)
+        webhooks_drain()
+
+    assert DonationStats.objects.get().status == "closed"
+    assert [(b["data"]["change"], b["data"]["status"]) for b in bodies(receiver)] == [("closed", "closed")]
