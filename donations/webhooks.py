@@ -111,7 +111,8 @@ def webhook_donation_event(donation: Any, event: str, **extra: Any) -> WebhookEv
     if event == WebhookEventType.DONATION_MOVED:
         key += f":{donation.block_hash}"  # a donation may move more than once
     data = donation_data(donation) | extra
-    return webhook_event_record(event=event, idempotency_key=key, order_key=f"donation:{subject}", data=data)
+    # Ordered by the row, not its position: a re-org may move a coin donation to another log index.
+    return webhook_event_record(event=event, idempotency_key=key, order_key=f"donation:{donation.pk}", data=data)
 
 
 def webhook_campaign_status(stats: Any, change: str) -> WebhookEvent | None:
