@@ -61,6 +61,11 @@ class CrawlResult:
     failed: int = 0
     held: str | None = None  # why the run stopped short of the tip
 
+    @property
+    def more_to_do(self) -> bool:
+        """The run stopped at its per-run cap, not at a hold, with blocks before its tip still to do."""
+        return self.held is None and self.blocks > 0 and None not in (self.cursor, self.tip) and self.cursor < self.tip
+
     def summary(self) -> str:
         text = (
             f"crawl {self.label}: cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
@@ -432,10 +437,10 @@ def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
         return []
     known = set(
         Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list(
-            "tx_hash", "log_index", "block_hash"
+            "tx_hash", "log_index", "trace_address", "block_hash"
         )
     )
-    return [t for t in transfers if (t.tx_hash, t.log_index, t.block_hash) not in known]
+    return [t for t in transfers if (t.tx_hash, t.log_index, t.trace_address, t.block_hash) not in known]
 
 
 # --- writing one block ----------------------------------------------------------------------------
@@ -464,18 +469,22 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep their USD value; only new sightings need a price.
-    unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers)}
+    unrecorded = {(t.tx_hash, t.log_index, t.trace_address) for t in _unrecorded(block.transfers)}
     priced = {
-        (s.transfer.tx_hash, s.transfer.log_index): s
-        for s in _sightings(block, [t for t in block.transfers if (t.tx_hash, t.log_index) in unrecorded])
+        (s.transfer.tx_hash, s.transfer.log_index, s.transfer.trace_address): s
+        for s in _sightings(
+            block, [t for t in block.transfers if (t.tx_hash, t.log_index, t.trace_address) in unrecorded]
+        )
     }
     sightings = []
     for transfer in block.transfers:
-        key = (transfer.tx_hash, transfer.log_index)
+        key = (transfer.tx_hash, transfer.log_index, transfer.trace_address)
         if key in priced:
             sightings.append(priced[key])
         else:
-            row = Donation.objects.get(tx_hash=transfer.tx_hash, log_index=transfer.log_index)
+            row = Donation.objects.get(
+                tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
+            )
             sightings.append(Sighting(transfer=transfer, block_time=block.header.time, usd_amount=row.usd_amount))
     result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
     if sightings or result.failed:

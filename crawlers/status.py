@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST, ReconcileRun
 from crawlers.old_unconfirmed import MIN_AGE
+from crawlers.progress import catch_up_status
 from crawlers.rpc import Answer, RpcClient
 from crawlers.services import LABELS, cursor_get, make_probe_client
 from donations.models import Donation, DonationStatus
@@ -67,6 +68,7 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
             "lag_seconds": tip[1] - at_cursor[1] if tip and at_cursor else UNKNOWN,
             "last_advanced_at": _iso(cursor.modified_at),
             "seconds_since_advanced": int(since.total_seconds()),
+            "catch_up": catch_up_status(label),  # null when current; else behind, speed and expected end
         }
         if tip is None:
             entry["stuck"] = UNKNOWN

@@ -32,6 +32,7 @@ class DonationAdmin(ReadOnlyAdmin):
         "id",
         "tx_hash",
         "log_index",
+        "trace_address",
         "address",
         "asset",
         "amount",
@@ -41,6 +42,7 @@ class DonationAdmin(ReadOnlyAdmin):
         "block_number",
         "block_time",
         "absent_count",
+        "next_look_at",
     )
     list_filter = ("status", "asset", ("block_time", admin.DateFieldListFilter))
     search_fields = ("=tx_hash", "=address")

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('donations', '0002_campaign_row'),
+        ('donations', '0003_traces_identity'),
     ]
 
     operations = [
