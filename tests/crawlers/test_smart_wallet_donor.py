@@ -2,8 +2,8 @@
 (ERC-1271) and stakes; a registered receiver gets seen then confirmed for its donation, signed, once each.
 
 The donation is USDC sent by the wallet (`execute` -> token transfer): a Transfer log from the wallet,
-credited to the wallet. ETH sent through a contract (an internal call) is credited by the traces work
-(issue #10), not on this branch yet.
+credited to the wallet. ETH sent through a contract (an internal call) is found by crawlers/traces.py,
+but the crawl does not call it yet (the completeness work wires it in); then this test can donate ETH.
 """
 
 from __future__ import annotations
