@@ -16,9 +16,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST
+from crawlers.rpc import RpcClient
 from crawlers.services import crawl
+from crawlers.traces import internal_eth_transfers
 from donations.models import Donation, DonationStats
-from donations.services import campaign_pause, campaign_resume, donations_fail_unconfirmed
+from donations.services import (
+    Sighting,
+    campaign_pause,
+    campaign_resume,
+    donation_record_unconfirmed,
+    donations_fail_unconfirmed,
+)
 from donations.tasks import deliver_webhooks
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -279,3 +287,27 @@ def test_reaching_the_sale_cap_sends_campaign_status_closed(node, settings):
 
     assert DonationStats.objects.get().status == "closed"
     assert [(b["data"]["change"], b["data"]["status"]) for b in bodies(receiver)] == [("closed", "closed")]
+
+
+def test_eth_from_an_internal_call_is_keyed_by_its_trace_position(node, settings):
+    owner = ACCOUNTS[1]
+    wallet = node.deploy("EthForwarder", sender=owner)
+    node.send_eth(owner, wallet, 2 * ETHER)
+    data = node.call_data("forward(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, ETHER])
+    tx = node.send({"from": owner, "to": wallet, "data": data, "gas": hex(200_000)})
+    receipt = node.receipt(tx)
+    (transfer,) = internal_eth_transfers(
+        RpcClient(node.url),
+        settings.CONFIG,
+        block_number=int(receipt["blockNumber"], 16),
+        block_hash=receipt["blockHash"],
+    )
+    with webhook_receiver() as receiver:
+        endpoint(receiver, ["donation.seen"])
+        sighting = Sighting(transfer=transfer, block_time=timezone.now(), usd_amount=Decimal("2000.00"))
+        donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
+        webhooks_drain()
+
+    (body,) = bodies(receiver)
+    assert body["id"].endswith(f":{tx}:trace0:donation.seen")
+    assert (body["data"]["address"], body["data"]["log_index"], body["data"]["trace_address"]) == (wallet, None, "0")
