@@ -180,3 +180,12 @@ class UserData(models.Model):
 
     def __str__(self) -> str:
         return self.address
+
+
+# Webhook models live in their own module; imported here so the donations app owns their migrations.
+from donations.webhook_models import (  # noqa: E402,F401
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)

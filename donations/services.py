@@ -32,6 +32,7 @@ from donations.identity import find_at_identity, sighting_match
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import donation_tokens, round_usd, sale_state, usd_value
 from donations.totals import Deltas, stats_recompute, stats_save
+from donations.webhooks import webhook_campaign_status, webhook_donation_event
 from dws_project.config import SaleTier
 
 logger = logging.getLogger("dws.donations")
@@ -158,6 +159,7 @@ def donation_record_unconfirmed(
             # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
             # was first recorded at (priced once), so only a changed ETH price moves its tokens.
             _move_to(match.row, sighting, _priced(sighting, match.row.price))  # type: ignore[union-attr]
+            webhook_donation_event(match.row, "donation.moved")
             return match.row, Outcome.MOVED  # type: ignore[return-value]
         if match.row is not None:
             return match.row, Outcome.UNCHANGED
@@ -165,6 +167,7 @@ def donation_record_unconfirmed(
             with transaction.atomic():
                 row = _new_row(sighting, _priced(sighting, state.token_price))
                 row.save(force_insert=True)
+                webhook_donation_event(row, "donation.seen")
                 return row, Outcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
             return find_at_identity(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
@@ -197,6 +200,7 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
     donation.save(update_fields=update)
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
+    webhook_donation_event(donation, "donation.confirmed")
     return Outcome.CONFIRMED
 
 
@@ -213,6 +217,9 @@ def donation_fail_reverted(*, donation: Donation) -> bool:
     )
     donation.status = DonationStatus.FAILED
     donation.save(update_fields=["status", "modified_at"])
+    webhook_donation_event(
+        donation, "donation.failed", reason="reverted", detail="its finalized receipt reports a revert"
+    )
     return True
 
 
@@ -326,6 +333,9 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
         logger.warning("donation %s (%s, id %d) unconfirmed -> failed: %s", row.tx_hash, row.asset, row.id, reason)
         row.status = DonationStatus.FAILED
         row.save(update_fields=["status", "modified_at"])
+        webhook_donation_event(
+            row, "donation.failed", reason="reverted" if "revert" in reason else "dropped", detail=reason
+        )
     return [row.id for row in rows]
 
 
@@ -383,6 +393,7 @@ def campaign_pause(*, operator: str, reason: str = "") -> bool:
     stats.status = CampaignStatus.PAUSED
     stats.paused_reason, stats.paused_by, stats.paused_at = reason, operator[:200], timezone.now()
     stats.save(update_fields=["status", "paused_reason", "paused_by", "paused_at", "modified_at"])
+    webhook_campaign_status(stats, "paused")
     logger.warning(
         "campaign paused by %s (was %s)%s: no donation is credited until it is resumed",
         operator,
@@ -406,5 +417,6 @@ def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     # A rare operator action, and the usual end of a freeze on drift: the campaign totals are re-summed
     # from the confirmed donations here (a full scan), unlike on the crawlers' per-block path.
     stats_recompute(stats=stats, tiers=tiers)
+    webhook_campaign_status(stats, "resumed")
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status

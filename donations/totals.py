@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import SaleState, round_usd, sale_state
+from donations.webhooks import webhook_campaign_status
 from dws_project.config import SaleTier
 from prices.models import TOKEN, Price
 
@@ -37,8 +38,11 @@ def stats_save(*, stats: DonationStats, tiers: Sequence[SaleTier], before: SaleS
     row is not looked at (the hot path of a block with donations in the same tier).
     """
     state = sale_state(stats.tokens, tiers)
+    was = stats.status
     _status_derive(stats, state)
     stats.save(update_fields=["total", "tokens", "status", "modified_at"])
+    if was != stats.status and was != CampaignStatus.PAUSED:
+        webhook_campaign_status(stats, stats.status)  # open <-> closed, in the same transaction
     if before is None or (before.tier_index, before.closed) != (state.tier_index, state.closed):
         token_price_record(state=state, confirmed_tokens=stats.tokens)
     return stats

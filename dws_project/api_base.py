@@ -25,7 +25,9 @@ class ErrorSerializer(serializers.Serializer):
 def error_responses(*errors: ApiError) -> dict[int, OpenApiResponse]:
     """Schema entries for the numbered errors an operation can answer with (plus 429 and 500)."""
     by_status: dict[int, list[ApiError]] = {}
-    for error in (*errors, api_errors.RATE_LIMITED, api_errors.INTERNAL):
+    # Every signed operation may meet a contract wallet whose signature the provider could not check.
+    signed = (api_errors.SIGNATURE_UNVERIFIABLE,) if api_errors.SIGNATURE_REJECTED in errors else ()
+    for error in (*errors, *signed, api_errors.RATE_LIMITED, api_errors.INTERNAL):
         by_status.setdefault(error.status, []).append(error)
     return {
         status: OpenApiResponse(

@@ -36,6 +36,8 @@ PRICE_UNAVAILABLE = ApiError(1008, 503, "price not available yet")
 FORBIDDEN = ApiError(1009, 403, "forbidden")
 SIGNATURE_REJECTED = ApiError(1100, 401, "request signature rejected")
 NOT_A_DONOR = ApiError(1101, 403, "no confirmed donation for this address")
+# A contract wallet's signature (ERC-1271/6492) that the provider could not check: refused, retry later.
+SIGNATURE_UNVERIFIABLE = ApiError(1102, 503, "the wallet contract's signature could not be checked; try again")
 UNKNOWN_AFFILIATE_CODE = ApiError(1200, 404, "unknown affiliate code")
 SELF_REFERRAL = ApiError(1201, 403, "an address cannot use its own affiliate code")
 NOT_THE_DONOR = ApiError(1202, 403, "the transaction was not sent by the signing address")

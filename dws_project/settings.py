@@ -227,6 +227,12 @@ CELERY_BEAT_SCHEDULE["every-5m-complete-unstakes"] = {
     "schedule": 300.0,
     "options": {"expires": 300},
 }
+# webhooks: each change queues a delivery run after its commit; this catches up retries and missed kicks.
+CELERY_BEAT_SCHEDULE["every-30s-deliver-webhooks"] = {
+    "task": "donations.deliver_webhooks",
+    "schedule": 30.0,
+    "options": {"expires": 30},
+}
 CELERY_BEAT_SCHEDULE["every-60s-resolve-affiliate-donations"] = {
     "task": "affiliates.tasks.resolve_affiliate_donations",
     "schedule": 60.0,

@@ -430,3 +430,32 @@ def test_the_refresh_rules(live_server, wallet_page, dev_chain, eth_price) -> No
     page.fill("#amount", "1")
     expect(page.locator("#estimate")).to_have_text("2,100,500")  # ceiling(2100.50 / 0.001)
     assert_no_script_errors(page)
+
+
+def test_a_contract_wallet_is_recognised_shows_its_tokens_and_stakes_by_contract_signature(
+    live_server, wallet_page, dev_chain
+) -> None:
+    owner = Account.create()
+    contract_wallet = dev_chain.deploy("OwnedWallet", ["address"], [owner.address], sender=ACCOUNTS[8])
+    make_donor(contract_wallet, tokens=5000)
+    page = wallet_page(rpc_url=dev_chain.url, account=contract_wallet, connected=True, contract_owner=owner)
+    api = ApiLog(page)
+    page.goto(live_server.url)
+
+    expect(page.locator("#wallet-kind")).to_be_visible()
+    expect(page.locator("#wallet-kind")).to_contain_text("the service asks the wallet contract itself")
+    expect(page.locator("#donations-body tr")).to_have_count(1)
+    page.fill("#stake-amount", "10")
+    page.click("#stake")
+
+    expect(page.locator("#stake-status")).to_have_text("Staking done.")
+    assert UserData.objects.get(address=contract_wallet).staked == 10
+    (call,) = api.posts("/user/stake")
+    assert call.headers["delphi-key"] == contract_wallet
+    assert ("eth_getCode", [contract_wallet, "latest"]) in page.wallet.calls
+    assert_no_script_errors(page)
+
+    plain = wallet_page(rpc_url=dev_chain.url, account=DONOR, connected=True)
+    plain.goto(live_server.url)
+    expect(plain.locator("#account-address")).to_have_text(DONOR)
+    expect(plain.locator("#wallet-kind")).to_be_hidden()

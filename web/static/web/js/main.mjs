@@ -37,6 +37,7 @@ const state = {
   asset: "eth",
   amountText: "",
   account: null,
+  contractWallet: null, // true: the account is a contract (its signatures are checked by the contract)
   chainId: null,
   walletMessage: null, // { text, kind } shown under the wallet buttons
   busy: false,
@@ -158,14 +159,26 @@ async function connect() {
 async function setAccount(account) {
   if (account !== state.account) {
     state.account = account;
+    state.contractWallet = null;
     state.user = null;
     state.donations = [];
     state.offset = 0;
     state.stakeMessage = null;
   }
   await refreshChain();
+  if (account) await detectContractWallet(account);
   render();
   if (account) await loadUserData();
+}
+
+/** A Safe or an ERC-4337 account has code; it signs by contract (ERC-1271), which the service checks. */
+async function detectContractWallet(account) {
+  try {
+    const isContract = await wallet.isContract(account);
+    if (account === state.account) state.contractWallet = isContract;
+  } catch {
+    if (account === state.account) state.contractWallet = null; // unknown: say nothing
+  }
 }
 
 async function switchNetwork() {
@@ -197,6 +210,8 @@ function apiErrorText(error) {
   switch (error.code) {
     case api.ERROR_CODES.signatureRejected:
       return "The service refused the signature (it may have taken too long to approve). Please try again.";
+    case api.ERROR_CODES.signatureUnverifiable:
+      return "Your wallet contract's signature could not be checked just now (the network did not answer). Nothing was changed: please try again in a minute.";
     case api.ERROR_CODES.rateLimited:
       return "Too many requests: please wait a few seconds and try again.";
     default:
@@ -504,6 +519,7 @@ function renderWidget() {
   connectButton.disabled = Boolean(state.account) || state.busy;
   show($("account-line"), Boolean(state.account));
   $("account-address").textContent = state.account ?? "";
+  show($("wallet-kind"), Boolean(state.account) && state.contractWallet === true);
   const network = $("network-status");
   const switchButton = $("switch-network");
   const wrongChain = state.account && state.chainId !== null && state.chainId !== config.chainId;

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('donations', '0004_ops_pause_reason'),
+        ('donations', '0005_wallet_webhooks'),
     ]
 
     operations = [
