@@ -28,6 +28,7 @@ def _load() -> Config:
 
 CONFIG: Config = _load()
 register_url(CONFIG.eth_rpc_url)
+register_url(CONFIG.redis_url)
 register_secrets(*CONFIG.secrets())
 
 SECRET_KEY = CONFIG.secret_key
@@ -129,6 +130,20 @@ WEB_PENDING_REFRESH_SECONDS = 15
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+CSRF_TRUSTED_ORIGINS = list(CONFIG.csrf_trusted_origins)
+if CONFIG.https:
+    # DWS_HTTPS=on: the site is served over TLS by a proxy in front (see the README's security section).
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    # Orchestrator probes talk plain HTTP to the pod itself; a redirect would fail them.
+    SECURE_REDIRECT_EXEMPT = [r"^live$", r"^ready$", r"^version$", r"^health$"]
+    SECURE_HSTS_SECONDS = 365 * 24 * 3600
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # Only a directive: nothing is preloaded until an operator submits the domain to the browsers' list.
+    SECURE_HSTS_PRELOAD = True
+    # The TLS proxy says the original scheme; it must overwrite whatever a client sent in this header.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -10,6 +10,8 @@ from pathlib import Path
 _TEST_ENV = {
     "REDIS_URL": "redis://127.0.0.1:6379/15",
     "DJANGO_DEBUG": "false",
+    # The test servers (live_server, gunicorn) speak plain HTTP.
+    "DWS_HTTPS": "off",
     # The suite starts its own anvil nodes; this default only has to pass validation.
     "ETH_RPC_URL": "http://127.0.0.1:8545",
 }
