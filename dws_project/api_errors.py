@@ -7,6 +7,7 @@ that goes to the server log only. Operators ask a reporter for the numeric code.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,8 @@ def _error_for(exc: Exception) -> ApiError | None:
         return NOT_ACCEPTABLE
     if isinstance(exc, drf_exceptions.NotFound):
         return NOT_FOUND
+    if isinstance(exc, drf_exceptions.Throttled):
+        return RATE_LIMITED
     if isinstance(exc, drf_exceptions.PermissionDenied):
         return FORBIDDEN
     if isinstance(exc, drf_exceptions.ParseError | drf_exceptions.ValidationError):
@@ -99,6 +102,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     response = Response(error_body(error), status=error.status)
     if isinstance(exc, drf_exceptions.AuthenticationFailed | drf_exceptions.NotAuthenticated):
         response["WWW-Authenticate"] = 'delphi-signature realm="delphi"'
+    if isinstance(exc, drf_exceptions.Throttled):
+        response["Retry-After"] = str(max(1, math.ceil(exc.wait or 1)))
     return response
 
 

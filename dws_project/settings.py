@@ -57,6 +57,8 @@ MIDDLEWARE = [
     # delphi's per-client limit, before any real work so a refused request costs little (static files,
     # served by WhiteNoise from memory, are not counted).
     "dws_project.ratelimit.RateLimitMiddleware",
+    # The admin answers DWS_ADMIN_ALLOWED_NETWORKS only; others get a 404 before any session or password work.
+    "dws_project.admin_access.AdminAllowListMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -158,6 +160,13 @@ REST_FRAMEWORK = {
 # delphi rate limit per client address (token bucket in Redis, shared by all web processes).
 DWS_RATE_LIMIT_PER_SECOND = 50
 DWS_RATE_LIMIT_BURST = 100
+# Admin login attempts (each hashes a password), counted in the shared cache with django-ratelimit.
+DWS_ADMIN_LOGIN_RATE_PER_CLIENT = "10/m"
+DWS_ADMIN_LOGIN_RATE_PER_USERNAME = "5/m"
+RATELIMIT_USE_CACHE = "default"
+# Signed endpoints (a signature check each) draw on a second, smaller budget per client as well.
+DWS_SIGNED_RATE_LIMIT_PER_SECOND = 10
+DWS_SIGNED_RATE_LIMIT_BURST = 20
 SPECTACULAR_SETTINGS = {
     "TITLE": "delphi",
     "DESCRIPTION": "The dws donation API used by the donation page.",
