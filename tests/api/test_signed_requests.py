@@ -111,3 +111,10 @@ def test_a_rejected_signature_is_logged_only_as_a_digest(api, donor, other_walle
     assert signature_digest(signature) in caplog.text
     assert signature not in caplog.text
     assert signature[2:] not in caplog.text
+
+
+def test_signatures_are_recovered_with_libsecp256k1_not_pure_python():
+    from eth_keys.backends import get_backend
+    from eth_keys.backends.coincurve import CoinCurveECCBackend
+
+    assert isinstance(get_backend(), CoinCurveECCBackend)
