@@ -31,4 +31,4 @@ from dws_project.settings import *
 CRAWLER_RPC_READ_TIMEOUT = float(os.environ.get("TEST_RPC_READ_TIMEOUT", "15"))
 CRAWLER_LOCK_TTL = float(os.environ.get("TEST_CRAWLER_LOCK_TTL", "120"))
 # Tests look at /health right after changing the chain; the cache has a test of its own.
-HEALTH_CACHE_SECONDS = 0
+HEALTH_CACHE_SECONDS = int(os.environ.get("TEST_HEALTH_CACHE_SECONDS", "0"))
