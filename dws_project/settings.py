@@ -57,6 +57,8 @@ MIDDLEWARE = [
     # delphi's per-client limit, before any real work so a refused request costs little (static files,
     # served by WhiteNoise from memory, are not counted).
     "dws_project.ratelimit.RateLimitMiddleware",
+    # Reads the body once and answers an oversized or broken one with a numbered 400/413.
+    "dws_project.request_guard.RequestGuardMiddleware",
     # The admin answers DWS_ADMIN_ALLOWED_NETWORKS only; others get a 404 before any session or password work.
     "dws_project.admin_access.AdminAllowListMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -130,6 +132,10 @@ WHITENOISE_USE_FINDERS = True
 # The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed.
 WEB_PENDING_REFRESH_SECONDS = 15
 
+# delphi's bodies are a few hundred bytes and the admin's forms a few kilobytes; anything beyond this is
+# refused (413, code 1010) before it is parsed.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 CSRF_TRUSTED_ORIGINS = list(CONFIG.csrf_trusted_origins)
@@ -149,7 +155,7 @@ if CONFIG.https:
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["dws_project.request_guard.GuardedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
