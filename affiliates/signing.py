@@ -12,8 +12,11 @@ binds a signature to one account, the words to one endpoint, the timestamp to a 
 The body is not part of the message.
 
 A message is accepted once: after a signature checks out, the message is remembered in Redis for the
-rest of its window. Keying on the message rather than the signature bytes also stops the malleable
-twin of a signature (same message, other `s`) from being replayed.
+whole window, plus the 5 s future allowance, plus a clock-skew margin (REPLAY_SKEW_MARGIN), counted
+from the moment it was accepted. Another web node whose clock lags still finds it there: keeping it
+only for the rest of the window on the accepting node's clock let a lagging node accept it again.
+Keying on the message rather than the signature bytes also stops the malleable twin of a signature
+(same message, other `s`) from being replayed.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ TS_HEADER = "delphi-ts"
 SIGNATURE_HEADER = "delphi-signature"
 TS_FORMAT = "%Y-%m-%d %H:%M:%S+00:00"
 MAX_FUTURE = timedelta(seconds=5)
+# How far apart the web nodes' clocks may be while a used message is still refused everywhere.
+REPLAY_SKEW_MARGIN = timedelta(seconds=60)
 
 _TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+00:00$")
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
@@ -100,12 +105,15 @@ def verify(*, path: str, key: str, ts: str, signature: str, max_age: int, now: d
         raise SignatureRejected("unrecoverable signature") from None
     if signer.lower() != address:
         raise SignatureRejected("signer is not delphi-key")
-    # Remember the message until its timestamp leaves the window (+1 s for clock rounding).
-    remaining = int((moment + timedelta(seconds=max_age) - now).total_seconds()) + 1
     replay_key = "dws:signed-message:" + hashlib.sha256(message.encode()).hexdigest()
-    if not get_redis().set(replay_key, 1, nx=True, ex=max(1, remaining)):
+    if not get_redis().set(replay_key, 1, nx=True, ex=replay_key_seconds(max_age)):
         raise SignatureRejected("message already used")
     return address
+
+
+def replay_key_seconds(max_age: int) -> int:
+    """How long a used message is remembered: longer than any node's clock could still accept it."""
+    return int((timedelta(seconds=max_age) + MAX_FUTURE + REPLAY_SKEW_MARGIN).total_seconds())
 
 
 def log_rejection(reason: SignatureRejected, signature: str, path: str) -> None:
