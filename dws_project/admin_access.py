@@ -57,18 +57,20 @@ def login_attempt_refused(request: HttpRequest) -> bool:
         ("dws-admin-login-client", _client_key, settings.DWS_ADMIN_LOGIN_RATE_PER_CLIENT),
         ("dws-admin-login-username", _username_key, settings.DWS_ADMIN_LOGIN_RATE_PER_USERNAME),
     )
-    refused = False
     for group, key, rate in limits:
         try:
-            refused |= is_ratelimited(request, group=group, key=key, rate=rate, method="POST", increment=True)
+            if is_ratelimited(request, group=group, key=key, rate=rate, method="POST", increment=True):
+                # Refused: the later budgets are not charged for an attempt that checks no password.
+                return True
         except Exception as exc:  # noqa: BLE001 - a cache outage must not lock the operators out
             logger.warning("admin login limit unavailable, attempt let through: %s", type(exc).__name__)
-    return refused
+    return False
 
 
 def throttled_login(request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
     """The admin's login view behind the per-client and per-username attempt budgets."""
     if request.method == "POST" and login_attempt_refused(request):
-        logger.warning("admin login attempt refused: too many attempts")
+        # Django logs every 429 at WARNING already (django.request); one more line per refusal is noise.
+        logger.info("admin login attempt refused: too many attempts")
         return api_errors.json_error(api_errors.RATE_LIMITED, **{"Retry-After": "60"})
     return admin.site.login(request, extra_context)
