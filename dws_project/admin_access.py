@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django_ratelimit.core import is_ratelimited
 
@@ -31,15 +30,25 @@ def is_admin_path(path: str) -> bool:
     return path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/")
 
 
+LOGIN_PATH = ADMIN_PREFIX + "login/"
+
+
 class AdminAllowListMiddleware:
-    """The admin does not exist for clients outside DWS_ADMIN_ALLOWED_NETWORKS."""
+    """The admin does not exist for clients outside DWS_ADMIN_ALLOWED_NETWORKS; login attempts beyond
+    their budgets are refused here too, before sessions, CSRF and the admin's own machinery run."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if is_admin_path(request.path) and not operator_allowed(request):
+        if not is_admin_path(request.path):
+            return self.get_response(request)
+        if not operator_allowed(request):
             return api_errors.json_error(api_errors.NOT_FOUND)
+        if request.path == LOGIN_PATH and request.method == "POST" and login_attempt_refused(request):
+            # Django logs every 429 at WARNING already (django.request); one more line per refusal is noise.
+            logger.info("admin login attempt refused: too many attempts")
+            return api_errors.json_error(api_errors.RATE_LIMITED, **{"Retry-After": "60"})
         return self.get_response(request)
 
 
@@ -65,12 +74,3 @@ def login_attempt_refused(request: HttpRequest) -> bool:
         except Exception as exc:  # noqa: BLE001 - a cache outage must not lock the operators out
             logger.warning("admin login limit unavailable, attempt let through: %s", type(exc).__name__)
     return False
-
-
-def throttled_login(request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
-    """The admin's login view behind the per-client and per-username attempt budgets."""
-    if request.method == "POST" and login_attempt_refused(request):
-        # Django logs every 429 at WARNING already (django.request); one more line per refusal is noise.
-        logger.info("admin login attempt refused: too many attempts")
-        return api_errors.json_error(api_errors.RATE_LIMITED, **{"Retry-After": "60"})
-    return admin.site.login(request, extra_context)

@@ -59,7 +59,8 @@ MIDDLEWARE = [
     "dws_project.ratelimit.RateLimitMiddleware",
     # Reads the body once and answers an oversized or broken one with a numbered 400/413.
     "dws_project.request_guard.RequestGuardMiddleware",
-    # The admin answers DWS_ADMIN_ALLOWED_NETWORKS only; others get a 404 before any session or password work.
+    # The admin answers DWS_ADMIN_ALLOWED_NETWORKS only (others: 404), and login attempts beyond their
+    # budgets get a 429, both before any session, CSRF or password work.
     "dws_project.admin_access.AdminAllowListMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

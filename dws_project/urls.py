@@ -5,7 +5,7 @@ from django.urls import path
 
 from affiliates.apis import AffiliateCodeApi, AffiliateDonationApi, WalletConnectionApi
 from donations.apis import DonationDataApi, StakeApi, UnstakeApi, UserDataApi
-from dws_project import admin_access, health
+from dws_project import health
 from dws_project.openapi import SchemaView
 from prices.apis import EthPriceApi, TokenPriceApi
 from web import views as web_views
@@ -15,8 +15,6 @@ urlpatterns = [
     path("ready", health.ready, name="ready"),
     path("version", health.version, name="version"),
     path("health", health.health, name="health"),
-    # The login view first, so its attempt budgets apply before Django's own login hashes a password.
-    path("admin/login/", admin_access.throttled_login, name="admin-login"),
     path("admin/", admin.site.urls),
     # the donation page (web app)
     path("", web_views.index, name="index"),

@@ -82,28 +82,18 @@ def test_a_broken_upload_is_a_numbered_400(api, watched, content_type):
 def test_gunicorn_answers_bad_bodies_with_numbered_errors(django_db_blocker, wallet):
     from tests.web_server import gunicorn
 
+    def post(base: str, body: bytes) -> requests.Response:
+        signed = wallet_headers(wallet, "wallet connection")
+        headers = {k.removeprefix("HTTP_").replace("_", "-").lower(): v for k, v in signed.items()}
+        return requests.post(
+            f"{base}/wallet/connection", data=body, headers={**headers, "content-type": "application/json"}, timeout=20
+        )
+
     with django_db_blocker.unblock(), gunicorn(workers=1) as base:
-        headers = {
-            k.removeprefix("HTTP_").replace("_", "-").lower(): v
-            for k, v in wallet_headers(wallet, "wallet connection").items()
-        }
-        big = requests.post(
-            f"{base}/wallet/connection",
-            data=b"{" + b" " * 400_000 + b"}",
-            headers={**headers, "content-type": "application/json"},
-            timeout=20,
-        )
-        nested = requests.post(
-            f"{base}/wallet/connection",
-            data=b"[" * 50_000 + b"]" * 50_000,
-            headers={**wallet_headers_fresh(wallet), "content-type": "application/json"},
-            timeout=20,
-        )
+        big = post(base, b"{" + b" " * 400_000 + b"}")
+        nested = post(base, b"[" * 50_000 + b"]" * 50_000)
+        alive = requests.get(f"{base}/live", timeout=5)
 
     assert (big.status_code, big.json()) == (413, TOO_LARGE)
     assert (nested.status_code, nested.json()) == (400, MALFORMED)
-
-
-def wallet_headers_fresh(wallet) -> dict[str, str]:
-    signed = wallet_headers(wallet, "wallet connection")
-    return {k.removeprefix("HTTP_").replace("_", "-").lower(): v for k, v in signed.items()}
+    assert alive.status_code == 200  # the worker survived both
