@@ -17,8 +17,11 @@ wallet its factory would deploy there (affiliates/contract_signatures.py). The s
 any length up to MAX_SIGNATURE_BYTES.
 
 A message is accepted once: after a signature checks out, the message is remembered in Redis for the
-rest of its window. Keying on the message rather than the signature bytes also stops the malleable
-twin of a signature (same message, other `s`) from being replayed.
+whole window, plus the 5 s future allowance, plus a clock-skew margin (REPLAY_SKEW_MARGIN), counted
+from the moment it was accepted. Another web node whose clock lags still finds it there: keeping it
+only for the rest of the window on the accepting node's clock let a lagging node accept it again.
+Keying on the message rather than the signature bytes also stops the malleable twin of a signature
+(same message, other `s`) from being replayed.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ TS_HEADER = "delphi-ts"
 SIGNATURE_HEADER = "delphi-signature"
 TS_FORMAT = "%Y-%m-%d %H:%M:%S+00:00"
 MAX_FUTURE = timedelta(seconds=5)
+# How far apart the web nodes' clocks may be while a used message is still refused everywhere.
+REPLAY_SKEW_MARGIN = timedelta(seconds=60)
 
 _TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+00:00$")
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
@@ -118,12 +123,15 @@ def verify(
     message = signed_message(path, address, ts)
     if _recovered(message, signature) != address:
         _check_by_contract(rpc_url, address, message, signature)
-    # Remember the message until its timestamp leaves the window (+1 s for clock rounding).
-    remaining = int((moment + timedelta(seconds=max_age) - now).total_seconds()) + 1
     replay_key = "dws:signed-message:" + hashlib.sha256(message.encode()).hexdigest()
-    if not get_redis().set(replay_key, 1, nx=True, ex=max(1, remaining)):
+    if not get_redis().set(replay_key, 1, nx=True, ex=replay_key_seconds(max_age)):
         raise SignatureRejected("message already used")
     return address
+
+
+def replay_key_seconds(max_age: int) -> int:
+    """How long a used message is remembered: longer than any node's clock could still accept it."""
+    return int((timedelta(seconds=max_age) + MAX_FUTURE + REPLAY_SKEW_MARGIN).total_seconds())
 
 
 def _recovered(message: str, signature: str) -> str | None:

@@ -94,7 +94,12 @@ class CampaignAdmin(ReadOnlyAdmin):
         # Whole donations are credited: the one that crosses the cap overshoots it by up to its own tokens.
         return tokens_beyond_cap(obj.tokens, settings.CONFIG.sale_tiers)
 
-    @admin.action(description="Pause: stop crediting donations (they are still recorded)")
+    def has_pause_campaign_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("donations.pause_campaign")
+
+    @admin.action(
+        description="Pause: stop crediting donations (they are still recorded)", permissions=["pause_campaign"]
+    )
     def pause(self, request: HttpRequest, queryset) -> None:
         operator = request.user.get_username()
         if campaign_pause(operator=f"{operator} (admin)"):
@@ -103,7 +108,7 @@ class CampaignAdmin(ReadOnlyAdmin):
         else:
             self.message_user(request, "The campaign was already paused.", messages.INFO)
 
-    @admin.action(description="Resume: re-derive open/closed from the confirmed tokens")
+    @admin.action(description="Resume: re-derive open/closed from the confirmed tokens", permissions=["pause_campaign"])
     def resume(self, request: HttpRequest, queryset) -> None:
         operator = request.user.get_username()
         status = campaign_resume(operator=f"{operator} (admin)", tiers=settings.CONFIG.sale_tiers)

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('donations', '0005_wallet_webhooks'),
+        ('donations', '0006_harden_pause_permission'),
     ]
 
     operations = [
