@@ -32,8 +32,7 @@ from crawlers.detection import BlockHeader, EthCandidate, Transfer
 from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock
 from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient, require
 from crawlers.rpc import Outcome as RpcOutcome
-from donations.models import Donation, amount_scale
-from donations.rules import round_usd, usd_value
+from donations.models import Donation, DonationStatus, amount_scale
 from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
 from dws_project import shutdown
 from dws_project.config import Config
@@ -409,7 +408,8 @@ def price_request_file(minute: datetime) -> PriceRequest:
 
 
 def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sighting]:
-    """USD values for a block's transfers; raises BlockHeld when an ETH transfer has no price yet."""
+    """A block's transfers with the ETH price of its minute; raises BlockHeld when an ETH transfer has no
+    price yet. The price goes into the row as is (`rules.donation_tokens` applies it)."""
     if not transfers:
         return []
     eth_price = None
@@ -424,23 +424,18 @@ def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sight
                 price_minute=minute,
             )
         eth_price = row.price
-    return [
-        Sighting(
-            transfer=t, block_time=block.header.time, usd_amount=round_usd(usd_value(t.asset, t.amount, eth_price))
-        )
-        for t in transfers
-    ]
+    return [Sighting(transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
 
 
-def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
-    """The transfers without a row seen in this very block (the rest need no price)."""
+def _unrecorded(transfers: Sequence[Transfer], *, failed_too: bool = False) -> list[Transfer]:
+    """The transfers without a row seen in this very block (the rest need no price). `failed_too`: a
+    failed row counts as unrecorded, since the finalized crawler records it anew from this sighting."""
     if not transfers:
         return []
-    known = set(
-        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list(
-            "tx_hash", "log_index", "trace_address", "block_hash"
-        )
-    )
+    rows = Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers})
+    if failed_too:
+        rows = rows.exclude(status=DonationStatus.FAILED)
+    known = set(rows.values_list("tx_hash", "log_index", "trace_address", "block_hash"))
     return [t for t in transfers if (t.tx_hash, t.log_index, t.trace_address, t.block_hash) not in known]
 
 
@@ -469,8 +464,8 @@ def _write_latest(block: ScannedBlock, config: Config) -> int:
 def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int]:
     if not block.transfers and not block.reverted:
         return 0, 0, 0
-    # Rows already seen in this block keep their USD value; only new sightings need a price.
-    unrecorded = {(t.tx_hash, t.log_index, t.trace_address) for t in _unrecorded(block.transfers)}
+    # Rows already seen in this block keep how they were priced; only new sightings need a price.
+    unrecorded = {(t.tx_hash, t.log_index, t.trace_address) for t in _unrecorded(block.transfers, failed_too=True)}
     priced = {
         (s.transfer.tx_hash, s.transfer.log_index, s.transfer.trace_address): s
         for s in _sightings(
@@ -486,7 +481,7 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
             row = Donation.objects.get(
                 tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
             )
-            sightings.append(Sighting(transfer=transfer, block_time=block.header.time, usd_amount=row.usd_amount))
+            sightings.append(Sighting(transfer=transfer, block_time=block.header.time, eth_price=row.eth_price))
     result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
     if sightings or result.failed:
         logger.info(

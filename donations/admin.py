@@ -15,7 +15,7 @@ from django.contrib import admin, messages
 from django.http import HttpRequest
 
 from donations.models import Donation, DonationStats, UserData
-from donations.rules import sale_state
+from donations.rules import sale_state, tokens_beyond_cap
 from donations.services import campaign_pause, campaign_resume
 from donations.webhook_delivery import webhook_redeliver
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType
@@ -57,7 +57,17 @@ class DonationAdmin(ReadOnlyAdmin):
 
 @admin.register(DonationStats)
 class CampaignAdmin(ReadOnlyAdmin):
-    list_display = ("status", "total", "tokens", "tier", "sale_cap", "paused_by", "paused_reason", "modified_at")
+    list_display = (
+        "status",
+        "total",
+        "tokens",
+        "tier",
+        "sale_cap",
+        "beyond_cap",
+        "paused_by",
+        "paused_reason",
+        "modified_at",
+    )
     readonly_fields = (
         "status",
         "total",
@@ -78,6 +88,11 @@ class CampaignAdmin(ReadOnlyAdmin):
     @admin.display(description="sale cap (tokens)")
     def sale_cap(self, obj: DonationStats) -> int:
         return settings.CONFIG.sale_cap
+
+    @admin.display(description="tokens beyond the cap")
+    def beyond_cap(self, obj: DonationStats) -> int:
+        # Whole donations are credited: the one that crosses the cap overshoots it by up to its own tokens.
+        return tokens_beyond_cap(obj.tokens, settings.CONFIG.sale_tiers)
 
     def has_pause_campaign_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("donations.pause_campaign")

@@ -111,6 +111,9 @@ class DonationDataApi(PublicApi):
         tier = serializers.IntegerField(help_text="current tier, 1-based")
         tier_limit = whole_field("tokens sold at which the current tier ends")
         sale_cap = whole_field("the sale's token cap (the last tier's limit)")
+        tokens_beyond_cap = whole_field(
+            'confirmed tokens above the cap, "0" when none: the donation that crosses the cap is credited whole'
+        )
         donation_address = serializers.CharField(help_text="where donations are sent, lower case")
         stable_coins = StableCoinSerializer(many=True)
         ts = serializers.CharField(help_text="last change of the campaign figures")

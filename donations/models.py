@@ -41,6 +41,11 @@ class Donation(models.Model):
     amount = models.DecimalField(max_digits=20, decimal_places=10)
     usd_amount = models.DecimalField(max_digits=12, decimal_places=2)
     price = models.DecimalField(max_digits=12, decimal_places=5, help_text="token price applied, USD")
+    # The ETH price the row was priced with (the block minute's `price` row), kept so the token count
+    # can be re-derived and audited from the row alone; NULL for a coin and for rows older than it.
+    eth_price = models.DecimalField(
+        max_digits=20, decimal_places=8, null=True, blank=True, help_text="ETH price applied, USD (ETH only)"
+    )
     tokens = models.BigIntegerField()
     status = PostgresEnumField(
         enum_name="donation_status_enum",

@@ -7,14 +7,16 @@ donation_stats lock (for a write) or from the stats row (for display).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
 
 from dws_project.config import SaleTier
 
 USD_QUANTUM = Decimal("0.01")
-# Wide enough that amount x price and USD / price are exact for every value the columns can hold.
+# Wide enough that amount x ETH price is exact for every value the columns can hold (20 + 20 digits).
 PRECISION = 60
 
 
@@ -59,12 +61,34 @@ def usd_value(asset: str, amount: Decimal, eth_price: Decimal | None) -> Decimal
 
 
 def round_usd(usd: Decimal) -> Decimal:
+    """`usd_amount` as stored: cents, for display and the campaign totals; never an input to tokens."""
     return usd.quantize(USD_QUANTUM, rounding=ROUND_HALF_UP)
 
 
-def tokens_for(usd: Decimal, token_price: Decimal) -> int:
-    """ceiling(USD / token price): the page's estimate formula, so donors get what they were shown."""
+def donation_tokens(*, asset: str, amount: Decimal, eth_price: Decimal | None, token_price: Decimal) -> int:
+    """The tokens a donation buys: ceiling(amount x ETH price / token price) for ETH, ceiling(amount /
+    token price) for a coin (seed 000's formulas, the page's estimate).
+
+    `amount` is the stored amount at its column scale (ETH at 8 decimals), `eth_price` the ETH price
+    of the block's minute, `token_price` the tier's. The arithmetic is on exact fractions, so the one
+    rounding is the final ceiling; the rounded `usd_amount` never enters it.
+    """
     if token_price <= 0:
         raise ValueError("token price must be positive")
-    with localcontext(prec=PRECISION):
-        return int((usd / token_price).to_integral_value(rounding=ROUND_CEILING))
+    if amount <= 0:
+        raise ValueError("a donation amount must be positive")
+    value = Fraction(amount)
+    if asset == "eth":
+        if eth_price is None or eth_price <= 0:
+            raise ValueError("an ETH donation needs the (positive) ETH price of its block")
+        value *= Fraction(eth_price)
+    return math.ceil(value / Fraction(token_price))
+
+
+def tokens_beyond_cap(confirmed_tokens: int, tiers: Sequence[SaleTier]) -> int:
+    """How far the confirmed tokens overshoot the sale cap (0 when they do not).
+
+    Whole donations are credited, so the donation that crosses the cap gets all its tokens and the
+    ones confirmed after it get 0: the overshoot is at most one donation's tokens.
+    """
+    return max(confirmed_tokens - tiers[-1].token_limit, 0)

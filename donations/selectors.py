@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 from donations.models import CampaignStatus, DonationStats, StakeStatus
-from donations.rules import SaleState, sale_state
+from donations.rules import SaleState, sale_state, tokens_beyond_cap
 from donations.staking import unstake_completes_at
 
 MAX_PAGE = 100
@@ -133,6 +133,7 @@ def donation_data() -> dict[str, object]:
         "tier": current.state.tier_number,
         "tier_limit": decimal_text(current.state.tier_limit),
         "sale_cap": decimal_text(current.state.sale_cap),
+        "tokens_beyond_cap": decimal_text(tokens_beyond_cap(current.tokens, config.sale_tiers)),
         "donation_address": config.donation_address,
         "stable_coins": [
             {"asset": coin.asset, "contract": coin.contract, "decimals": coin.scale} for coin in config.stable_coins

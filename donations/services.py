@@ -5,41 +5,52 @@ old-unconfirmed crawler (issue #4). Confirmation and the campaign totals change 
 donation_stats row lock, taken first and always in the same order (campaign row, then donation rows,
 then user_data rows by address), so two writers can never interleave a crediting decision.
 
-Token counts: a donation gets ceil(USD / price) at the tier in force when it is recorded; when it is
-confirmed the tier is read again from the confirmed total under the lock, and a closed sale issues 0.
-A confirmed donation is never re-priced.
+Token counts (README "Crediting"): a donation is priced once, when it is first recorded, by
+`rules.donation_tokens` at the tier of the confirmed total at that moment. Confirmation never re-prices:
+it only applies the closed rule (0 tokens once the confirmed total has reached the cap). A confirmed
+donation never changes.
+
+The campaign row and the donors' totals move by the deltas of what is confirmed or reverted, under the
+lock (donations/totals.py), so a block costs O(its donations) whatever is on record; `stats_recompute`
+(the operator's repair) and `reconcile` sum everything from scratch as the independent check.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Sum
+from django.db.models import F
 from django.utils import timezone
 
 from crawlers.detection import Transfer
 from donations.identity import find_at_identity, sighting_match
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
-from donations.rules import SaleState, round_usd, sale_state, tokens_for
+from donations.rules import donation_tokens, round_usd, sale_state, usd_value
+from donations.totals import Deltas, stats_recompute, stats_save
 from donations.webhooks import webhook_campaign_status, webhook_donation_event
 from dws_project.config import SaleTier
-from prices.models import TOKEN, Price
 
 logger = logging.getLogger("dws.donations")
 
 
 @dataclass(frozen=True)
 class Sighting:
-    """A transfer seen in a block, with its USD value at that block's ETH price (coins 1:1)."""
+    """A transfer seen in a block, with the ETH price of that block's minute (None for a coin)."""
 
     transfer: Transfer
     block_time: datetime
-    usd_amount: Decimal  # already rounded to cents
+    eth_price: Decimal | None
+
+    @property
+    def usd_amount(self) -> Decimal:
+        """Rounded to cents: what the row shows and the totals add up, never an input to tokens."""
+        t = self.transfer
+        return round_usd(usd_value(t.asset, t.amount, self.eth_price if t.asset == "eth" else None))
 
 
 class Outcome:
@@ -57,20 +68,28 @@ def stats_lock() -> DonationStats:
     return DonationStats.objects.select_for_update().get()
 
 
-def confirmed_totals(address: str | None = None) -> tuple[Decimal, int, int]:
-    """(USD, tokens, count) of the confirmed donations, of everyone or of one address."""
-    rows = Donation.objects.filter(status=DonationStatus.CONFIRMED)
-    if address is not None:
-        rows = rows.filter(address=address)
-    sums = rows.aggregate(total=Sum("usd_amount"), tokens=Sum("tokens"), n=Count("id"))
-    return sums["total"] or Decimal("0"), sums["tokens"] or 0, sums["n"]
+@dataclass(frozen=True)
+class Priced:
+    """What a sighting is recorded with: the prices applied and the tokens they give."""
+
+    token_price: Decimal
+    eth_price: Decimal | None
+    usd_amount: Decimal
+    tokens: int
 
 
-def _priced(usd: Decimal, state: SaleState) -> tuple[Decimal, int]:
-    return state.token_price, tokens_for(usd, state.token_price)
+def _priced(sighting: Sighting, token_price: Decimal) -> Priced:
+    t = sighting.transfer
+    eth_price = sighting.eth_price if t.asset == "eth" else None
+    return Priced(
+        token_price=token_price,
+        eth_price=eth_price,
+        usd_amount=sighting.usd_amount,
+        tokens=donation_tokens(asset=t.asset, amount=t.amount, eth_price=eth_price, token_price=token_price),
+    )
 
 
-def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
+def _new_row(sighting: Sighting, priced: Priced) -> Donation:
     t = sighting.transfer
     return Donation(
         tx_hash=t.tx_hash,
@@ -79,9 +98,10 @@ def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
         address=t.donor,
         asset=t.asset,
         amount=t.amount,
-        usd_amount=sighting.usd_amount,
-        price=price,
-        tokens=tokens,
+        usd_amount=priced.usd_amount,
+        price=priced.token_price,
+        eth_price=priced.eth_price,
+        tokens=priced.tokens,
         status=DonationStatus.UNCONFIRMED,
         block_number=t.block_number,
         block_hash=t.block_hash,
@@ -89,19 +109,18 @@ def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
     )
 
 
-def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int) -> None:
-    """An unconfirmed row whose block was re-orged away, seen again elsewhere: record it as seen there.
-
-    Only ever called with the sighting of this very transfer (`sighting_match`), so the USD value,
-    price and tokens it takes are its own, re-derived for the new block's minute by the caller.
-    """
+def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
+    """A row recorded anew from another sighting of this very transfer (`sighting_match`): an unconfirmed
+    row whose block was re-orged away, or a failed one found in a finalized block. It takes that block,
+    its minute's ETH price and the `priced` tokens the caller derived for it."""
     donation.log_index = sighting.transfer.log_index
     donation.block_number = sighting.transfer.block_number
     donation.block_hash = sighting.transfer.block_hash
     donation.block_time = sighting.block_time
-    donation.usd_amount = sighting.usd_amount
-    donation.price = price
-    donation.tokens = tokens
+    donation.usd_amount = priced.usd_amount
+    donation.price = priced.token_price
+    donation.eth_price = priced.eth_price
+    donation.tokens = priced.tokens
     donation.next_look_at = None
     donation.save(
         update_fields=[
@@ -111,6 +130,7 @@ def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int
             "block_time",
             "usd_amount",
             "price",
+            "eth_price",
             "tokens",
             "next_look_at",
             "modified_at",
@@ -118,27 +138,34 @@ def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int
     )
 
 
-def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]) -> tuple[Donation, str]:
+def donation_record_unconfirmed(
+    *, sighting: Sighting, tiers: Sequence[SaleTier], confirmed_tokens: int | None = None
+) -> tuple[Donation, str]:
     """Insert a sighting as unconfirmed (idempotent); the latest crawler's only write.
 
-    Tokens are priced at the current tier and never zeroed here: a closed sale is applied when the
-    donation is confirmed, since the sale may reopen before then. A confirmed or failed row is left
-    alone; an unconfirmed row from a block that is no longer canonical moves to where the transfer is
-    seen now (log index included), so a re-org never makes a second row (see `donations/identity.py`).
+    This is where a donation is priced, once: at the tier of the confirmed total now (`confirmed_tokens`
+    when the caller holds the stats lock, else the stored row). Tokens are never zeroed here: the closed
+    rule is applied at confirmation, since the sale may reopen before then. A confirmed or failed row is
+    left alone; an unconfirmed row from a block that is no longer canonical moves to where the transfer
+    is seen now (log index included, see `donations/identity.py`): that block's hash, time and minute's
+    ETH price, at the tier price it was first recorded with, so a re-org never makes a second row.
     """
-    state = sale_state(DonationStats.objects.get().tokens, tiers)
-    price, tokens = _priced(sighting.usd_amount, state)
+    if confirmed_tokens is None:
+        confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
+    state = sale_state(confirmed_tokens, tiers)
     with transaction.atomic():
         match = sighting_match(sighting.transfer)
         if match.move:
-            _move_to(match.row, sighting, price, tokens)  # type: ignore[arg-type]
+            # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
+            # was first recorded at (priced once), so only a changed ETH price moves its tokens.
+            _move_to(match.row, sighting, _priced(sighting, match.row.price))  # type: ignore[union-attr]
             webhook_donation_event(match.row, "donation.moved")
             return match.row, Outcome.MOVED  # type: ignore[return-value]
         if match.row is not None:
             return match.row, Outcome.UNCHANGED
         try:
             with transaction.atomic():
-                row = _new_row(sighting, price, tokens)
+                row = _new_row(sighting, _priced(sighting, state.token_price))
                 row.save(force_insert=True)
                 webhook_donation_event(row, "donation.seen")
                 return row, Outcome.INSERTED
@@ -147,24 +174,30 @@ def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]
 
 
 def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequence[SaleTier]) -> str:
-    """Apply the crediting rule to one donation, exactly once. Caller holds `stats_lock()`.
+    """Apply the crediting rule to one unconfirmed donation, exactly once. Caller holds `stats_lock()`.
 
-    `stats.tokens` must be the confirmed total as of this moment (it is advanced here, so several
-    confirmations under one lock see each other). Paused: the row stays unconfirmed. Already
-    confirmed: untouched, whatever the sale does now. Closed: confirmed with 0 tokens.
+    The row keeps the price and tokens it was recorded with; the only rule applied here is the closed
+    one: once the confirmed total (`stats.tokens`, advanced here so several confirmations under one
+    lock see each other) has reached the cap, the donation is confirmed with 0 tokens. Paused: the row
+    stays unconfirmed. Already confirmed: untouched, whatever the sale does now. The campaign row is
+    moved by the donation's delta; the caller saves it and applies the donors' deltas.
     """
     if donation.status == DonationStatus.CONFIRMED:
         return Outcome.ALREADY_CONFIRMED
+    if donation.status == DonationStatus.FAILED:
+        # A failed row is recorded anew from the sighting that proves it (finalized_block_record) first.
+        raise ValueError(f"donation {donation.id} is failed; record it from its finalized sighting first")
     if stats.status == CampaignStatus.PAUSED:
         return Outcome.HELD_PAUSED
-    if donation.status == DonationStatus.FAILED:
-        # Positive evidence (the transfer in a finalized block) outweighs an earlier absence.
-        logger.warning("donation %s was failed but is in a finalized block; confirming it", donation.tx_hash)
-    state = sale_state(stats.tokens, tiers)
-    donation.price = state.token_price
-    donation.tokens = 0 if state.closed else tokens_for(donation.usd_amount, state.token_price)
+    update = ["status", "modified_at"]
+    if sale_state(stats.tokens, tiers).closed and donation.tokens:
+        logger.info(
+            "donation %s confirmed with 0 tokens (was %d): the sale cap is reached", donation.tx_hash, donation.tokens
+        )
+        donation.tokens = 0
+        update.append("tokens")
     donation.status = DonationStatus.CONFIRMED
-    donation.save(update_fields=["price", "tokens", "status", "modified_at"])
+    donation.save(update_fields=update)
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
     webhook_donation_event(donation, "donation.confirmed")
@@ -172,7 +205,8 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
 
 
 def donation_fail_reverted(*, donation: Donation) -> bool:
-    """A finalized receipt reports the transaction reverted: no money moved. Caller holds the stats lock."""
+    """A finalized receipt reports the transaction reverted: no money moved. Caller holds the stats lock
+    and subtracts a confirmed row's deltas (see `Deltas`)."""
     if donation.status == DonationStatus.FAILED:
         return False
     logger.warning(
@@ -189,65 +223,16 @@ def donation_fail_reverted(*, donation: Donation) -> bool:
     return True
 
 
-def stats_recompute(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> DonationStats:
-    """Campaign totals from the confirmed donations; open/closed re-derived; token price row on a tier change.
-
-    The stored status is never an input. `paused` is the operator's and is left as it is.
-    """
-    total, tokens, _ = confirmed_totals()
-    state = sale_state(tokens, tiers)
-    was = stats.status
-    stats.total = round_usd(total)
-    stats.tokens = tokens
-    if stats.status != CampaignStatus.PAUSED:
-        stats.status = CampaignStatus.CLOSED if state.closed else CampaignStatus.OPEN
-    stats.save(update_fields=["total", "tokens", "status", "modified_at"])
-    if was != stats.status and was != CampaignStatus.PAUSED:
-        webhook_campaign_status(stats, stats.status)  # open <-> closed
-    token_price_record(state=state, confirmed_tokens=tokens)
-    return stats
-
-
-def token_price_record(*, state: SaleState, confirmed_tokens: int) -> Price | None:
-    """A `price` row for the sale token whenever the tier's price differs from the last one written."""
-    last = Price.objects.filter(asset=TOKEN).order_by("-created_at").values_list("price", flat=True).first()
-    if last is not None and last == state.token_price:
-        return None
-    row = Price.objects.create(
-        asset=TOKEN,
-        price=state.token_price,
-        created_at=timezone.now(),
-        sources={"tier": state.tier_number, "confirmed_tokens": confirmed_tokens, "closed": state.closed},
-    )
-    logger.info(
-        "token price now %s (tier %d, %d tokens confirmed)", state.token_price, state.tier_number, confirmed_tokens
-    )
-    return row
-
-
-_USER_DATA_REFRESH = """
-WITH sums AS (
-    SELECT COALESCE(SUM(usd_amount), 0) AS total, COALESCE(SUM(tokens), 0) AS tokens, COUNT(*) AS n
-    FROM donation WHERE address = %(address)s AND status = 'confirmed'
-)
-INSERT INTO user_data (address, total, tokens)
-SELECT %(address)s, sums.total, sums.tokens FROM sums
-WHERE sums.n > 0 OR EXISTS (SELECT 1 FROM user_data WHERE address = %(address)s)
-ON CONFLICT (address) DO UPDATE SET total = EXCLUDED.total, tokens = EXCLUDED.tokens, modified_at = now()
-WHERE user_data.total IS DISTINCT FROM EXCLUDED.total OR user_data.tokens IS DISTINCT FROM EXCLUDED.tokens
-"""
-
-
-def user_data_refresh(*, addresses: Iterable[str]) -> None:
-    """Bring each address's totals to the sum of its confirmed donations (seed 000's update_user_data).
-
-    No row is created for an address without a confirmed donation; an existing row is zeroed when its
-    donations all leave `confirmed`; nothing is written when nothing changed. Addresses in sorted
-    order, so concurrent writers lock rows in the same order.
-    """
-    with connection.cursor() as cursor:
-        for address in sorted(set(addresses)):
-            cursor.execute(_USER_DATA_REFRESH, {"address": address})
+def _revert(stats: DonationStats, donation: Donation, deltas: Deltas) -> bool:
+    """Fail a reverted row; a confirmed one takes its USD and tokens back out of the totals."""
+    was_confirmed = donation.status == DonationStatus.CONFIRMED
+    if not donation_fail_reverted(donation=donation):
+        return False
+    if was_confirmed:
+        stats.total -= donation.usd_amount
+        stats.tokens -= donation.tokens
+        deltas.add(donation, -1)
+    return True
 
 
 @dataclass
@@ -264,36 +249,43 @@ def finalized_block_record(
 ) -> FinalizedBlockResult:
     """Everything the finalized crawler writes for one block, under the campaign lock, in one transaction.
 
-    Each sighting is inserted if the latest crawler missed it and then confirmed by the crediting
-    rule; each native ETH transaction whose finalized receipt reports a revert fails its row (a
-    confirmed one drops out of the totals, so the sale may reopen). Then the campaign and the touched
-    donors' totals are recomputed.
+    Each sighting is inserted (and priced) if the latest crawler missed it, recorded anew from this
+    block if it had been failed, and then confirmed by the crediting rule; each native ETH transaction
+    whose finalized receipt reports a revert fails its row (a confirmed one leaves the totals, so the
+    sale may reopen). The campaign row and the touched donors' rows move by the deltas: the cost of a
+    block does not grow with the donations on record.
     """
     result = FinalizedBlockResult()
     stats = stats_lock()
-    stats.total, stats.tokens, _ = confirmed_totals()  # the truth under the lock, not the stored copy
-    touched: set[str] = set()
+    before = sale_state(stats.tokens, tiers)
+    deltas = Deltas()
     for sighting in sightings:
-        donation, outcome = donation_record_unconfirmed(sighting=sighting, tiers=tiers)
+        donation, outcome = donation_record_unconfirmed(sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens)
         if outcome == Outcome.INSERTED:
             result.inserted += 1
-        donation.refresh_from_db()
+        if donation.status == DonationStatus.FAILED:
+            # Positive evidence (the transfer in a finalized block) outweighs an earlier absence; the row
+            # is recorded from this sighting (its block, that minute's price, the tier now), not its old one.
+            logger.warning(
+                "donation %s was failed but is in finalized block %d; recorded from it and confirmed",
+                donation.tx_hash,
+                sighting.transfer.block_number,
+            )
+            _move_to(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers).token_price))
+            donation.status = DonationStatus.UNCONFIRMED  # confirmed below, or held by a pause as unconfirmed
+            donation.save(update_fields=["status", "modified_at"])
         decision = donation_confirm(stats=stats, donation=donation, tiers=tiers)
         if decision == Outcome.CONFIRMED:
             result.confirmed += 1
-            touched.add(donation.address)
+            deltas.add(donation, +1)
         elif decision == Outcome.HELD_PAUSED:
             result.held_paused += 1
     for tx_hash in reverted_tx_hashes:
         for donation in Donation.objects.select_for_update().filter(tx_hash=tx_hash, log_index__isnull=True):
-            was_confirmed = donation.status == DonationStatus.CONFIRMED
-            if donation_fail_reverted(donation=donation):
-                result.failed += 1
-                if was_confirmed:
-                    touched.add(donation.address)
-    if result.confirmed or result.failed or result.inserted:
-        stats_recompute(stats=stats, tiers=tiers)
-        user_data_refresh(addresses=touched)
+            result.failed += _revert(stats, donation, deltas)
+    if result.confirmed or result.failed:
+        stats_save(stats=stats, tiers=tiers, before=before)
+        deltas.apply()
     return result
 
 
@@ -302,16 +294,25 @@ def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier])
     """Confirm recorded donations (the old-unconfirmed crawler's path, issue #4), oldest first.
 
     The caller has positive evidence that each one is in a finalized block. Same rule, same lock and
-    same recompute as the finalized crawler; returns each donation's outcome.
+    same deltas as the finalized crawler; returns each donation's outcome (a failed row is left out:
+    only the finalized path records it anew from the block that proves it).
     """
     stats = stats_lock()
-    stats.total, stats.tokens, _ = confirmed_totals()
-    rows = list(Donation.objects.select_for_update().filter(id__in=donation_ids).order_by("block_number", "id"))
+    rows = list(
+        Donation.objects.select_for_update()
+        .filter(id__in=donation_ids)
+        .exclude(status=DonationStatus.FAILED)
+        .order_by("block_number", "id")
+    )
+    before = sale_state(stats.tokens, tiers)
     outcomes = {row.id: donation_confirm(stats=stats, donation=row, tiers=tiers) for row in rows}
-    touched = [row.address for row in rows if outcomes[row.id] == Outcome.CONFIRMED]
-    if touched:
-        stats_recompute(stats=stats, tiers=tiers)
-        user_data_refresh(addresses=touched)
+    deltas = Deltas()
+    for row in rows:
+        if outcomes[row.id] == Outcome.CONFIRMED:
+            deltas.add(row, +1)
+    if deltas.by_address:
+        stats_save(stats=stats, tiers=tiers, before=before)
+        deltas.apply()
     return outcomes
 
 
@@ -320,10 +321,9 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
     """The old-unconfirmed judge's failure: unconfirmed rows only (a confirmed one is never touched here).
 
     Under the campaign lock like every crediting write; the rows are kept, only their status changes.
-    The statistics are recomputed afterwards (they do not change, since unconfirmed rows were never in
-    them, but the status and token price are re-derived from the truth all the same).
+    No total moves: unconfirmed rows were never in them.
     """
-    stats = stats_lock()
+    stats_lock()
     rows = list(
         Donation.objects.select_for_update()
         .filter(id__in=donation_ids, status=DonationStatus.UNCONFIRMED)
@@ -336,9 +336,6 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
         webhook_donation_event(
             row, "donation.failed", reason="reverted" if "revert" in reason else "dropped", detail=reason
         )
-    if rows:
-        stats_recompute(stats=stats, tiers=tiers)
-        user_data_refresh(addresses=[row.address for row in rows])
     return [row.id for row in rows]
 
 
@@ -409,14 +406,16 @@ def campaign_pause(*, operator: str, reason: str = "") -> bool:
 @transaction.atomic
 def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     """Lift a pause: open or closed is re-derived from the confirmed tokens against the sale cap (by
-    `stats_recompute`, the one place that derives it), never set bluntly. Returns the new status, or
-    None when the campaign was not paused."""
+    `stats_save`, the one place that derives it, through `stats_recompute`), never set bluntly.
+    Returns the new status, or None when the campaign was not paused."""
     stats = stats_lock()
     if stats.status != CampaignStatus.PAUSED:
         return None
     stats.status = CampaignStatus.OPEN  # not the answer: stats_recompute derives it below
     stats.paused_reason, stats.paused_by, stats.paused_at = "", "", None
     stats.save(update_fields=["paused_reason", "paused_by", "paused_at"])
+    # A rare operator action, and the usual end of a freeze on drift: the campaign totals are re-summed
+    # from the confirmed donations here (a full scan), unlike on the crawlers' per-block path.
     stats_recompute(stats=stats, tiers=tiers)
     webhook_campaign_status(stats, "resumed")
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)

@@ -13,7 +13,7 @@ from prices.models import Price, PriceRequest
 
 @admin.register(Price)
 class PriceAdmin(ReadOnlyAdmin):
-    list_display = ("created_at", "asset", "price", "made_from", "dropped")
+    list_display = ("created_at", "asset", "price", "made_from", "cross_checked", "dropped")
     list_filter = ("asset",)
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
@@ -23,6 +23,14 @@ class PriceAdmin(ReadOnlyAdmin):
     @admin.display(description="made from")
     def made_from(self, obj: Price) -> str:
         return ", ".join(f"{u['venue']} {u['quote']}" for u in (obj.sources or {}).get("used", []))
+
+    @admin.display(description="cross-checked")
+    def cross_checked(self, obj: Price) -> str:
+        # A historical minute only one venue answered for is accepted, but nothing confirmed it.
+        if (obj.sources or {}).get("single_venue"):
+            return "NO: single venue"
+        used = len((obj.sources or {}).get("used", []))
+        return f"{used} venues" if used else "-"
 
     @admin.display(description="dropped")
     def dropped(self, obj: Price) -> str:

@@ -8,6 +8,9 @@ The six steps (seed 000, "price aggregation"):
 4. a quote more than MAX_DEVIATION (10%) from the median is dropped on its own, with its deviation;
 5. at least MIN_SURVIVORS (3) must survive, otherwise nothing is written;
 6. the price is the mean of the survivors.
+
+Historical minutes (klines) use the same steps scaled to the venues that answered: a quorum of one and a
+majority of the usable quotes surviving (`min_survivors=None`).
 """
 
 from __future__ import annotations
@@ -65,10 +68,14 @@ def aggregate(
     quotes: Iterable[VenueQuote],
     *,
     quorum: int = QUORUM,
-    min_survivors: int = MIN_SURVIVORS,
+    min_survivors: int | None = MIN_SURVIVORS,
     max_deviation: Decimal = MAX_DEVIATION,
 ) -> Aggregate:
-    """Combine one cycle's quotes into a price, or into the reason there is none."""
+    """Combine one cycle's quotes into a price, or into the reason there is none.
+
+    `min_survivors=None`: more than half of the usable quotes must survive the deviation check (one of
+    one, two of two, two of three, three of four).
+    """
     dropped: list[DroppedQuote] = []
     valid: list[UsedQuote] = []
     for quote in quotes:
@@ -88,6 +95,7 @@ def aggregate(
         dropped.extend(DroppedQuote(q.venue, q.price, "cycle below quorum") for q in valid)
         return outcome(None, None, [], f"quorum not met: {len(valid)} usable quotes, {quorum} needed")
 
+    needed = len(valid) // 2 + 1 if min_survivors is None else min_survivors
     median = median_of([q.price for q in valid])
     survivors: list[UsedQuote] = []
     for quote in valid:
@@ -99,7 +107,7 @@ def aggregate(
         else:
             survivors.append(quote)
 
-    if len(survivors) < min_survivors:
+    if len(survivors) < needed:
         dropped.extend(DroppedQuote(q.venue, q.price, "too few quotes survived the deviation check") for q in survivors)
         return outcome(
             None, median, [], f"only {len(survivors)} quotes within {max_deviation * 100:.0f}% of the median"

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import connection
 from django.db.models import F, Q
@@ -184,20 +183,65 @@ def price_request_close(request: PriceRequest, *, now: datetime) -> None:
     )
 
 
-def _kline_sources(kline: Kline, request: PriceRequest) -> dict:
-    return {
-        "method": "one-minute kline close",
-        "minute": kline.minute.isoformat(),
-        "used": [{"venue": kline.venue, "quote": str(kline.close)}],
-        "dropped": [],
-        "request": request.requested_at.isoformat(),
-    }
+def _venue_klines(name: str, urls: Mapping[str, str], timeout: float | None, start: datetime) -> list[Kline] | str:
+    """One venue's klines from `start`, or why it gave none (a broken adapter drops only its venue)."""
+    venue = VENUES_BY_NAME[name]
+    try:
+        return venue.klines(client_for(name, urls=urls, timeout=timeout), start, KLINE_COUNT)  # type: ignore[misc]
+    except VenueError as exc:
+        return redact(exc)
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("klines from %s: adapter raised %s: %s", name, type(exc).__name__, redact(exc)[:200])
+        return f"adapter raised {type(exc).__name__}"
+
+
+def collect_klines(
+    *, start: datetime, urls: Mapping[str, str], timeout: float | None = None
+) -> dict[str, list[Kline] | str]:
+    """Ask every kline venue at once; a venue still silent after the time-out counts as failed."""
+    limit = settings.CONFIG.venue_timeout if timeout is None else timeout
+    executor = ThreadPoolExecutor(max_workers=len(KLINE_VENUES), thread_name_prefix="klines")
+    try:
+        futures = {executor.submit(_venue_klines, name, urls, limit, start): name for name in KLINE_VENUES}
+        done, _ = wait(futures, timeout=limit + COLLECT_GRACE_SECONDS)
+        return {
+            name: future.result() if future in done else f"no answer within {limit:g} s"
+            for future, name in futures.items()
+        }
+    finally:
+        executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _minute_quotes(answers: Mapping[str, list[Kline] | str], minute: datetime) -> list[VenueQuote]:
+    quotes = []
+    for name, answer in answers.items():
+        if isinstance(answer, str):
+            quotes.append(VenueQuote(name, None, answer))
+            continue
+        close = next((k.close for k in answer if k.minute == minute), None)
+        quotes.append(VenueQuote(name, close, None if close is not None else "no kline for the minute"))
+    return quotes
+
+
+def _kline_sources(result: Aggregate, *, minute: datetime, request: PriceRequest) -> dict:
+    trail = audit_trail(result, minute=minute)
+    trail["method"] = "mean of the one-minute kline closes within 10% of their median (a majority must survive)"
+    trail["request"] = request.requested_at.isoformat()
+    trail["single_venue"] = len(result.used) == 1  # accepted, but nothing cross-checked it
+    return trail
 
 
 def price_request_serve(
     request: PriceRequest, *, now: datetime, urls: Mapping[str, str], timeout: float | None
 ) -> bool:
-    """Write the closed klines around a requested minute, trying venue after venue; True once served."""
+    """Write the closed minutes around a requested minute from every kline venue; True once served.
+
+    Every kline venue is asked at once (bounded by the venue time-out) and each closed minute is made
+    from their closes by the minute cycle's rules (`aggregation.aggregate`) scaled to what answered:
+    median reference, 10 % gate, mean of the survivors, a majority of the answers surviving. A minute
+    only one venue covers is written and marked `single_venue`; a minute the venues disagree on beyond
+    the gate is not written, so the request stays unserved and is retried.
+    """
     requested = minute_of(request.requested_at)
     if request.asset != ETH:
         # Klines are ETH/USD; the sale token's price is set by the crawler, never fetched.
@@ -211,32 +255,39 @@ def price_request_serve(
             asset=ETH, created_at=requested, price=dev_price, sources=dev.dev_sources(price=dev_price, minute=requested)
         )
         return True
+    answers = collect_klines(start=requested, urls=urls, timeout=timeout)
+    for name, answer in answers.items():
+        if isinstance(answer, str):
+            logger.warning("price request %s: %s klines unusable: %s", requested.isoformat(), name, answer)
     current = minute_of(now)
-    for name in KLINE_VENUES:
-        venue = VENUES_BY_NAME[name]
-        try:
-            klines = venue.klines(client_for(name, urls=urls, timeout=timeout), requested, KLINE_COUNT)  # type: ignore[misc]
-        except VenueError as exc:
-            logger.warning("price request %s: %s klines unusable: %s", requested.isoformat(), name, redact(exc))
+    minutes = sorted({k.minute for answer in answers.values() if not isinstance(answer, str) for k in answer})
+    written = 0
+    for minute in minutes:
+        if minute >= current:
+            # Still in progress: its close keeps moving, and a stored value would be permanent.
+            logger.info("price request %s: kline %s still open, discarded", requested.isoformat(), minute.isoformat())
             continue
-        except SoftTimeLimitExceeded:
-            raise  # the task's own deadline, not a venue fault
-        except Exception as exc:  # noqa: BLE001 - a broken adapter means: try the next venue
-            logger.warning("price request %s: %s klines raised %s", requested.isoformat(), name, type(exc).__name__)
-            continue
-        written = 0
-        for kline in klines:
-            if kline.minute >= current:
-                # Still in progress: its close keeps moving, and a stored value would be permanent.
-                logger.info("price request %s: %s kline %s still open, discarded", requested, name, kline.minute)
-                continue
-            written += price_insert(
-                asset=request.asset, created_at=kline.minute, price=kline.close, sources=_kline_sources(kline, request)
+        result = aggregate(_minute_quotes(answers, minute), quorum=1, min_survivors=None)
+        if result.price is None:
+            logger.warning(
+                "price request %s: minute %s not written: %s", requested.isoformat(), minute.isoformat(), result.reason
             )
-        if price_near(asset=request.asset, moment=requested):
-            logger.info("price request %s: served from %s klines (%d new rows)", requested.isoformat(), name, written)
-            return True
-        logger.warning("price request %s: %s klines leave the minute uncovered", requested.isoformat(), name)
+            continue
+        if len(result.used) == 1:
+            venue = result.used[0].venue
+            logger.warning(
+                "price request %s: minute %s from %s alone", requested.isoformat(), minute.isoformat(), venue
+            )
+        written += price_insert(
+            asset=request.asset,
+            created_at=minute,
+            price=result.price,
+            sources=_kline_sources(result, minute=minute, request=request),
+        )
+    if price_near(asset=request.asset, moment=requested):
+        logger.info("price request %s: served from klines (%d new rows)", requested.isoformat(), written)
+        return True
+    logger.warning("price request %s: the klines leave the minute uncovered", requested.isoformat())
     return False
 
 

@@ -32,6 +32,7 @@ def test_a_fresh_campaign_is_open_in_the_first_tier(api):
         "tier": 1,
         "tier_limit": "100000000",
         "sale_cap": "500000000",
+        "tokens_beyond_cap": "0",
         "donation_address": "0xa0ee7a142d267c1f36714e4a8f75612f20a79720",
         "stable_coins": [
             {"asset": "usdt", "contract": "0x5fbdb2315678afecb367f032d93f642f64180aa3", "decimals": 6},
@@ -63,6 +64,21 @@ def test_the_sale_shows_closed_at_the_cap_even_if_the_stored_status_is_stale(api
     body = api.get("/donation/data").json()
 
     assert (body["status"], body["tier"], body["token_price"]) == ("closed", 3, "0.002")
+    assert body["tokens_beyond_cap"] == "0"
+
+
+def test_the_tokens_beyond_the_cap_are_shown(api):
+    # the donation that crossed the 500M cap was credited whole
+    set_campaign(tokens=500_123_456, total="750000.00", status=CampaignStatus.CLOSED)
+
+    body = api.get("/donation/data").json()
+
+    assert (body["status"], body["tokens"], body["sale_cap"], body["tokens_beyond_cap"]) == (
+        "closed",
+        "500123456",
+        "500000000",
+        "123456",
+    )
 
 
 def test_a_paused_sale_shows_paused(api):

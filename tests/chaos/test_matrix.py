@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST
+from crawlers.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.services import cursor_get
 from crawlers.tasks import crawl_latest
 from donations.models import Donation, DonationStats
@@ -195,13 +199,34 @@ def test_pause_across_a_tier_boundary_and_resume(stack_factory, settings):
     assert set(Donation.objects.filter(tx_hash__in=held).values_list("status", flat=True)) == {"unconfirmed"}
     stats = DonationStats.objects.get()
     assert (stats.status, stats.tokens) == ("paused", 2_000_000)  # frozen: nothing credited while paused
+    # what each donor is shown while the donation waits: priced when recorded, at the pause-time tier
+    shown = {tx: user_data_tokens(tx) for tx in held}
+    assert shown == {held[0]: "2000000", held[1]: "2000000"}
 
     assert campaign_resume(operator="chaos", tiers=settings.CONFIG.sale_tiers) == "open"
+    # The old-unconfirmed crawler saw the held rows before their blocks were final and backed off (an
+    # eighth of their age, at least 5 minutes): its first run after that back-off credits them.
+    judged = crawl_old_unconfirmed(now=timezone.now() + timedelta(hours=1))
+    assert judged.confirmed == 2, judged.summary()
     stack.drive(lambda: not Donation.objects.filter(status="unconfirmed").exists(), timeout=60)
 
     rows = {d.tx_hash: d for d in Donation.objects.all()}
-    # the backlog is credited oldest first: the first at the tier in force when the pause began
-    assert (rows[held[0]].price, rows[held[0]].tokens) == (Decimal("0.001"), 2_000_000)
-    assert (rows[held[1]].price, rows[held[1]].tokens) == (Decimal("0.002"), 1_000_000)
-    assert DonationStats.objects.get().status == "closed"
+    # The backlog is sold at the pause-time tier and not re-priced (seed 000, "Token price on resume"):
+    # every held donation confirms with the tokens it showed while unconfirmed. The second crosses the
+    # cap whole (4M + 2M = 6M of a 5M sale): the overshoot is shown, not hidden.
+    assert {tx: (rows[tx].status, rows[tx].price, rows[tx].tokens) for tx in held} == {
+        held[0]: ("confirmed", Decimal("0.001"), 2_000_000),
+        held[1]: ("confirmed", Decimal("0.001"), 2_000_000),
+    }
+    assert {tx: user_data_tokens(tx) for tx in held} == shown
+    campaign = Client().get("/donation/data").json()
+    assert (campaign["status"], campaign["tokens"], campaign["tokens_beyond_cap"]) == ("closed", "6000000", "1000000")
     stack.verify()
+
+
+def user_data_tokens(tx_hash: str) -> str:
+    """The tokens GET /user/data shows the donor for one donation."""
+    donor = Donation.objects.get(tx_hash=tx_hash).address
+    donations = Client().get(f"/user/data/{donor}").json()["donations"]
+    (entry,) = [d for d in donations if d["tx_hash"] == tx_hash]
+    return entry["tokens"]

@@ -11,6 +11,7 @@ from crawlers.models import FINALIZED, LATEST
 from crawlers.rpc import ChainMismatchError
 from crawlers.services import crawl, cursor_get
 from donations.models import Donation, DonationStats, UserData
+from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.invariants import assert_ledger_invariants
 
@@ -249,4 +250,29 @@ def test_the_finalized_crawler_treats_a_row_from_an_orphaned_block_as_not_yet_se
     assert donation.status == "confirmed"
     assert donation.block_hash == node.receipt(tx_hash)["blockHash"] != orphaned_hash
     assert donation.block_number == int(node.receipt(tx_hash)["blockNumber"], 16)
+    assert_ledger_invariants()
+
+
+def test_a_donation_remined_elsewhere_before_finality_keeps_the_tier_price_it_was_recorded_at(node, settings):
+    tx_hash = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    signed = node.rpc("eth_getRawTransactionByHash", tx_hash)
+    crawl(LATEST)
+    assert (Donation.objects.get().price, Donation.objects.get().tokens) == (Decimal("0.001"), 2_000_000)
+
+    # The tier price in force changes (here: the operator's configuration), then the block is re-orged
+    # and the same transaction mined in another block.
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, sale_tiers=(SaleTier(10**9, Decimal("0.004")),))
+    node.reorg(1, [])
+    node.mine(1)
+    node.reorg(1, [(signed, 0)])
+    node.mine(1)
+    crawl(LATEST)
+
+    donation = Donation.objects.get()
+    assert donation.block_hash == node.receipt(tx_hash)["blockHash"]
+    assert (donation.price, donation.eth_price, donation.tokens) == (Decimal("0.001"), Decimal("2000"), 2_000_000)
+    finalize(node)
+    crawl(FINALIZED)
+    donation.refresh_from_db()
+    assert (donation.status, donation.tokens) == ("confirmed", 2_000_000)
     assert_ledger_invariants()

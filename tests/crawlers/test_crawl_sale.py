@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test import Client
 
 from crawlers.models import FINALIZED, LATEST
 from crawlers.services import crawl, cursor_get
@@ -38,14 +39,19 @@ def by_tx() -> dict[str, Donation]:
     return {d.tx_hash: d for d in Donation.objects.all()}
 
 
-def test_tiers_are_crossed_and_a_closed_sale_confirms_at_zero_tokens_but_inserts_at_the_real_count(node, settings):
+def test_a_donation_keeps_the_tier_it_was_recorded_at_and_a_closed_sale_confirms_at_zero_tokens(node, settings):
     use_tiers(settings, SMALL_SALE)
     first = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 2 * ETHER)  # 4,000,000 tokens at tier 1
-    second = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)  # tier 2: 2000 / 0.002 = 1,000,000 -> cap
-    third = node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER)  # after the cap
+    second = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)  # recorded at tier 1 too: 2,000,000
+    third = node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER)
 
     crawl(LATEST)
-    assert {tx: d.tokens for tx, d in by_tx().items()} == {first: 4_000_000, second: 2_000_000, third: 2_000_000}
+    shown = {tx: (d.price, d.tokens) for tx, d in by_tx().items()}
+    assert shown == {
+        first: (Decimal("0.001"), 4_000_000),
+        second: (Decimal("0.001"), 2_000_000),
+        third: (Decimal("0.001"), 2_000_000),
+    }
 
     finalize(node)
     crawl(FINALIZED)
@@ -53,27 +59,29 @@ def test_tiers_are_crossed_and_a_closed_sale_confirms_at_zero_tokens_but_inserts
     rows = by_tx()
     assert {tx: (d.status, d.price, d.tokens) for tx, d in rows.items()} == {
         first: ("confirmed", Decimal("0.001"), 4_000_000),
-        second: ("confirmed", Decimal("0.002"), 1_000_000),
-        third: ("confirmed", Decimal("0.002"), 0),  # closed at confirmation: recorded, refundable, 0 tokens
+        # Priced once, when recorded: confirmation does not move it to tier 2, and it crosses the cap whole.
+        second: ("confirmed", Decimal("0.001"), 2_000_000),
+        third: ("confirmed", Decimal("0.001"), 0),  # closed at confirmation: recorded, refundable, 0 tokens
     }
     stats = DonationStats.objects.get()
-    assert (stats.tokens, stats.total, stats.status) == (5_000_000, Decimal("8000.00"), "closed")
+    assert (stats.tokens, stats.total, stats.status) == (6_000_000, Decimal("8000.00"), "closed")
     assert list(Price.objects.filter(asset=TOKEN).order_by("created_at").values_list("price", flat=True)) == [
         Decimal("0.002")
     ]
 
-    # A donation arriving while closed is still inserted by the latest crawler at its real token count.
+    # A donation arriving while closed is still inserted by the latest crawler at its real token count
+    # (the last tier's price: the sale may reopen before it is confirmed).
     late = node.send_eth(ACCOUNTS[4], DONATION_ADDRESS, ETHER)
     crawl(LATEST)
-    assert by_tx()[late].tokens == 1_000_000
+    assert (by_tx()[late].price, by_tx()[late].tokens) == (Decimal("0.002"), 1_000_000)
     assert_ledger_invariants()
 
-    # Raising the cap reopens the sale for donations confirmed from now on; the settled one keeps 0.
+    # Raising the cap reopens the sale: the late donation confirms with what it showed; the settled one keeps 0.
     use_tiers(settings, (*SMALL_SALE, SaleTier(10_000_000, Decimal("0.004"))))
     finalize(node)
     crawl(FINALIZED)
     rows = by_tx()
-    assert (rows[late].status, rows[late].tokens) == ("confirmed", 500_000)
+    assert (rows[late].status, rows[late].tokens) == ("confirmed", 1_000_000)
     assert rows[third].tokens == 0
     assert DonationStats.objects.get().status == "open"
     assert_ledger_invariants()
@@ -222,4 +230,39 @@ def test_a_finalized_receipt_reporting_revert_fails_a_confirmed_donation_and_reo
     stats = DonationStats.objects.get()
     assert (stats.tokens, stats.status) == (4_000_000, "open")
     assert UserData.objects.get(address=ACCOUNTS[2]).tokens == 0  # zeroed, not deleted
+    assert_ledger_invariants()
+
+
+def test_user_data_shows_the_same_tokens_before_and_after_confirmation_while_the_sale_is_open(node, settings):
+    # Tier 1 ends at 3M: the donations recorded before any is confirmed are all priced at tier 1, those
+    # recorded after the first confirmations at tier 2; none is re-priced when it is confirmed.
+    use_tiers(settings, (*SMALL_SALE, SaleTier(100_000_000, Decimal("0.004"))))
+    donors = ACCOUNTS[1:5]
+
+    def shown() -> dict[str, tuple[str, str]]:
+        client = Client()
+        seen = {}
+        for donor in donors:
+            for entry in client.get(f"/user/data/{donor}").json()["donations"]:
+                seen[entry["tx_hash"]] = (entry["status"], entry["tokens"])
+        return seen
+
+    sent = [node.send_eth(donor, DONATION_ADDRESS, ETHER) for donor in donors[:2]]
+    crawl(LATEST)
+    before = shown()
+    finalize(node)
+    crawl(FINALIZED)  # 4M confirmed: tier 2 from here on
+    sent += [node.send_eth(donor, DONATION_ADDRESS, ETHER // 3) for donor in donors[2:]]
+    crawl(LATEST)
+    before |= {tx: seen for tx, seen in shown().items() if tx in sent[2:]}
+    assert {tx: state for tx, (state, _) in before.items()} == {tx: "unconfirmed" for tx in sent}
+    finalize(node)
+    crawl(FINALIZED)
+    after = shown()
+
+    assert {tx: state for tx, (state, _) in after.items()} == {tx: "confirmed" for tx in sent}
+    assert {tx: tokens for tx, (_, tokens) in after.items()} == {tx: tokens for tx, (_, tokens) in before.items()}
+    # 1/3 ETH at 2000 USD and tier 2's 0.002: ceiling(666.666666... / 0.002) on the stored 0.33333333 ETH
+    assert before[sent[2]][1] == "333334"
+    assert DonationStats.objects.get().status == "open"
     assert_ledger_invariants()

@@ -22,6 +22,7 @@ from crawlers.services import crawl, cursor_set
 from crawlers.traces import internal_eth_transfers
 from donations.models import Donation, DonationStats
 from donations.services import Sighting, campaign_pause, campaign_resume, donation_record_unconfirmed
+from prices.models import ETH, Price
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -368,7 +369,7 @@ def internal_donation(node, wallet_owner=ACCOUNTS[1], trace_address: str | None 
     if trace_address is not None:
         transfer = dataclasses.replace(transfer, trace_address=trace_address)
     block_time = datetime.fromtimestamp(int(node.block(number)["timestamp"], 16), tz=UTC)
-    sighting = Sighting(transfer=transfer, block_time=block_time, usd_amount=Decimal("2000.00"))
+    sighting = Sighting(transfer=transfer, block_time=block_time, eth_price=Decimal("2000"))
     row, _ = donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
     node.mine(3)
     assert (row.address, row.trace_address) == (wallet, trace_address or "0")
@@ -435,3 +436,44 @@ def test_a_coin_transfer_re_mined_at_another_log_index_is_confirmed_as_the_same_
     assert result.recrawled_blocks == 1
     (only,) = Donation.objects.filter(tx_hash=tx)
     assert (only.id, only.status, only.log_index, only.usd_amount) == (row.id, "confirmed", new_index, Decimal("40.00"))
+
+
+def test_a_donation_failed_by_absence_then_found_in_a_finalized_block_is_recorded_from_that_block(node):
+    row, raw = vanished_donation(node)
+    for _ in range(3):
+        judge(MUCH_LATER)
+    assert status(row) == ("failed", 3)
+    old = (row.block_number, row.block_hash, row.eth_price, row.usd_amount, row.tokens)
+    assert old[2:] == (Decimal("2000"), Decimal("2000.00"), 2_000_000)
+
+    # The ETH price of the minutes ahead moves; the same signed transaction is mined again elsewhere.
+    Price.objects.filter(asset=ETH).delete()
+    now = timezone.now().replace(second=0, microsecond=0)
+    Price.objects.bulk_create(
+        Price(asset=ETH, price=Decimal("2500"), created_at=now + timedelta(minutes=m), sources={"test": True})
+        for m in range(-30, 31)
+    )
+    tx = node.rpc("eth_sendRawTransaction", raw)
+    receipt = node.wait_receipt(tx)
+    node.mine(3)
+    block = node.rpc("eth_getBlockByNumber", receipt["blockNumber"], False)
+
+    result = crawl(FINALIZED)
+
+    row.refresh_from_db()
+    assert result.confirmed == 1
+    assert (row.status, row.block_number, row.block_hash) == (
+        "confirmed",
+        int(receipt["blockNumber"], 16),
+        receipt["blockHash"].lower(),
+    )
+    assert row.block_time.timestamp() == int(block["timestamp"], 16)
+    assert (row.eth_price, row.usd_amount, row.price, row.tokens) == (
+        Decimal("2500"),
+        Decimal("2500.00"),
+        Decimal("0.001"),
+        2_500_000,
+    )
+    assert (row.block_number, row.block_hash) != old[:2]
+    stats = DonationStats.objects.get()
+    assert (stats.total, stats.tokens) == (Decimal("2500.00"), 2_500_000)

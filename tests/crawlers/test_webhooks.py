@@ -304,7 +304,7 @@ def test_eth_from_an_internal_call_is_keyed_by_its_trace_position(node, settings
     )
     with webhook_receiver() as receiver:
         endpoint(receiver, ["donation.seen"])
-        sighting = Sighting(transfer=transfer, block_time=timezone.now(), usd_amount=Decimal("2000.00"))
+        sighting = Sighting(transfer=transfer, block_time=timezone.now(), eth_price=Decimal("2000"))
         donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
         webhooks_drain()
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from crawlers.models import FINALIZED, LATEST, LastBlock, ReconcileRun
 from crawlers.services import crawl, cursor_get
 from donations.models import Donation, DonationStats
-from donations.services import stats_recompute
+from donations.totals import stats_recompute
 from dws_project.config import SaleTier
 from prices.models import PriceRequest
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER

@@ -13,7 +13,8 @@ from crawlers.models import FINALIZED, LATEST, ReconcileRun
 from crawlers.reconcile import reconcile_last_day
 from crawlers.services import crawl
 from donations.models import Donation, DonationStats, UserData
-from donations.services import campaign_pause, user_data_refresh
+from donations.services import campaign_pause
+from donations.totals import user_data_refresh
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]

@@ -56,7 +56,7 @@ def test_a_new_request_is_served_from_ten_klines_starting_at_its_minute(venue_se
     assert sorted(prices_at()) == [requested + timedelta(minutes=m) for m in range(10)]
     row = Price.objects.get(created_at=requested)
     assert row.price == Decimal("2000.5")
-    assert row.sources["method"] == "one-minute kline close"
+    assert row.sources["method"].startswith("mean of the one-minute kline closes")
     assert row.sources["used"] == [{"venue": "kraken", "quote": "2000.5"}]
 
 
@@ -105,13 +105,10 @@ def test_a_gap_in_the_klines_fails_the_request_which_is_retried_after_five_minut
     request.refresh_from_db()
     assert (first.failed, request.status, request.attempts) == (1, PriceRequestStatus.FAILED, 1)
     assert min(prices_at()) == requested + timedelta(minutes=5)  # closed minutes after the gap are kept
-    asked_kline_venues = [hit.path for hit in venue_server.hits]
-    assert asked_kline_venues == [
-        recorded.KRAKEN_OHLC,
-        recorded.BITFINEX_CANDLES,
-        recorded.BINANCE_KLINES,
-        recorded.KUCOIN_CANDLES,
-    ]
+    asked_kline_venues = sorted(hit.path for hit in venue_server.hits)  # all at once
+    assert asked_kline_venues == sorted(
+        [recorded.KRAKEN_OHLC, recorded.BITFINEX_CANDLES, recorded.BINANCE_KLINES, recorded.KUCOIN_CANDLES]
+    )
 
     too_soon = serve(venue_server, now + timedelta(minutes=4))
     request.refresh_from_db()
@@ -127,7 +124,7 @@ def test_a_gap_in_the_klines_fails_the_request_which_is_retried_after_five_minut
 
 
 @pytest.mark.django_db
-def test_klines_fall_back_to_the_next_venue(venue_server):
+def test_venues_without_usable_klines_are_dropped_with_their_reason(venue_server):
     requested = minute_now() - timedelta(minutes=30)
     request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
     venue_server.route(recorded.KRAKEN_OHLC, Reply(recorded.kraken_error("EGeneral:Too many requests")))
@@ -140,8 +137,12 @@ def test_klines_fall_back_to_the_next_venue(venue_server):
 
     request.refresh_from_db()
     assert request.status == PriceRequestStatus.SUCCEEDED
-    assert Price.objects.get(created_at=requested).sources["used"] == [{"venue": "binance", "quote": "2000.0"}]
-    assert not venue_server.hits_on(recorded.KUCOIN_CANDLES)
+    sources = Price.objects.get(created_at=requested).sources
+    assert sources["used"] == [{"venue": "binance", "quote": "2000.0"}]
+    assert sources["single_venue"] is True
+    reasons = {d["venue"]: d["reason"] for d in sources["dropped"]}
+    assert sorted(reasons) == ["bitfinex", "kraken", "kucoin"]
+    assert "Too many requests" in reasons["kraken"]
 
 
 @pytest.mark.django_db
@@ -159,7 +160,7 @@ def test_a_succeeded_request_is_never_revisited(venue_server):
 
     request.refresh_from_db()
     assert (request.status, request.attempts, request.modified_at) == (PriceRequestStatus.SUCCEEDED, 1, closed_at)
-    assert len(venue_server.hits) == 1
+    assert len(venue_server.hits) == 4  # the one poll that served it asked each kline venue once
 
 
 @pytest.mark.django_db
@@ -266,3 +267,88 @@ def test_two_concurrent_pollers_never_serve_a_request_twice(venue_server):
     assert set(PriceRequest.objects.values_list("status", "attempts")) == {(PriceRequestStatus.SUCCEEDED, 1)}
     asked_since = sorted(hit.query["since"] for hit in venue_server.hits_on(recorded.KRAKEN_OHLC))
     assert asked_since == sorted(str(int(m.timestamp()) - 60) for m in requested)
+
+
+def every_kline_venue(server, requested: datetime, closes: dict[str, str]) -> None:
+    """The named kline venues answer ten closed minutes from `requested`, each at its own close; the
+    others are not routed (404)."""
+    minutes = 10
+    if "kraken" in closes:
+        server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now(), close=closes["kraken"]))
+    if "binance" in closes:
+        server.route(recorded.BINANCE_KLINES, Reply(recorded.binance_klines(requested, [closes["binance"]] * minutes)))
+    if "kucoin" in closes:
+        server.route(recorded.KUCOIN_CANDLES, Reply(recorded.kucoin_candles(requested, [closes["kucoin"]] * minutes)))
+    if "bitfinex" in closes:
+        server.route(
+            recorded.BITFINEX_CANDLES, Reply(recorded.bitfinex_candles(requested, [closes["bitfinex"]] * minutes))
+        )
+
+
+@pytest.mark.django_db
+def test_a_historical_minute_is_the_mean_of_the_venues_within_10_percent_of_their_median(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    every_kline_venue(
+        venue_server, requested, {"kraken": "2000.5", "bitfinex": "2001.5", "binance": "2000", "kucoin": "2400.6"}
+    )
+
+    serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert request.status == PriceRequestStatus.SUCCEEDED
+    row = Price.objects.get(asset=ETH, created_at=requested)
+    assert row.price == Decimal("2000.66666667")  # (2000 + 2000.5 + 2001.5) / 3; kucoin 20 % off is dropped
+    assert sorted(u["venue"] for u in row.sources["used"]) == ["binance", "bitfinex", "kraken"]
+    (dropped,) = row.sources["dropped"]
+    assert (dropped["venue"], dropped["quote"]) == ("kucoin", "2400.6")
+    assert dropped["reason"] == "deviates 19.97% from the median 2001.0"
+    assert row.sources["single_venue"] is False
+    assert {hit.path for hit in venue_server.hits} == {
+        recorded.KRAKEN_OHLC,
+        recorded.BITFINEX_CANDLES,
+        recorded.BINANCE_KLINES,
+        recorded.KUCOIN_CANDLES,
+    }
+
+
+@pytest.mark.django_db
+def test_a_minute_only_one_venue_answers_for_is_written_and_marked_single_venue(venue_server, caplog):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    every_kline_venue(venue_server, requested, {"bitfinex": "2001.25"})  # the others answer 404
+
+    with caplog.at_level(logging.WARNING, logger="dws.prices"):
+        serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert request.status == PriceRequestStatus.SUCCEEDED
+    row = Price.objects.get(asset=ETH, created_at=requested)
+    assert row.price == Decimal("2001.25")
+    assert row.sources["single_venue"] is True
+    assert row.sources["used"] == [{"venue": "bitfinex", "quote": "2001.25"}]
+    assert sorted(d["venue"] for d in row.sources["dropped"]) == ["binance", "kraken", "kucoin"]
+    assert f"minute {requested.isoformat()} from bitfinex alone" in caplog.text
+
+
+@pytest.mark.django_db
+def test_venues_disagreeing_beyond_the_gate_write_no_price_and_the_request_is_retried(venue_server, caplog):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    every_kline_venue(venue_server, requested, {"kraken": "2000", "binance": "2600"})  # 30 % apart
+    now = recorded.now_utc()
+
+    with caplog.at_level(logging.WARNING, logger="dws.prices"):
+        first = serve(venue_server, now)
+
+    request.refresh_from_db()
+    assert (first.failed, request.status, request.attempts) == (1, PriceRequestStatus.FAILED, 1)
+    assert not Price.objects.exists()
+    assert f"minute {requested.isoformat()} not written: only 0 quotes within 10% of the median" in caplog.text
+
+    every_kline_venue(venue_server, requested, {"kraken": "2000", "binance": "2010"})  # the venues agree again
+    serve(venue_server, now + timedelta(minutes=5, seconds=1))
+
+    request.refresh_from_db()
+    assert (request.status, request.attempts) == (PriceRequestStatus.SUCCEEDED, 2)
+    assert Price.objects.get(created_at=requested).price == Decimal("2005")

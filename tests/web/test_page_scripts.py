@@ -1,7 +1,8 @@
 """The page's JavaScript money path, checked against an independent Python implementation.
 
 The token estimate must follow the sale's formulas exactly (ETH: ceiling(DA * EP / TP); stable coin:
-ceiling(DA / TP)); Python's Decimal at 60 digits is the reference. The Node unit tests run here too,
+ceiling(DA / TP)); the backend's `donations.rules.donation_tokens` is the reference, on random cases
+here and on the shared vectors (tests/vectors/tokens.json) in the Node tests. The Node unit tests run here too,
 so `make test` (pytest) covers them.
 """
 
@@ -10,12 +11,13 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import Decimal
 from pathlib import Path
 
 from eth_abi import encode
 from eth_utils import function_signature_to_4byte_selector
 
+from donations.rules import donation_tokens
 from dws_project.config import parse_sale_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +40,8 @@ def evaluate(calls: list[dict]) -> list:
 
 
 def seed_formula(asset: str, amount: Decimal, eth_price: Decimal | None, token_price: Decimal) -> int:
-    with localcontext(prec=60):
-        usd = amount * eth_price if asset == "eth" else amount
-        return int((usd / token_price).to_integral_value(rounding=ROUND_CEILING))
+    """The backend's one token rule: the page must give exactly what the donation will be credited."""
+    return donation_tokens(asset=asset, amount=amount, eth_price=eth_price, token_price=token_price)
 
 
 def decimal_text(rng: random.Random, whole_digits: int, places: int) -> str:

@@ -1,6 +1,7 @@
 // Unit tests of the page's money module: the token estimate by the sale's ceiling formulas, exact
 // base-unit conversion and input parsing. Run with `node --test tests/web/js/` (pytest does).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 
 import {
@@ -60,11 +61,11 @@ describe("ETH estimate: ceiling(DA * EP / TP)", () => {
     assert.equal(estimateTokens({ asset: "eth", amount: "0.00000001", ethPrice: "3000", tokenPrice: "0.0015" }), "1");
   });
 
-  it("rounds a seed-sized donation up to the next token", () => {
-    // 1.23456 * 1605.25 = 1981.77744 USD; / 0.001 = 1981777.44 tokens
+  it("gives the specification's example: 1.23456 ETH at 1604.955 USD and 0.001 USD a token", () => {
+    // 1.23456 * 1604.955 = 1981.4132448 USD (1981.41 to the cent); / 0.001 = 1981413.2448 tokens
     assert.equal(
-      estimateTokens({ asset: "eth", amount: "1.23456", ethPrice: "1605.25", tokenPrice: "0.001" }),
-      "1981778",
+      estimateTokens({ asset: "eth", amount: "1.2345600000", ethPrice: "1604.955", tokenPrice: "0.00100" }),
+      "1981414",
     );
   });
 
@@ -79,6 +80,25 @@ describe("ETH estimate: ceiling(DA * EP / TP)", () => {
   it("refuses to estimate ETH without an ETH price", () => {
     assert.throws(() => estimateTokens({ asset: "eth", amount: "1", ethPrice: null, tokenPrice: "0.001" }));
   });
+});
+
+// The vectors the backend's token rule is tested with too (tests/donations/test_token_rule.py).
+const SHARED = JSON.parse(readFileSync(new URL("../../vectors/tokens.json", import.meta.url), "utf8")).vectors;
+
+describe("the shared crediting vectors (tests/vectors/tokens.json)", () => {
+  it("holds the specification's example and the dust cases", () => {
+    const notes = SHARED.map((v) => v.note);
+    assert.ok(notes.includes("seed 000 user data example, first donation (usd_amount 1981.41)"));
+    assert.ok(notes.includes("issue 11: one unit of USDT buys one token"));
+    assert.ok(SHARED.length > 50);
+  });
+
+  for (const v of SHARED) {
+    it(`${v.note}: ${v.tokens} tokens`, () => {
+      const got = estimateTokens({ asset: v.asset, amount: v.amount, ethPrice: v.eth_price, tokenPrice: v.token_price });
+      assert.equal(got, v.tokens);
+    });
+  }
 });
 
 describe("ceilDiv", () => {

@@ -74,6 +74,8 @@ export function ceilDiv(numerator, denominator) {
  *   ETH:         ceiling(DA * EP / TP)
  *   stable coin: ceiling(DA / TP)
  * DA donation amount, EP ETH price in USD, TP token price in USD. Returns a whole-number string.
+ * The backend credits by the same rule (donations.rules.donation_tokens): exact product, one rounding,
+ * the ceiling. tests/vectors/tokens.json holds both to the same numbers.
  */
 export function estimateTokens({ asset, amount, ethPrice, tokenPrice }) {
   const da = toDec(amount);
