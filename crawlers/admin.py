@@ -18,8 +18,9 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from crawlers.cursors import CursorRefused, chain_tips, set_cursor
 from crawlers.models import LastBlock, ReconcileRun
-from crawlers.services import CursorRefused, chain_tips, make_probe_client, set_cursor
+from crawlers.ranges import make_probe_client
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")

@@ -29,8 +29,9 @@ from django.utils import timezone
 
 from crawlers import detection
 from crawlers.models import FINALIZED
+from crawlers.ranges import debug_dump, fetch_blocks, make_client
 from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
-from crawlers.services import crawl_single_block, debug_dump, fetch_blocks, make_client, tip_of
+from crawlers.services import crawl_single_block, tip_of
 from donations.models import Donation, DonationStatus
 from donations.services import (
     Outcome,

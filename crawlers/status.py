@@ -12,10 +12,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from crawlers.cursors import LABELS, cursor_get
 from crawlers.models import FINALIZED, LATEST, ReconcileRun
 from crawlers.old_unconfirmed import MIN_AGE
+from crawlers.ranges import make_probe_client
 from crawlers.rpc import Answer, RpcClient
-from crawlers.services import LABELS, cursor_get, make_probe_client
 from donations.models import Donation, DonationStatus
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 

@@ -7,11 +7,13 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
+from crawlers.cursors import job_name
 from crawlers.models import FINALIZED, LATEST
 from crawlers.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
 from crawlers.reconcile import reconcile_last_day
 from crawlers.rpc import RpcClient
-from crawlers.services import CrawlResult, crawl, job_name
+from crawlers.services import crawl
+from crawlers.writing import CrawlResult
 from dws_project.locks import non_overlapping
 
 logger = logging.getLogger("dws.crawlers")

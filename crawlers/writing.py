@@ -1,0 +1,194 @@
+"""Writing scanned blocks: pricing their new transfers, recording them (unconfirmed by the latest crawler,
+confirmed by the finalized one), moving the cursor in the same transaction, and reporting a hold."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import transaction
+
+from crawlers.cursors import cursor_set
+from crawlers.detection import Transfer
+from crawlers.models import LATEST
+from crawlers.ranges import BlockHeld, ScannedBlock
+from donations.models import Donation
+from donations.rules import round_usd, usd_value
+from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
+from dws_project.config import Config
+from prices.models import ETH, Price, PriceRequest
+
+logger = logging.getLogger("dws.crawlers")
+
+PRICE_WINDOW = timedelta(seconds=90)  # ETH price searched within +-1.5 minutes of the block's minute
+
+
+@dataclass
+class CrawlResult:
+    label: str
+    cursor_before: int | None = None
+    cursor: int | None = None
+    tip: int | None = None  # head (latest) or finalized block the run aimed for
+    blocks: int = 0
+    inserted: int = 0
+    confirmed: int = 0
+    failed: int = 0
+    held: str | None = None  # why the run stopped short of the tip
+
+    def summary(self) -> str:
+        text = (
+            f"crawl {self.label}: cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
+            f"{self.blocks} block(s), {self.inserted} inserted, {self.confirmed} confirmed, {self.failed} failed"
+        )
+        return text + (f"; held: {self.held}" if self.held else "")
+
+
+# --- pricing --------------------------------------------------------------------------------------
+
+
+def block_minute(when: datetime) -> datetime:
+    return when.replace(second=0, microsecond=0)
+
+
+def eth_price_near(minute: datetime) -> Price | None:
+    """The ETH price row nearest the block's minute within +-1.5 minutes."""
+    rows = list(Price.objects.filter(asset=ETH, created_at__range=(minute - PRICE_WINDOW, minute + PRICE_WINDOW)))
+    return min(rows, key=lambda r: (abs(r.created_at - minute), r.created_at), default=None)
+
+
+def price_request_file(minute: datetime) -> PriceRequest:
+    """Ask the price service for a historical minute; filing twice is a no-op."""
+    request, created = PriceRequest.objects.get_or_create(asset=ETH, requested_at=minute)
+    if created:
+        logger.info("filed a price request for ETH at %s", minute.isoformat())
+    return request
+
+
+def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sighting]:
+    """USD values for a block's transfers; raises BlockHeld when an ETH transfer has no price yet."""
+    if not transfers:
+        return []
+    eth_price = None
+    if any(t.asset == "eth" for t in transfers):
+        minute = block_minute(block.header.time)
+        row = eth_price_near(minute)
+        if row is None:
+            raise BlockHeld(
+                block.header.number,
+                f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC; a price request is filed, waiting",
+                stuck=False,
+                price_minute=minute,
+            )
+        eth_price = row.price
+    return [
+        Sighting(
+            transfer=t, block_time=block.header.time, usd_amount=round_usd(usd_value(t.asset, t.amount, eth_price))
+        )
+        for t in transfers
+    ]
+
+
+def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
+    """The transfers without a row seen in this very block (the rest need no price)."""
+    if not transfers:
+        return []
+    known = set(
+        Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list(
+            "tx_hash", "log_index", "block_hash"
+        )
+    )
+    return [t for t in transfers if (t.tx_hash, t.log_index, t.block_hash) not in known]
+
+
+# --- writing one block ----------------------------------------------------------------------------
+
+
+def _write_latest(block: ScannedBlock, config: Config) -> int:
+    transfers = _unrecorded(block.transfers)
+    inserted = 0
+    for sighting in _sightings(block, transfers):
+        _, outcome = donation_record_unconfirmed(sighting=sighting, tiers=config.sale_tiers)
+        inserted += outcome != Outcome.UNCHANGED
+        logger.info(
+            "latest: %s donation %s of %s %s from %s in block %d (%s)",
+            sighting.transfer.asset,
+            sighting.transfer.tx_hash,
+            sighting.transfer.amount,
+            sighting.transfer.asset,
+            sighting.transfer.donor,
+            block.header.number,
+            outcome,
+        )
+    return inserted
+
+
+def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int]:
+    if not block.transfers and not block.reverted:
+        return 0, 0, 0
+    # Rows already seen in this block keep their USD value; only new sightings need a price.
+    unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers)}
+    priced = {
+        (s.transfer.tx_hash, s.transfer.log_index): s
+        for s in _sightings(block, [t for t in block.transfers if (t.tx_hash, t.log_index) in unrecorded])
+    }
+    sightings = []
+    for transfer in block.transfers:
+        key = (transfer.tx_hash, transfer.log_index)
+        if key in priced:
+            sightings.append(priced[key])
+        else:
+            row = Donation.objects.get(tx_hash=transfer.tx_hash, log_index=transfer.log_index)
+            sightings.append(Sighting(transfer=transfer, block_time=block.header.time, usd_amount=row.usd_amount))
+    result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
+    if sightings or result.failed:
+        logger.info(
+            "finalized: block %d: %d confirmed, %d inserted, %d held (paused), %d failed (reverted)",
+            block.header.number,
+            result.confirmed,
+            result.inserted,
+            result.held_paused,
+            result.failed,
+        )
+    return result.inserted, result.confirmed, result.failed
+
+
+def _write_block(label: str, block: ScannedBlock, config: Config, result: CrawlResult) -> None:
+    if label == LATEST:
+        result.inserted += _write_latest(block, config)
+    else:
+        inserted, confirmed, failed = _write_finalized(block, config)
+        result.inserted += inserted
+        result.confirmed += confirmed
+        result.failed += failed
+
+
+def record_blocks(
+    label: str,
+    blocks: Sequence[ScannedBlock],
+    held: BlockHeld | None,
+    config: Config,
+    result: CrawlResult,
+    *,
+    move_cursor: bool,
+) -> BlockHeld | None:
+    """Write each scanned block in a transaction of its own (with the cursor, when it moves), stopping at
+    the first block that cannot be proven; return that hold, or the scan's own, already reported."""
+    try:
+        for block in blocks:
+            with transaction.atomic():
+                _write_block(label, block, config, result)
+                if move_cursor:
+                    cursor_set(label, block.header.number, block.header.hash)
+            if move_cursor:
+                result.cursor = block.header.number
+            result.blocks += 1
+    except BlockHeld as exc:
+        held = exc
+    if held is not None:
+        # Outside the rolled-back block transaction: ask for the missing price, so the hold resolves.
+        if held.price_minute is not None:
+            price_request_file(held.price_minute)
+        result.held = held.describe()
+    return held
