@@ -23,10 +23,11 @@ from django.conf import settings
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from crawlers.balances import scan_range
 from crawlers.cursors import chain_tips, cursor_get
 from crawlers.detection import Transfer
 from crawlers.models import FINALIZED, ReconcileRun
-from crawlers.ranges import RANGE_BLOCKS, RECONCILE, make_client, scan_range
+from crawlers.ranges import RANGE_BLOCKS, RECONCILE, make_client
 from crawlers.rpc import RpcClient
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, UserData
 from dws_project.config import Config

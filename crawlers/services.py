@@ -23,6 +23,7 @@ import logging
 
 from django.conf import settings
 
+from crawlers.balances import scan_range
 from crawlers.cursors import LABELS, ChainTips, CursorRefused, chain_tips, cursor_get, cursor_set, job_name, set_cursor
 from crawlers.models import FINALIZED, LATEST, LastBlock
 from crawlers.ranges import (
@@ -35,7 +36,6 @@ from crawlers.ranges import (
     fetch_blocks,
     make_client,
     make_probe_client,
-    scan_range,
     stuck_message,
 )
 from crawlers.rpc import NoEvidenceError, RpcClient, require

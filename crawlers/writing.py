@@ -12,6 +12,7 @@ from django.db import transaction
 
 from crawlers.cursors import cursor_set
 from crawlers.detection import Transfer
+from crawlers.inflows import inflow_record
 from crawlers.models import LATEST
 from crawlers.ranges import BlockHeld, ScannedBlock
 from donations.models import Donation
@@ -125,6 +126,8 @@ def _write_latest(block: ScannedBlock, config: Config) -> int:
 
 
 def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int]:
+    for asset, raw in block.unexplained:
+        inflow_record(config, block=block.header, asset=asset, raw=raw)
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep their USD value; only new sightings need a price.
