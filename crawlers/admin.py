@@ -105,14 +105,14 @@ class DismissInflowForm(forms.Form):
 class UnexplainedInflowAdmin(ReadOnlyAdmin):
     """Value no transfer explains; closed only by the two actions below, each logged with the operator."""
 
-    list_display = ("created_at", "block_number", "asset", "amount", "status", "tx_hash", "operator", "actions")
+    list_display = ("created_at", "block_number", "asset", "amount", "status", "tx_hash", "operator", "resolve_links")
     list_filter = ("status", "asset")
     search_fields = ("block_hash", "tx_hash")
     ordering = ("status", "created_at")
     readonly_fields = [f.name for f in UnexplainedInflow._meta.fields]
 
     @admin.display(description="")
-    def actions(self, obj: UnexplainedInflow) -> str:
+    def resolve_links(self, obj: UnexplainedInflow) -> str:
         if obj.status != InflowStatus.OPEN:
             return ""
         return format_html(

@@ -236,7 +236,7 @@ def _settle_block(
         block.transfers.extend(found)
         if left >= COLUMN_UNIT_WEI * (len(found) + 1):
             block.unexplained.append((ETH, left))
-    if block.unexplained and label != FINALIZED:
+    if block.unexplained and label == LATEST:
         logger.warning(
             "balance proof: block %d: unexplained %s (recorded once the block is final)", number, block.unexplained
         )
