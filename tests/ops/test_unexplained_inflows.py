@@ -7,7 +7,9 @@ The inflow is made the way production makes one: ETH forwarded to the donation a
 from __future__ import annotations
 
 import logging
+import re
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -141,3 +143,11 @@ def test_credit_this_transaction_credits_it_through_the_traces_and_reconcile_the
     assert f"credited by alice (admin) as transaction {forwarded['tx']}" in caplog.text
     output, status = reconcile(forwarded)
     assert status == 0, output
+
+
+def test_the_error_line_points_at_a_readme_runbook_that_exists(forwarded, caplog):
+    recorded = caplog.get_records("setup")  # the inflow was recorded while the fixture crawled
+    line = next(r.getMessage() for r in recorded if r.getMessage().startswith("unexplained inflow:"))
+    heading = re.search(r"see '(.+)' in the README", line).group(1)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert re.search(rf"^#+ {re.escape(heading)}\s*$", readme, re.MULTILINE | re.IGNORECASE)
