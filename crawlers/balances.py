@@ -55,11 +55,16 @@ HISTORICAL_STATE = re.compile(
     r"missing trie node|header not found|state (is )?not available|historical state|state .*(pruned|not found)",
     re.IGNORECASE,
 )
+RECENT_STATES = 128  # blocks of state a full node keeps behind its head (geth's default)
 _warned_unproven: set[str] = set()  # labels already warned about in this process (the log line only)
 
 
 class StateUnavailable(Exception):
     """The provider keeps no state for that block: the balance proof is impossible there."""
+
+    def __init__(self, block: int, detail: str) -> None:
+        self.block = block
+        super().__init__(detail)
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ def parse_balances(config: Config, block: int, outcomes: Sequence[RpcOutcome]) -
     for asset, outcome in zip(assets, outcomes, strict=True):
         if isinstance(outcome, NoEvidence):
             if outcome.kind == "error" and HISTORICAL_STATE.search(outcome.detail):
-                raise StateUnavailable(outcome.detail)
+                raise StateUnavailable(block, outcome.detail)
             raise NoEvidenceError(outcome)
         value = outcome.value
         if value == "0x" and asset not in (ETH, NONCE):
@@ -130,6 +135,10 @@ def scan_range(
         )
         blocks, held = _settle(client, config, read.blocks, before, after, label)
     except StateUnavailable as exc:
+        if not _far_behind(client, exc.block):
+            # The same words from a node that lags its peers (a load balancer) about a recent block: that
+            # is no evidence, and skipping the proof there would trust the very answers it checks.
+            return [], BlockHeld(start, f"no balance evidence for blocks {start}..{last} (recent block: {exc})")
         _note_unproven(label, last, str(exc))
         return read.blocks, read.held
     except NoEvidenceError as exc:
@@ -137,6 +146,14 @@ def scan_range(
     if label in (LATEST, FINALIZED) and blocks:
         Completeness.objects.update_or_create(label=label, defaults={"proven_through": blocks[-1].header.number})
     return blocks, held or read.held
+
+
+def _far_behind(client: RpcClient, block: int) -> bool:
+    """Whether `block` is beyond the recent states every full node keeps (so its state may be pruned)."""
+    try:
+        return client.block_number() - block > RECENT_STATES
+    except NoEvidenceError:
+        return False
 
 
 def _unproven(client: RpcClient, config: Config, start: int, end: int, label: str):
@@ -191,13 +208,29 @@ def _locate(
 def _settle(
     client: RpcClient, config: Config, blocks: list[ScannedBlock], before: Balances, after: Balances, label: str
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
-    for block, broken in _locate(client, config, blocks, before, after):
+    for block, suspect in _locate(client, config, blocks, before, after):
         number = block.header.number
+        # The range's edges were asked by number; ask again pinned to this block and its parent, so an
+        # answer about another fork (a re-org between requests) is not taken for missing money.
+        broken = _pinned_residual(client, config, block)
+        if not broken:
+            logger.info("balance proof: block %d closes when pinned by hash (was %s)", number, suspect)
+            continue
         logger.info("balance proof: block %d does not close at first look: %s", number, broken)
         reason = _settle_block(client, config, block, broken, label)
         if reason is not None:
             return [b for b in blocks if b.header.number < number], BlockHeld(number, reason)
     return blocks, None
+
+
+def _pinned_residual(client: RpcClient, config: Config, block: ScannedBlock) -> dict[str, int]:
+    header = block.header
+    calls = balance_calls(config, header.parent_hash) + balance_calls(config, header.hash)
+    outcomes = client.batch(calls)
+    half = len(calls) // 2
+    before = parse_balances(config, header.number - 1, outcomes[:half])
+    after = parse_balances(config, header.number, outcomes[half:])
+    return {asset: r for asset, r in _residual([block], before, after).items() if r != 0}
 
 
 def _settle_block(

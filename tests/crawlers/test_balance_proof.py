@@ -133,37 +133,50 @@ def test_eth_forwarded_by_a_contract_without_traces_is_an_unexplained_inflow_and
     assert_ledger_invariants()
 
 
-def test_a_provider_without_historical_state_is_scanned_without_proof_and_never_held_for_it(
-    node, proxy, caplog, settings
-):
+def test_a_provider_without_historical_state_is_scanned_without_proof_and_never_held_for_it(node, proxy, caplog):
     donor = ACCOUNTS[1]
     node.mint(node.coins["usdt"], donor, 1000 * USDT)
     old = node.transfer_token(node.coins["usdt"], donor, DONATION_ADDRESS, 40 * USDT)
-    node.mine(2)
-    horizon = node.head()  # a full node: state from block horizon - 1 on, nothing older
+    node.mine(300)
     recent = node.transfer_token(node.coins["usdt"], donor, DONATION_ADDRESS, 60 * USDT)
     node.mine(2)
+    pruned_below = node.head() - 128  # a full node keeps the state of its last 128 blocks only
 
-    def old_block(params: list) -> bool:
+    def pruned(params: list) -> bool:
         at = params[-1]
-        return isinstance(at, str) and at.startswith("0x") and int(at, 16) < horizon - 1
+        return isinstance(at, str) and at.startswith("0x") and int(at, 16) < pruned_below
 
     for method in ("eth_getBalance", "eth_getTransactionCount", "eth_call"):
-        proxy.arm(method, "error", count=None, message=OLD_STATE, when=old_block)
+        proxy.arm(method, "error", count=None, message=OLD_STATE, when=pruned)
 
     with caplog.at_level(logging.WARNING):
-        result = crawl(FINALIZED, max_blocks=horizon - settings.CONFIG.start_block)  # up to horizon - 1
-        rest = crawl(FINALIZED)
+        first, again = crawl(FINALIZED, max_blocks=150), crawl(FINALIZED)
 
-    assert result.held is None
-    assert rest.held is None
+    assert first.held is None
+    assert again.held is None
     assert cursor_get(FINALIZED).value == node.finalized()
     assert {d.tx_hash for d in Donation.objects.filter(status="confirmed")} == {old, recent}
     warnings = [r.getMessage() for r in caplog.records if "keeps no historical state" in r.getMessage()]
-    assert len(warnings) == 1
-    row = Completeness.objects.get(label=FINALIZED)
+    assert len(warnings) == 1  # once, however many ranges
     assert warnings[0].endswith("those blocks are scanned without the balance proof")
-    assert f"completeness unproven before block {row.unproven_before}" in warnings[0]
-    assert row.unproven_before == horizon
+    row = Completeness.objects.get(label=FINALIZED)
+    assert pruned_below <= row.unproven_before <= pruned_below + 50  # the first range the provider could prove
     assert row.proven_through == node.finalized()
     assert_ledger_invariants()
+
+
+def test_the_same_words_about_a_recent_block_are_a_lagging_node_and_hold_the_range(node, proxy):
+    node.mint(node.coins["usdt"], ACCOUNTS[1], 10 * USDT)
+    tx = node.transfer_token(node.coins["usdt"], ACCOUNTS[1], DONATION_ADDRESS, 10 * USDT)
+    node.mine(1)
+    proxy.arm("eth_call", "error", count=None, message="header not found")
+    proxy.lag_logs(lambda: block_of(node, tx))
+
+    result = crawl(LATEST)
+
+    assert "no balance evidence" in result.held
+    assert cursor_get(LATEST).value < block_of(node, tx)
+    assert not Donation.objects.exists()
+    proxy.disarm()
+    assert crawl(LATEST).held is None
+    assert Donation.objects.get().tx_hash == tx
