@@ -28,8 +28,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from crawlers import detection
+from crawlers.blocks import debug_dump, fetch_blocks
 from crawlers.models import FINALIZED
-from crawlers.ranges import debug_dump, fetch_blocks, make_client
+from crawlers.ranges import make_client
 from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
 from crawlers.services import crawl_single_block, tip_of
 from donations.models import Donation, DonationStatus

@@ -1,26 +1,26 @@
-"""Reading a range of blocks: one batched request for the range's full blocks, one `eth_getLogs` for the
-coins' Transfer logs to the donation address, one batched request for the receipts of the ETH transfers
-found; finalized blocks through DWS_BLOCK_CACHE, raw answers kept in DWS_DEBUG_DATA_STORE.
+"""Reading a range of blocks: one batched request for the range's full blocks (the balance evidence riding
+along), one batched request for the coins' Transfer logs to and from the donation address, and one for the
+receipts of the transactions moving ETH at it (only when there are any); see crawlers/blocks.py for the
+block cache and the debug store.
 
-`scan_range` returns the blocks it could prove and, if it stopped early, the `BlockHeld` saying why: the
-blocks' parent hashes must chain together and every log and receipt must name the block we fetched.
+`read_range` returns the blocks it could prove and, if it stopped early, the `BlockHeld` saying why: the
+blocks' parent hashes must chain together and every log and receipt must name the block we fetched. Each
+block carries its donations and its raw flows at the donation address, which crawlers/balances.py checks
+against the balances.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
 from crawlers import detection
+from crawlers.blocks import block_well_formed, debug_dump, fetch_blocks_with
 from crawlers.detection import BlockHeader, EthCandidate, Transfer
 from crawlers.models import FINALIZED, LATEST
 from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient
@@ -84,111 +84,6 @@ def make_probe_client(config: Config | None = None) -> RpcClient:
     return RpcClient(config.eth_rpc_url, connect_timeout=PROBE_TIMEOUT / 2, read_timeout=PROBE_TIMEOUT)
 
 
-# --- reading the chain ----------------------------------------------------------------------------
-
-
-def write_private(directory: str, name: str, text: str) -> None:
-    """Write `directory/name` readable by its owner only (0600), creating the directory on first use.
-
-    Written to a temporary name and renamed, so a reader (or a crash) never sees half a file.
-    """
-    folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / name
-    temporary = folder / f".{name}.{os.getpid()}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT; the umask may widen it
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
-    os.replace(temporary, target)
-
-
-def debug_dump(config: Config, name: str, payload: object) -> None:
-    """DWS_DEBUG_DATA_STORE: keep a raw provider answer for replay; a failed write never stops a crawl."""
-    if not config.debug_data_store:
-        return
-    try:
-        write_private(config.debug_data_store, name, json.dumps(payload))
-    except (OSError, TypeError, ValueError) as exc:
-        logger.warning("debug data store: could not write %s: %s", name, type(exc).__name__)
-
-
-# --- DWS_BLOCK_CACHE: finalized blocks kept on disk ---------------------------------------------
-
-
-class BlockCacheWriteError(Exception):
-    """A fetched finalized block could not be written to DWS_BLOCK_CACHE: the block is retried next run."""
-
-
-def _cached_block(config: Config, number: int) -> dict | None:
-    """The cached copy of finalized block `number`; a copy that does not parse (or is not that block) is
-    discarded, so the caller fetches it again."""
-    path = Path(config.block_cache) / f"fb-{number}.json"  # type: ignore[arg-type]
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        logger.warning("block cache: cannot read %s (%s); asking the provider", path.name, type(exc).__name__)
-        return None
-    try:
-        block = json.loads(text)
-    except ValueError:
-        block = None
-    if not _block_well_formed(block, number):
-        logger.warning("block cache: %s is corrupt; discarded, fetching the block again", path.name)
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return None
-    return block
-
-
-def fetch_blocks(client: RpcClient, config: Config, numbers: Sequence[int], *, finalized: bool) -> list[RpcOutcome]:
-    """Full blocks by number, in one batch; finalized ones through DWS_BLOCK_CACHE when it is set."""
-    return fetch_blocks_with(client, config, numbers, finalized=finalized)[0]
-
-
-def fetch_blocks_with(
-    client: RpcClient,
-    config: Config,
-    numbers: Sequence[int],
-    *,
-    finalized: bool,
-    extra: Sequence[tuple[str, Sequence[Any]]] = (),
-) -> tuple[list[RpcOutcome], list[RpcOutcome]]:
-    """Full blocks by number and the `extra` calls (the balance evidence), in one batch.
-
-    Finalized blocks come through DWS_BLOCK_CACHE when it is set. A block fetched for the cache that
-    cannot be written there comes back as NoEvidence of kind "cache-write": the caller holds it,
-    exactly like a block the provider did not give.
-    """
-    use_cache = finalized and bool(config.block_cache)
-    outcomes: dict[int, RpcOutcome] = {}
-    if use_cache:
-        for number in numbers:
-            cached = _cached_block(config, number)
-            if cached is not None:
-                outcomes[number] = Answer(cached)
-    missing = [n for n in numbers if n not in outcomes]
-    calls = [("eth_getBlockByNumber", [hex(n), True]) for n in missing] + list(extra)
-    answered = client.batch(calls) if calls else []
-    fetched, extra_outcomes = answered[: len(missing)], answered[len(missing) :]
-    for number, outcome in zip(missing, fetched, strict=True):
-        if use_cache and isinstance(outcome, Answer) and _block_well_formed(outcome.value, number):
-            try:
-                write_private(config.block_cache, f"fb-{number}.json", json.dumps(outcome.value))  # type: ignore[arg-type]
-            except OSError as exc:
-                logger.error("block cache: could not write fb-%d.json (%s); block retried next run", number, exc)
-                outcome = NoEvidence("eth_getBlockByNumber", "cache-write", f"fb-{number}.json: {type(exc).__name__}")
-        outcomes[number] = outcome
-    return [outcomes[n] for n in numbers], extra_outcomes
-
-
 @dataclass
 class RangeRead:
     """What `read_range` found: the proven prefix of the range, why it stopped early, the extra answers."""
@@ -230,7 +125,7 @@ def read_range(
         if isinstance(outcome, NoEvidence):
             held = BlockHeld(number, f"no block from the provider ({outcome.kind}: {outcome.detail})")
             break
-        if not _block_well_formed(outcome.value, number):
+        if not block_well_formed(outcome.value, number):
             held = BlockHeld(number, "the provider's block is malformed (wrong number, no hash or no transactions)")
             break
         if blocks and outcome.value["parentHash"].lower() != blocks[-1]["hash"].lower():
@@ -376,17 +271,6 @@ def _transfer_logs(client: RpcClient, config: Config, start: int, last: int) -> 
         client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last) for topics in filters
     )
     return to_us, from_us
-
-
-def _block_well_formed(block: object, number: int) -> bool:
-    return (
-        isinstance(block, dict)
-        and isinstance(block.get("hash"), str)
-        and isinstance(block.get("parentHash"), str)
-        and isinstance(block.get("transactions"), list)
-        and isinstance(block.get("number"), str)
-        and int(block["number"], 16) == number
-    )
 
 
 def _receipt_usable(receipt: object, block_hash: str) -> bool:

@@ -24,6 +24,7 @@ import logging
 from django.conf import settings
 
 from crawlers.balances import scan_range
+from crawlers.blocks import debug_dump, fetch_blocks
 from crawlers.cursors import LABELS, ChainTips, CursorRefused, chain_tips, cursor_get, cursor_set, job_name, set_cursor
 from crawlers.models import FINALIZED, LATEST, LastBlock
 from crawlers.ranges import (
@@ -32,8 +33,6 @@ from crawlers.ranges import (
     STUCK_POINTER,
     BlockHeld,
     ScannedBlock,
-    debug_dump,
-    fetch_blocks,
     make_client,
     make_probe_client,
     stuck_message,
