@@ -143,9 +143,20 @@ def scan_range(
         return read.blocks, read.held
     except NoEvidenceError as exc:
         return [], BlockHeld(start, f"no balance evidence for blocks {start}..{last} ({exc})")
-    if label in (LATEST, FINALIZED) and blocks:
-        Completeness.objects.update_or_create(label=label, defaults={"proven_through": blocks[-1].header.number})
+    if blocks:
+        _note_proven(label, start, blocks[-1].header.number)
     return blocks, held or read.held
+
+
+def _note_proven(label: str, start: int, last: int) -> None:
+    """Blocks start..last are proven complete: logged, and the crawler's high-water mark for /health."""
+    logger.info("balance proof: blocks %d..%d proven complete (%s)", start, last, label)
+    if label not in (LATEST, FINALIZED):
+        return
+    row, _ = Completeness.objects.get_or_create(label=label)
+    if row.proven_through is None or row.proven_through < last:  # a single-block re-crawl never lowers it
+        row.proven_through = last
+        row.save(update_fields=["proven_through", "modified_at"])
 
 
 def _far_behind(client: RpcClient, block: int) -> bool:
