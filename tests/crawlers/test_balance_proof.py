@@ -6,6 +6,8 @@ import logging
 from decimal import Decimal
 
 import pytest
+from eth_abi import encode
+from eth_utils import keccak
 
 from crawlers.models import FINALIZED, LATEST, Completeness, UnexplainedInflow
 from crawlers.services import STUCK_POINTER, crawl, cursor_get
@@ -180,3 +182,25 @@ def test_the_same_words_about_a_recent_block_are_a_lagging_node_and_hold_the_ran
     proxy.disarm()
     assert crawl(LATEST).held is None
     assert Donation.objects.get().tx_hash == tx
+
+
+def test_coins_arriving_without_any_transfer_log_the_bloom_rules_out_are_an_unexplained_inflow(node):
+    # A rebasing coin's balance grows with no Transfer log: here the coin's storage is written directly
+    # (TestStableCoin's balanceOf mapping is storage slot 3), and the next block carries the change.
+    token = node.coins["usdc"]
+    slot = "0x" + keccak(encode(["address", "uint256"], [DONATION_ADDRESS, 3])).hex()
+    before = node.token_balance(token, DONATION_ADDRESS)
+    node.mine(1)
+    node.rpc("anvil_setStorageAt", token, slot, "0x" + (before + 7 * USDT).to_bytes(32, "big").hex())
+    node.mine(3)
+    data = node.call_data("balanceOf(address)", ["address"], [DONATION_ADDRESS])
+    at = [int(node.rpc("eth_call", {"to": token, "data": data}, hex(n))[2:] or "0", 16) for n in range(node.head() + 1)]
+    changed = at.index(before + 7 * USDT)  # the first block whose state carries the change
+
+    result = crawl(FINALIZED)
+
+    assert result.held is None
+    assert cursor_get(FINALIZED).value == node.finalized()  # not held forever
+    inflow = UnexplainedInflow.objects.get()
+    assert (inflow.block_number, inflow.asset, inflow.amount_raw, inflow.amount) == (changed, "usdc", 7 * USDT, 7)
+    assert not Donation.objects.exists()
