@@ -89,14 +89,18 @@ def inflow_credit(
         raise InflowRefused(f"this inflow is already {inflow.status}")
     if len(tx_hash) != 66 or not tx_hash.startswith("0x"):
         raise InflowRefused("a transaction hash is 0x followed by 64 hex digits")
+    rows = Donation.objects.filter(tx_hash=tx_hash, block_hash=inflow.block_hash, asset=inflow.asset)
+    # A donation recorded before is already in the balance identity: it cannot be what is unexplained.
+    known = set(rows.values_list("id", flat=True))
     result = crawl_single_block(FINALIZED, inflow.block_number, config=config, client=client)
     if result.held:
         raise InflowRefused(f"block {inflow.block_number} could not be re-examined now: {result.held}")
-    rows = Donation.objects.filter(tx_hash=tx_hash, block_hash=inflow.block_hash, asset=inflow.asset)
+    rows = rows.exclude(id__in=known)
     if not rows.exists():
+        why = "was already recorded, so it cannot explain this inflow" if known else "is not seen by the detection"
         raise InflowRefused(
-            f"no {inflow.asset} donation of transaction {tx_hash} found in block {inflow.block_number}: "
-            "the detection (transactions, call traces, logs) does not see it"
+            f"no new {inflow.asset} donation of transaction {tx_hash} found in block {inflow.block_number}: "
+            f"it {why} (transactions, call traces, logs)"
         )
     with transaction.atomic():
         locked = UnexplainedInflow.objects.select_for_update().get(pk=inflow_id)

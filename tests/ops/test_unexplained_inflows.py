@@ -113,7 +113,9 @@ def test_credit_refuses_a_transaction_the_detection_does_not_find_in_that_block(
     page = operator.post(reverse("admin:crawlers_unexplainedinflow_credit", args=[inflow.pk]), {"tx_hash": other})
 
     assert page.status_code == 200
-    assert f"no eth donation of transaction {other} found in block {inflow.block_number}" in page.content.decode()
+    assert f"no new eth donation of transaction {other} found in block {inflow.block_number}: it is not seen by" in (
+        page.content.decode()
+    )
     inflow.refresh_from_db()
     assert inflow.status == "open"
     assert not Donation.objects.exists()
@@ -151,3 +153,23 @@ def test_the_error_line_points_at_a_readme_runbook_that_exists(forwarded, caplog
     heading = re.search(r"see '(.+)' in the README", line).group(1)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert re.search(rf"^#+ {re.escape(heading)}\s*$", readme, re.MULTILINE | re.IGNORECASE)
+
+
+def test_credit_refuses_a_donation_already_recorded_in_that_block(operator, node, proxy):
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    with node.one_block():
+        direct = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+        node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(2 * ETHER), "data": data})
+    node.mine(2)
+    proxy.refuse_traces()
+    crawl(FINALIZED)
+    inflow = UnexplainedInflow.objects.get()
+    assert inflow.amount_raw == 2 * ETHER
+
+    page = operator.post(reverse("admin:crawlers_unexplainedinflow_credit", args=[inflow.pk]), {"tx_hash": direct})
+
+    assert "was already recorded, so it cannot explain this inflow" in page.content.decode()
+    inflow.refresh_from_db()
+    assert inflow.status == "open"
+    assert Donation.objects.get().tx_hash == direct
