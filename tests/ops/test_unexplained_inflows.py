@@ -173,3 +173,18 @@ def test_credit_refuses_a_donation_already_recorded_in_that_block(operator, node
     inflow.refresh_from_db()
     assert inflow.status == "open"
     assert Donation.objects.get().tx_hash == direct
+
+
+def test_reconcile_judges_by_the_balances_not_by_the_crawlers_records(forwarded):
+    """Without its inflow row (as if the crawler had never noticed), the block is still drift: reconcile
+    reads the address's balances itself."""
+    inflow = forwarded["inflow"]
+    UnexplainedInflow.objects.filter(pk=inflow.pk).delete()  # tampering, to see reconcile notice
+
+    output, status = reconcile(forwarded)
+
+    assert status == 1
+    assert (
+        f"block {inflow.block_number}: {3 * ETHER} raw units of eth arrived that no transfer explains, and no "
+        "unexplained inflow is recorded for it"
+    ) in output
