@@ -126,8 +126,6 @@ def _write_latest(block: ScannedBlock, config: Config) -> int:
 
 
 def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int]:
-    for asset, raw in block.unexplained:
-        inflow_record(config, block=block.header, asset=asset, raw=raw)
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep their USD value; only new sightings need a price.
@@ -162,6 +160,9 @@ def _write_block(label: str, block: ScannedBlock, config: Config, result: CrawlR
         result.inserted += _write_latest(block, config)
     else:
         inserted, confirmed, failed = _write_finalized(block, config)
+        # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
+        for asset, raw in block.unexplained:
+            inflow_record(config, block=block.header, asset=asset, raw=raw)
         result.inserted += inserted
         result.confirmed += confirmed
         result.failed += failed
