@@ -11,8 +11,17 @@ hash, then the finalized blocks they sit in (through DWS_BLOCK_CACHE when set) a
 * Absent from both chain and mempool (the provider answered null): `absent_count` + 1. Failed only
   once the count reaches 3 consecutive runs AND the block it was seen in is over 24 hours old; any
   sighting resets the count. A single null from a lagging node therefore never fails a donation.
-* Everything else is left untouched and looked at again next run: in the mempool, in a block not yet
-  finalized, a block or receipt the provider would not give, an error object, a 429, a time-out.
+* ETH from an internal call (a row with a trace address): its receipt says status 1 AND a trace of the
+  transaction (debug_traceTransaction or trace_transaction, per DWS_TRACE) shows the frame moving that
+  amount from that donor to us. A trace the provider cannot or will not give proves nothing either
+  way: the row is left untouched, never failed for it.
+* Everything else is left untouched: in the mempool, in a block not yet finalized, a block or receipt
+  the provider would not give, an error object, a 429, a time-out.
+
+Which rows a run takes: the unconfirmed ones older than 30 minutes whose next-look time has come (NULL:
+now), the ones never looked at or due longest first, at most 500. A row left unresolved is given a
+next-look time further out the older it is (an eighth of its age, 5 minutes to 6 hours), so rows that
+cannot resolve never keep a resolvable one out of the batch. A row proven but held by a pause stays due.
 
 Rows are never deleted; a failure recomputes the statistics.
 """
@@ -25,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import F, Q
 from django.utils import timezone
 
 from crawlers import detection
@@ -33,12 +43,15 @@ from crawlers.models import FINALIZED
 from crawlers.ranges import make_client
 from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
 from crawlers.services import crawl_single_block, tip_of
-from donations.models import Donation, DonationStatus
+from crawlers.trace_frames import donation_frames
+from crawlers.traces import TracesUnavailable, transaction_trace
+from donations.models import Donation, DonationStatus, amount_scale
 from donations.services import (
     Outcome,
     donations_absence_record,
     donations_confirm,
     donations_fail_unconfirmed,
+    donations_look_later,
 )
 from dws_project.config import Config
 
@@ -49,6 +62,8 @@ MIN_AGE = timedelta(minutes=30)  # younger donations are still the latest/finali
 ABSENCE_GRACE = timedelta(hours=24)  # a vanished transaction is failed only once its block is this old
 SUSTAINED_ABSENCE_RUNS = 3  # ... and it was absent on this many consecutive runs (~45 minutes)
 BATCH_LIMIT = 500  # donations per run: a provider batch never grows unbounded, a backlog drains oldest first
+LOOK_AGAIN_MIN = timedelta(minutes=5)  # an unresolved row is looked at again after 1/8 of its age, within these
+LOOK_AGAIN_MAX = timedelta(hours=6)
 
 
 @dataclass
@@ -59,6 +74,8 @@ class JudgeResult:
     failed: int = 0
     recrawled_blocks: int = 0
     untouched: Counter = field(default_factory=Counter)  # why -> how many
+    # Proven but held by a pause: due again at once, so Resume credits them on the next run.
+    paused_ids: list[int] = field(default_factory=list)
     held: str | None = None  # the whole run could not judge anything
 
     def summary(self) -> str:
@@ -115,20 +132,57 @@ def crawl_old_unconfirmed(
     now = now or timezone.now()
     result = JudgeResult()
     rows = list(
-        Donation.objects.filter(status=DonationStatus.UNCONFIRMED, block_time__lt=now - MIN_AGE).order_by(
-            "block_time", "id"
-        )[:BATCH_LIMIT]
+        Donation.objects.filter(status=DonationStatus.UNCONFIRMED, block_time__lt=now - MIN_AGE)
+        .filter(Q(next_look_at__isnull=True) | Q(next_look_at__lte=now))
+        .order_by(F("next_look_at").asc(nulls_first=True), "block_time", "id")[:BATCH_LIMIT]
     )
     result.examined = len(rows)
     if not rows:
         return result
+    _judge(rows, config, client, now, result)
+    if result.held is None:
+        # Whatever is still unconfirmed could not be resolved this run: look again later, further out
+        # the older it is, so it does not keep the rows behind it out of the next batch.
+        paused = set(result.paused_ids)
+        donations_look_later(
+            donation_ids=[row.id for row in rows if row.id not in paused],
+            now=now,
+            min_delay=LOOK_AGAIN_MIN,
+            max_delay=LOOK_AGAIN_MAX,
+        )
+    return result
+
+
+def _internal_frame_shown(row: Donation, client: RpcClient, config: Config, result: JudgeResult) -> bool:
+    """Whether a trace of the row's transaction shows its internal ETH frame; False also for no evidence."""
+    try:
+        frames = transaction_trace(client, config, row.tx_hash)
+    except TracesUnavailable:
+        result.untouched["internal ETH, provider gives no trace"] += 1
+        return False
+    except NoEvidenceError as exc:
+        result.untouched[f"internal ETH, no trace ({exc.outcome.kind})"] += 1
+        return False
+    scale = amount_scale("eth")
+    for frame in donation_frames(frames, config.donation_address):
+        if (frame.trace_address, frame.sender, detection.scaled_amount(frame.wei, detection.ETH_DECIMALS, scale)) == (
+            row.trace_address,
+            row.address,
+            row.amount,
+        ):
+            return True
+    result.untouched["internal ETH, the trace does not show the frame"] += 1
+    return False
+
+
+def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetime, result: JudgeResult) -> None:
     try:
         client.check_chain_id(config.chain_id)
         finalized = tip_of(client, FINALIZED)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         result.untouched["no finalized block from the provider"] += len(rows)
-        return result
+        return
 
     hashes = sorted({row.tx_hash for row in rows})
     # null means "this node knows no such transaction": an observation of absence, counted, never final.
@@ -215,7 +269,10 @@ def crawl_old_unconfirmed(
             if isinstance(receipt_outcome, Answer)
             else None
         )
-        if proof is True:
+        if proof is True and row.trace_address is not None:
+            if _internal_frame_shown(row, client, config, result):
+                to_confirm.append(row.id)
+        elif proof is True:
             to_confirm.append(row.id)
         elif proof is False:
             reverted.append(row.id)
@@ -241,11 +298,12 @@ def crawl_old_unconfirmed(
     if to_confirm:
         outcomes = donations_confirm(donation_ids=to_confirm, tiers=tiers)
         result.confirmed += sum(o == Outcome.CONFIRMED for o in outcomes.values())
-        result.held_paused += sum(o == Outcome.HELD_PAUSED for o in outcomes.values())
+        result.paused_ids = [i for i, o in outcomes.items() if o == Outcome.HELD_PAUSED]
+        result.held_paused += len(result.paused_ids)
     for number in sorted(recrawl):
         recrawled = crawl_single_block(FINALIZED, number, config=config, client=client)
         result.recrawled_blocks += 1
         result.confirmed += recrawled.confirmed
         if recrawled.held:
             result.untouched[f"re-crawl of block {number} held"] += 1
-    return result
+    return

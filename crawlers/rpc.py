@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import requests
 from redis.exceptions import RedisError
 
+from dws_project import metrics
 from dws_project.redaction import redact, redact_url, register_secrets
 from dws_project.redis_client import get_redis
 
@@ -171,12 +172,15 @@ class RpcClient:
         if remaining > 0:
             return None, NoEvidence(label, "backoff", f"{self.origin} backing off for {remaining:.0f} s more")
         self.round_trips += 1
+        started = time.monotonic()
         try:
             response = self._session.post(self._url, json=payload, timeout=self._timeout)
         except requests.Timeout as exc:
             return None, NoEvidence(label, "timeout", f"{self.origin}: {type(exc).__name__}")
         except requests.RequestException as exc:
             return None, NoEvidence(label, "connection", f"{self.origin}: {type(exc).__name__}")
+        finally:
+            metrics.rpc_timed("batch" if isinstance(payload, list) else label, time.monotonic() - started)
         if response.status_code == 429:
             self._open_backoff(_retry_after_seconds(response.headers.get("Retry-After")), "HTTP 429")
             return None, NoEvidence(label, "rate-limited", f"{self.origin}: HTTP 429")
@@ -211,9 +215,9 @@ class RpcClient:
         """One request. A null result is `NoEvidence` unless the caller says null means something."""
         request = self._request(method, params)
         body, failure = self._post(request, method)
-        if failure:
-            return failure
-        return self._interpret(method, body, null_is_answer=null_is_answer)
+        outcome = failure or self._interpret(method, body, null_is_answer=null_is_answer)
+        metrics.rpc_observed([method], [outcome])
+        return outcome
 
     def batch(self, calls: Sequence[tuple[str, Sequence[Any]]], *, null_is_answer: bool = False) -> list[Outcome]:
         """Many requests in as few round trips as the batch limit allows; outcomes in call order."""
@@ -235,6 +239,7 @@ class RpcClient:
                     outcomes.append(NoEvidence(method, "malformed", f"{self.origin}: batch reply lacks an answer"))
                 else:
                     outcomes.append(self._interpret(method, reply, null_is_answer=null_is_answer))
+        metrics.rpc_observed([method for method, _ in calls], outcomes)
         return outcomes
 
     # --- typed helpers -----------------------------------------------------------------------

@@ -39,6 +39,7 @@ from crawlers.ranges import (
 )
 from crawlers.rpc import NoEvidenceError, RpcClient, require
 from crawlers.writing import CrawlResult, record_blocks
+from dws_project import shutdown
 from dws_project.config import Config
 
 # Names other modules have always imported from here; their homes are the modules above.
@@ -115,7 +116,7 @@ def crawl(
         return result
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
-    while position < tip and result.blocks < budget:
+    while position < tip and result.blocks < budget and not shutdown.requested():
         end = int(min(tip, position + RANGE_BLOCKS, position + budget - result.blocks))
         blocks, held = scan_range(client, config, position + 1, end, label)
         if blocks and position_hash and blocks[0].header.parent_hash != position_hash:
@@ -131,6 +132,8 @@ def crawl(
             return result
         if blocks:
             position, position_hash = blocks[-1].header.number, blocks[-1].header.hash
+    if shutdown.requested() and (result.cursor or 0) < tip:
+        result.held = f"shutdown requested; stopped between blocks at {result.cursor}, the next run continues"
     return result
 
 

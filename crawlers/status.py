@@ -16,9 +16,10 @@ from crawlers.cursors import LABELS, cursor_get
 from crawlers.inflows import inflows_open
 from crawlers.models import FINALIZED, LATEST, Completeness, ReconcileRun
 from crawlers.old_unconfirmed import MIN_AGE
+from crawlers.progress import catch_up_status
 from crawlers.ranges import make_probe_client
 from crawlers.rpc import Answer, RpcClient
-from donations.models import Donation, DonationStatus
+from donations.models import Donation, DonationStats, DonationStatus
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
 UNKNOWN = "unknown"
@@ -69,6 +70,7 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
             "lag_seconds": tip[1] - at_cursor[1] if tip and at_cursor else UNKNOWN,
             "last_advanced_at": _iso(cursor.modified_at),
             "seconds_since_advanced": int(since.total_seconds()),
+            "catch_up": catch_up_status(label),  # null when current; else behind, speed and expected end
         }
         if tip is None:
             entry["stuck"] = UNKNOWN
@@ -86,7 +88,14 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
     inflows = inflows_open()
     oldest_inflow = inflows.order_by("created_at").first()
     degraded = degraded or oldest_inflow is not None
+    campaign = DonationStats.objects.get()
     return {
+        "campaign": {
+            "status": campaign.status,
+            "paused_reason": campaign.paused_reason or None,
+            "paused_by": campaign.paused_by or None,
+            "paused_at": _iso(campaign.paused_at),
+        },
         "status": "degraded" if degraded else "ok",
         "chain": {
             "head": head[0] if head else UNKNOWN,

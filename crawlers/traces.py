@@ -1,18 +1,184 @@
 """Internal ETH transfers: value that reaches the donation address inside a transaction, from a contract.
 
-INTERFACE STUB (filled in by the traces work of issue #10): the crawl calls `internal_eth_transfers` for a
-block whose ETH balance change no top-level transaction explains.
+The balance proof calls `internal_eth_transfers` for a block whose ETH balance change no top-level
+transaction explains. The decoding and the rule of what counts live in `crawlers/trace_frames.py`;
+this module asks the provider.
+
+Which trace method: `DWS_TRACE` (config.trace_mode).
+
+* `debug`: `debug_traceBlockByNumber(n, {"tracer": "callTracer"})` only; `trace`: `trace_block(n)` only;
+  `off`: never ask, `TracesUnavailable`.
+* `auto`: the method the provider answered last time, else debug then trace. What it answers is
+  remembered in Redis per provider origin (like the rate-limit back-off in `crawlers/rpc.py`), so every
+  worker shares one discovery; when the remembered method starts refusing, the others are tried again.
+
+A refusal ("method not found", "not supported", "not available on your plan", JSON-RPC code -32601)
+for every allowed method is `TracesUnavailable`: the caller records an unexplained inflow. Anything
+else (an error object, a null, a 429, a time-out, an answer we cannot read, a block that changed
+between our calls) is `NoEvidenceError`: hold the block and retry. Never "no internal transfer".
+
+Each trace is asked in one batch with the block's header: the header's hash must be the `block_hash`
+the caller scanned (a re-org between the calls is no evidence), and the trace must cover exactly the
+block's transactions, in order.
+
+Identity of an internal ETH donation: `(tx_hash, trace_address)`, the call frame's path in its
+transaction's call tree ("0.1"); it does not depend on the block, so it survives a re-org. Both
+methods give the same path to the same frame (see `crawlers/trace_frames.py`).
 """
 
 from __future__ import annotations
 
+import logging
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+from redis.exceptions import RedisError
+
 from crawlers.detection import Transfer
-from crawlers.rpc import RpcClient
+from crawlers.rpc import NoEvidence, NoEvidenceError, Outcome, RpcClient, require
+from crawlers.trace_frames import (
+    Frame,
+    MalformedTrace,
+    call_tracer_frames,
+    internal_transfers,
+    parity_frames,
+    transaction_frames,
+)
+from donations.models import amount_scale
 from dws_project.config import Config
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.crawlers.traces")
+
+DEBUG = "debug"
+TRACE = "trace"
+FAMILIES = (DEBUG, TRACE)  # auto's order of discovery
+_BLOCK_METHOD = {DEBUG: "debug_traceBlockByNumber", TRACE: "trace_block"}
+_TX_METHOD = {DEBUG: "debug_traceTransaction", TRACE: "trace_transaction"}
+_CALL_TRACER = {"tracer": "callTracer"}
+
+_REFUSAL_TEXT = re.compile(
+    r"method not found|unknown method|unsupported method|tracer not found|unknown tracer|"
+    r"\b(method|namespace|api|debug_\w+|trace_\w+)\b.{0,80}?\b(not found|does not exist|is not available|"
+    r"not available|not supported|unsupported|not enabled|not allowed|not whitelisted|disabled)",
+    re.IGNORECASE,
+)
+
+T = TypeVar("T")
 
 
 class TracesUnavailable(Exception):
     """The provider answers no trace method we know (or DWS_TRACE=off): internal transfers cannot be seen."""
+
+
+class _Refused(Exception):
+    def __init__(self, outcome: NoEvidence) -> None:
+        self.outcome = outcome
+        super().__init__(outcome.describe())
+
+
+def is_refusal(outcome: Outcome) -> bool:
+    """The provider said definitely that it does not serve the method (not a passing failure)."""
+    if not isinstance(outcome, NoEvidence) or outcome.kind != "error":
+        return False
+    return "code -32601" in outcome.detail or bool(_REFUSAL_TEXT.search(outcome.detail))
+
+
+# --- which method the provider answers, shared by every worker ----------------------------------------
+
+
+def memory_key(client: RpcClient) -> str:
+    return f"dws:trace-method:{client.origin}"
+
+
+def remembered_family(client: RpcClient) -> str | None:
+    try:
+        value = get_redis().get(memory_key(client))
+    except RedisError:
+        return None  # no shared memory: discover again, which costs a round trip, never a decision
+    if isinstance(value, bytes):
+        value = value.decode()
+    return value if value in FAMILIES else None
+
+
+def _remember(client: RpcClient, family: str | None) -> None:
+    try:
+        if family is None:
+            get_redis().delete(memory_key(client))
+        else:
+            get_redis().set(memory_key(client), family)
+    except RedisError as exc:
+        logger.warning("provider %s: could not share the trace method: %s", client.origin, type(exc).__name__)
+
+
+def _with_traces(client: RpcClient, config: Config, ask: Callable[[str], T]) -> T:
+    """`ask(family)` with the allowed families in turn until one is not refused; discovery remembered."""
+    mode = config.trace_mode
+    if mode == "off":
+        raise TracesUnavailable("DWS_TRACE=off: internal ETH transfers are not looked for")
+    if mode in FAMILIES:
+        try:
+            return ask(mode)
+        except _Refused as exc:
+            raise TracesUnavailable(
+                f"provider {client.origin} refuses {exc.outcome.method} (DWS_TRACE={mode})"
+            ) from exc
+    known = remembered_family(client)
+    order = [known] + [f for f in FAMILIES if f != known] if known else list(FAMILIES)
+    refusals = []
+    for family in order:
+        try:
+            value = ask(family)
+        except _Refused as exc:
+            refusals.append(exc.outcome.method)
+            if family == known:
+                logger.warning("provider %s now refuses %s; looking for another trace method", client.origin, family)
+                _remember(client, None)
+                known = None
+            continue
+        if family != known:
+            logger.info("provider %s answers %s traces; remembered for every worker", client.origin, family)
+            _remember(client, family)
+        return value
+    raise TracesUnavailable(f"provider {client.origin} refuses every trace method ({', '.join(refusals)})")
+
+
+def _answer(outcome: Outcome) -> object:
+    if is_refusal(outcome):
+        raise _Refused(outcome)  # type: ignore[arg-type]
+    return require(outcome)
+
+
+def _malformed(method: str, client: RpcClient, exc: Exception) -> NoEvidenceError:
+    return NoEvidenceError(NoEvidence(method, "malformed", f"{client.origin}: {exc}"))
+
+
+# --- a block ------------------------------------------------------------------------------------------
+
+
+def block_frames(client: RpcClient, family: str, *, block_number: int, block_hash: str) -> list[Frame]:
+    """Every frame of the block, by one method, checked against the block the caller scanned."""
+    method = _BLOCK_METHOD[family]
+    params: list[object] = [hex(block_number), _CALL_TRACER] if family == DEBUG else [hex(block_number)]
+    trace_outcome, header_outcome = client.batch(
+        [(method, params), ("eth_getBlockByNumber", [hex(block_number), False])]
+    )
+    result = _answer(trace_outcome)
+    header = require(header_outcome)
+    if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
+        raise _malformed("eth_getBlockByNumber", client, ValueError("block header without a hash"))
+    if header["hash"].lower() != block_hash:
+        raise NoEvidenceError(
+            NoEvidence("eth_getBlockByNumber", "reorged", f"block {block_number} is no longer {block_hash[:18]}")
+        )
+    tx_hashes = [h.lower() for h in header.get("transactions") or [] if isinstance(h, str)]
+    try:
+        if family == DEBUG:
+            return call_tracer_frames(result, tx_hashes)  # type: ignore[arg-type]
+        return parity_frames(result, block_hash, tx_hashes)  # type: ignore[arg-type]
+    except MalformedTrace as exc:
+        raise _malformed(method, client, exc) from exc
 
 
 def internal_eth_transfers(client: RpcClient, config: Config, *, block_number: int, block_hash: str) -> list[Transfer]:
@@ -23,4 +189,32 @@ def internal_eth_transfers(client: RpcClient, config: Config, *, block_number: i
     Raises `NoEvidenceError` for a transient provider failure (hold the block and retry) and
     `TracesUnavailable` when the provider cannot trace at all (record an unexplained inflow instead).
     """
-    raise TracesUnavailable("internal ETH transfers are not implemented yet")
+    block_hash = block_hash.lower()
+    frames = _with_traces(
+        client, config, lambda family: block_frames(client, family, block_number=block_number, block_hash=block_hash)
+    )
+    return internal_transfers(
+        frames,
+        donation_address=config.donation_address,
+        eth_scale=amount_scale("eth"),
+        block_number=block_number,
+        block_hash=block_hash,
+    )
+
+
+# --- one transaction (the old-unconfirmed crawler's proof of an internal ETH row) ---------------------
+
+
+def transaction_trace(client: RpcClient, config: Config, tx_hash: str) -> list[Frame]:
+    """The frames of one transaction; same method discovery and the same errors as for a block."""
+
+    def ask(family: str) -> list[Frame]:
+        method = _TX_METHOD[family]
+        params: list[object] = [tx_hash, _CALL_TRACER] if family == DEBUG else [tx_hash]
+        result = _answer(client.call(method, params))
+        try:
+            return transaction_frames(family, result, tx_hash)
+        except MalformedTrace as exc:
+            raise _malformed(method, client, exc) from exc
+
+    return _with_traces(client, config, ask)

@@ -18,6 +18,7 @@ from crawlers.ranges import BlockHeld, ScannedBlock
 from donations.models import Donation
 from donations.rules import round_usd, usd_value
 from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
+from dws_project import shutdown
 from dws_project.config import Config
 from prices.models import ETH, Price, PriceRequest
 
@@ -37,6 +38,11 @@ class CrawlResult:
     confirmed: int = 0
     failed: int = 0
     held: str | None = None  # why the run stopped short of the tip
+
+    @property
+    def more_to_do(self) -> bool:
+        """The run stopped at its per-run cap, not at a hold, with blocks before its tip still to do."""
+        return self.held is None and self.blocks > 0 and None not in (self.cursor, self.tip) and self.cursor < self.tip
 
     def summary(self) -> str:
         text = (
@@ -97,10 +103,10 @@ def _unrecorded(transfers: Sequence[Transfer]) -> list[Transfer]:
         return []
     known = set(
         Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers}).values_list(
-            "tx_hash", "log_index", "block_hash"
+            "tx_hash", "log_index", "trace_address", "block_hash"
         )
     )
-    return [t for t in transfers if (t.tx_hash, t.log_index, t.block_hash) not in known]
+    return [t for t in transfers if (t.tx_hash, t.log_index, t.trace_address, t.block_hash) not in known]
 
 
 # --- writing one block ----------------------------------------------------------------------------
@@ -129,18 +135,22 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep their USD value; only new sightings need a price.
-    unrecorded = {(t.tx_hash, t.log_index) for t in _unrecorded(block.transfers)}
+    unrecorded = {(t.tx_hash, t.log_index, t.trace_address) for t in _unrecorded(block.transfers)}
     priced = {
-        (s.transfer.tx_hash, s.transfer.log_index): s
-        for s in _sightings(block, [t for t in block.transfers if (t.tx_hash, t.log_index) in unrecorded])
+        (s.transfer.tx_hash, s.transfer.log_index, s.transfer.trace_address): s
+        for s in _sightings(
+            block, [t for t in block.transfers if (t.tx_hash, t.log_index, t.trace_address) in unrecorded]
+        )
     }
     sightings = []
     for transfer in block.transfers:
-        key = (transfer.tx_hash, transfer.log_index)
+        key = (transfer.tx_hash, transfer.log_index, transfer.trace_address)
         if key in priced:
             sightings.append(priced[key])
         else:
-            row = Donation.objects.get(tx_hash=transfer.tx_hash, log_index=transfer.log_index)
+            row = Donation.objects.get(
+                tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
+            )
             sightings.append(Sighting(transfer=transfer, block_time=block.header.time, usd_amount=row.usd_amount))
     result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
     if sightings or result.failed:
@@ -181,6 +191,8 @@ def record_blocks(
     the first block that cannot be proven; return that hold, or the scan's own, already reported."""
     try:
         for block in blocks:
+            if shutdown.requested():  # SIGTERM: between two blocks, never inside one
+                return None
             with transaction.atomic():
                 _write_block(label, block, config, result)
                 if move_cursor:

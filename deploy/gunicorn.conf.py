@@ -13,3 +13,10 @@ graceful_timeout = 30
 timeout = 30
 accesslog = "-"
 errorlog = "-"
+
+
+def child_exit(server: object, worker: object) -> None:
+    """Metrics (multiprocess mode): a gone worker's live gauges leave the scrape; its counters stay."""
+    from dws_project import metrics
+
+    metrics.process_exited(worker.pid)  # type: ignore[attr-defined]

@@ -46,9 +46,16 @@ if [[ -n "$dev_chain" ]]; then .venv/bin/python manage.py fetch_prices --once; f
 
 .venv/bin/gunicorn -c deploy/gunicorn.conf.py dws_project.wsgi &
 pids+=($!)
-.venv/bin/celery -A dws_project worker --loglevel INFO --concurrency 2 &
+# One worker per queue, as in production: the minute price never waits behind a crawl. Each has its
+# own heartbeat directory (`manage.py probe worker` with DWS_HEARTBEAT_DIR=var/heartbeat/<queue>).
+DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/crawlers" .venv/bin/celery -A dws_project worker --loglevel INFO \
+  --queues crawlers,celery --hostname crawlers@%h --concurrency 1 &
 pids+=($!)
-.venv/bin/celery -A dws_project beat --loglevel INFO --schedule var/celerybeat-schedule &
+DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/prices" .venv/bin/celery -A dws_project worker --loglevel INFO \
+  --queues prices --hostname prices@%h --concurrency 1 &
+pids+=($!)
+DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/beat" .venv/bin/celery -A dws_project beat --loglevel INFO \
+  --schedule var/celerybeat-schedule &
 pids+=($!)
 
 echo "dws is running: http://127.0.0.1:${DWS_WEB_PORT:-8000}/  (Ctrl-C stops everything)"

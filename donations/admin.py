@@ -27,6 +27,7 @@ class DonationAdmin(ReadOnlyAdmin):
         "id",
         "tx_hash",
         "log_index",
+        "trace_address",
         "address",
         "asset",
         "amount",
@@ -36,6 +37,7 @@ class DonationAdmin(ReadOnlyAdmin):
         "block_number",
         "block_time",
         "absent_count",
+        "next_look_at",
     )
     list_filter = ("status", "asset", ("block_time", admin.DateFieldListFilter))
     search_fields = ("=tx_hash", "=address")
@@ -50,8 +52,17 @@ class DonationAdmin(ReadOnlyAdmin):
 
 @admin.register(DonationStats)
 class CampaignAdmin(ReadOnlyAdmin):
-    list_display = ("status", "total", "tokens", "tier", "sale_cap", "modified_at")
-    readonly_fields = ("status", "total", "tokens", "created_at", "modified_at")
+    list_display = ("status", "total", "tokens", "tier", "sale_cap", "paused_by", "paused_reason", "modified_at")
+    readonly_fields = (
+        "status",
+        "total",
+        "tokens",
+        "paused_reason",
+        "paused_by",
+        "paused_at",
+        "created_at",
+        "modified_at",
+    )
     actions = ["pause", "resume"]
 
     @admin.display(description="tier (from the confirmed tokens)")

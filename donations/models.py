@@ -51,15 +51,24 @@ class Donation(models.Model):
     block_number = models.BigIntegerField()
     block_hash = models.CharField(max_length=66)
     block_time = models.DateTimeField()
+    # Internal ETH (crawlers/traces.py): the call frame's path in its transaction's call tree, e.g. "0.1".
+    # NULL for a top-level ETH transaction and for a coin Transfer.
+    trace_address = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL: not an internal transfer
     absent_count = models.IntegerField(default=0, db_default=0)
+    # When the old-unconfirmed crawler looks at this row again; NULL: as soon as it is old enough.
+    next_look_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
     class Meta:
         db_table = "donation"
         constraints = [
+            # A donation's identity: (tx_hash, NULL, NULL) top-level ETH, (tx_hash, NULL, path) internal ETH,
+            # (tx_hash, log index, NULL) a coin Transfer. The index keeps the seed's name.
             models.UniqueConstraint(
-                fields=["tx_hash", "log_index"], nulls_distinct=False, name="donation_tx_hash_log_index_key"
+                fields=["tx_hash", "log_index", "trace_address"],
+                nulls_distinct=False,
+                name="donation_tx_hash_log_index_key",
             ),
             models.CheckConstraint(condition=Q(asset__in=ASSETS), name="donation_asset_check"),
             models.CheckConstraint(condition=Q(amount__gt=0), name="donation_amount_positive"),
@@ -67,11 +76,20 @@ class Donation(models.Model):
             models.CheckConstraint(condition=Q(tokens__gte=0), name="donation_tokens_nonnegative"),
             models.CheckConstraint(condition=Q(absent_count__gte=0), name="donation_absent_count_nonnegative"),
             models.CheckConstraint(condition=Q(address=Lower("address")), name="donation_address_lower"),
+            models.CheckConstraint(
+                condition=Q(trace_address__isnull=True) | Q(asset="eth", log_index__isnull=True),
+                name="donation_trace_address_eth_only",
+            ),
         ]
         indexes = [
             models.Index(fields=["status", "block_time"], name="donation_status_block_time_idx"),
             models.Index(fields=["address"], name="donation_address_idx"),
             models.Index(fields=["block_number"], name="donation_block_number_idx"),
+            models.Index(
+                fields=["next_look_at", "block_time"],
+                name="donation_unconfirmed_look_idx",
+                condition=Q(status=DonationStatus.UNCONFIRMED),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -102,6 +120,11 @@ class DonationStats(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+    # Why the campaign is paused and by whom (an operator, or `reconcile` freezing on drift); empty
+    # while it is not paused.
+    paused_reason = models.TextField(blank=True, default="", db_default="")
+    paused_by = models.CharField(max_length=200, blank=True, default="", db_default="")
+    paused_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "donation_stats"

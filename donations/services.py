@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.db import IntegrityError, connection, transaction
@@ -23,6 +23,7 @@ from django.db.models import Count, F, Sum
 from django.utils import timezone
 
 from crawlers.detection import Transfer
+from donations.identity import find_at_identity, sighting_match
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import SaleState, round_usd, sale_state, tokens_for
 from dws_project.config import SaleTier
@@ -68,21 +69,12 @@ def _priced(usd: Decimal, state: SaleState) -> tuple[Decimal, int]:
     return state.token_price, tokens_for(usd, state.token_price)
 
 
-def _find(transfer: Transfer, *, lock: bool) -> Donation | None:
-    rows = Donation.objects.filter(tx_hash=transfer.tx_hash)
-    rows = (
-        rows.filter(log_index__isnull=True) if transfer.log_index is None else rows.filter(log_index=transfer.log_index)
-    )
-    if lock:
-        rows = rows.select_for_update()
-    return rows.first()
-
-
 def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
     t = sighting.transfer
     return Donation(
         tx_hash=t.tx_hash,
         log_index=t.log_index,
+        trace_address=t.trace_address,
         address=t.donor,
         asset=t.asset,
         amount=t.amount,
@@ -97,15 +89,31 @@ def _new_row(sighting: Sighting, price: Decimal, tokens: int) -> Donation:
 
 
 def _move_to(donation: Donation, sighting: Sighting, price: Decimal, tokens: int) -> None:
-    """An unconfirmed row whose block was re-orged away, seen again elsewhere: record it as seen there."""
+    """An unconfirmed row whose block was re-orged away, seen again elsewhere: record it as seen there.
+
+    Only ever called with the sighting of this very transfer (`sighting_match`), so the USD value,
+    price and tokens it takes are its own, re-derived for the new block's minute by the caller.
+    """
+    donation.log_index = sighting.transfer.log_index
     donation.block_number = sighting.transfer.block_number
     donation.block_hash = sighting.transfer.block_hash
     donation.block_time = sighting.block_time
     donation.usd_amount = sighting.usd_amount
     donation.price = price
     donation.tokens = tokens
+    donation.next_look_at = None
     donation.save(
-        update_fields=["block_number", "block_hash", "block_time", "usd_amount", "price", "tokens", "modified_at"]
+        update_fields=[
+            "log_index",
+            "block_number",
+            "block_hash",
+            "block_time",
+            "usd_amount",
+            "price",
+            "tokens",
+            "next_look_at",
+            "modified_at",
+        ]
     )
 
 
@@ -114,24 +122,25 @@ def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]
 
     Tokens are priced at the current tier and never zeroed here: a closed sale is applied when the
     donation is confirmed, since the sale may reopen before then. A confirmed or failed row is left
-    alone; an unconfirmed row from a block that is no longer canonical is recorded anew.
+    alone; an unconfirmed row from a block that is no longer canonical moves to where the transfer is
+    seen now (log index included), so a re-org never makes a second row (see `donations/identity.py`).
     """
     state = sale_state(DonationStats.objects.get().tokens, tiers)
     price, tokens = _priced(sighting.usd_amount, state)
     with transaction.atomic():
-        existing = _find(sighting.transfer, lock=True)
-        if existing is None:
-            try:
-                with transaction.atomic():
-                    row = _new_row(sighting, price, tokens)
-                    row.save(force_insert=True)
-                    return row, Outcome.INSERTED
-            except IntegrityError:  # another writer inserted it first: theirs stands
-                return _find(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
-        if existing.status == DonationStatus.UNCONFIRMED and existing.block_hash != sighting.transfer.block_hash:
-            _move_to(existing, sighting, price, tokens)
-            return existing, Outcome.MOVED
-        return existing, Outcome.UNCHANGED
+        match = sighting_match(sighting.transfer)
+        if match.move:
+            _move_to(match.row, sighting, price, tokens)  # type: ignore[arg-type]
+            return match.row, Outcome.MOVED  # type: ignore[return-value]
+        if match.row is not None:
+            return match.row, Outcome.UNCHANGED
+        try:
+            with transaction.atomic():
+                row = _new_row(sighting, price, tokens)
+                row.save(force_insert=True)
+                return row, Outcome.INSERTED
+        except IntegrityError:  # another writer inserted it first: theirs stands
+            return find_at_identity(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
 
 
 def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequence[SaleTier]) -> str:
@@ -339,19 +348,47 @@ def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[in
             )
 
 
+_LOOK_LATER = """
+UPDATE donation
+SET next_look_at = %(now)s + LEAST(GREATEST((%(now)s - block_time) / 8, %(min)s), %(max)s), modified_at = now()
+WHERE id = ANY(%(ids)s) AND status = 'unconfirmed'
+"""
+
+
+def donations_look_later(
+    *, donation_ids: Sequence[int], now: datetime, min_delay: timedelta, max_delay: timedelta
+) -> None:
+    """Give the still-unconfirmed rows among `donation_ids` a next-look time: an eighth of their age from
+    `now`, within [min_delay, max_delay] (the old-unconfirmed crawler's back-off). Under the campaign
+    lock like every other write to donation rows."""
+    if not donation_ids:
+        return
+    with transaction.atomic():
+        stats_lock()
+        with connection.cursor() as cursor:
+            cursor.execute(_LOOK_LATER, {"now": now, "min": min_delay, "max": max_delay, "ids": sorted(donation_ids)})
+
+
 # --- the operator's lever: pause and resume -------------------------------------------------------
 
 
 @transaction.atomic
-def campaign_pause(*, operator: str) -> bool:
-    """Halt crediting (the crawlers keep recording); False when it was paused already."""
+def campaign_pause(*, operator: str, reason: str = "") -> bool:
+    """Halt crediting (the crawlers keep recording); False when it was paused already (the first
+    pause's reason is kept)."""
     stats = stats_lock()
     if stats.status == CampaignStatus.PAUSED:
         return False
     was = stats.status
     stats.status = CampaignStatus.PAUSED
-    stats.save(update_fields=["status", "modified_at"])
-    logger.warning("campaign paused by %s (was %s): no donation is credited until it is resumed", operator, was)
+    stats.paused_reason, stats.paused_by, stats.paused_at = reason, operator[:200], timezone.now()
+    stats.save(update_fields=["status", "paused_reason", "paused_by", "paused_at", "modified_at"])
+    logger.warning(
+        "campaign paused by %s (was %s)%s: no donation is credited until it is resumed",
+        operator,
+        was,
+        f", reason: {reason}" if reason else "",
+    )
     return True
 
 
@@ -364,6 +401,8 @@ def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     if stats.status != CampaignStatus.PAUSED:
         return None
     stats.status = CampaignStatus.OPEN  # not the answer: stats_recompute derives it below
+    stats.paused_reason, stats.paused_by, stats.paused_at = "", "", None
+    stats.save(update_fields=["paused_reason", "paused_by", "paused_at"])
     stats_recompute(stats=stats, tiers=tiers)
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status

@@ -34,3 +34,60 @@ def check_beat_database(**_: object) -> None:
     from dws_project.startup import check_database
 
     check_database("celery beat")
+
+
+# --- operations: heartbeat, metrics, graceful shutdown (dws_project/heartbeat.py, metrics.py, shutdown.py)
+
+
+def _add_heartbeat_step() -> None:
+    from dws_project.heartbeat import WorkerHeartbeat
+
+    app.steps["worker"].add(WorkerHeartbeat)
+
+
+_add_heartbeat_step()
+
+
+@signals.worker_ready.connect
+def serve_worker_metrics(**_: object) -> None:
+    from django.conf import settings
+
+    from dws_project import metrics
+
+    if settings.CONFIG.metrics_port is not None:
+        metrics.serve(settings.CONFIG.metrics_port, settings.CONFIG.metrics_host)
+
+
+@signals.worker_process_init.connect
+def mark_pool_process(**_: object) -> None:
+    from dws_project.shutdown import pool_process_started
+
+    pool_process_started()
+
+
+@signals.task_prerun.connect
+def note_sigterm_while_working(**_: object) -> None:
+    from dws_project.shutdown import task_started
+
+    task_started()
+
+
+@signals.task_postrun.connect
+def sigterm_stops_an_idle_process(**_: object) -> None:
+    from dws_project.shutdown import task_finished
+
+    task_finished()
+
+
+@signals.worker_process_shutdown.connect
+def forget_pool_process(pid: int | None = None, **_: object) -> None:
+    from dws_project import metrics
+
+    metrics.process_exited(pid or os.getpid())
+
+
+@signals.worker_shutting_down.connect
+def stop_pool_between_blocks(**_: object) -> None:
+    from dws_project.shutdown import signal_pool_processes
+
+    signal_pool_processes()

@@ -9,14 +9,16 @@ ETH_RPC_URL (where providers put their API key), the signing key and the Django 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from urllib.parse import urlsplit
 
 import environ
-from eth_utils import is_checksum_address, is_hex_address
+from eth_hash.auto import keccak
 
+from dws_project import ops_config
 from dws_project.redaction import redact_url
 
 # Stable coins the crawlers hold an ERC-20 ABI for; an asset outside this set is refused at start.
@@ -94,6 +96,11 @@ class Config:
     allowed_hosts: tuple[str, ...]
     debug: bool
     log_level: str
+    # Operations (issue 14): the automatic pause on drift, the worker's metrics server, heartbeats.
+    freeze_on_drift: bool = True
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    heartbeat_dir: str = ops_config.DEFAULT_HEARTBEAT_DIR
 
     @property
     def eth_rpc_origin(self) -> str:
@@ -125,13 +132,27 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+
+
+def _eip55(body: str) -> str:
+    """The EIP-55 checksummed spelling of a 40-hex-digit address body.
+
+    Written here on keccak alone: eth_utils would pull pydantic and friends into every process's start
+    (about 0.1 s), and the crawlers start once a minute.
+    """
+    lower = body.lower()
+    digest = keccak(lower.encode("ascii")).hex()
+    return "".join(c.upper() if int(d, 16) >= 8 else c for c, d in zip(lower, digest[:40], strict=True))
+
+
 def parse_address(value: str) -> str:
     """A 0x address, lower-cased; mixed case must carry a valid EIP-55 checksum."""
     value = value.strip()
-    if not is_hex_address(value) or not value.startswith("0x"):
+    if not _HEX_ADDRESS.fullmatch(value):
         raise ValueError("not a 0x-prefixed 20-byte hex address")
     body = value[2:]
-    if body != body.lower() and body != body.upper() and not is_checksum_address(value):
+    if body != body.lower() and body != body.upper() and body != _eip55(body):
         raise ValueError("mixed-case address with an invalid EIP-55 checksum")
     return value.lower()
 
@@ -282,6 +303,10 @@ def load_config(environ_: Mapping[str, str]) -> Config:
             venue_urls[venue.lower()] = values[var]  # type: ignore[assignment]
     read("DWS_VENUE_TIMEOUT", _parse_venue_timeout, default=5.0)
     read("DWS_TRACE", _parse_trace_mode, default="auto")
+    read("DWS_FREEZE_ON_DRIFT", ops_config.parse_on_off, default=True)
+    read("DWS_METRICS_PORT", ops_config.parse_port, default=None)
+    read("DWS_METRICS_HOST", ops_config.parse_listen_host, default="127.0.0.1")
+    read("DWS_HEARTBEAT_DIR", ops_config.parse_absolute_path, default=ops_config.DEFAULT_HEARTBEAT_DIR)
     debug = bool(values.get("DJANGO_DEBUG"))
     # Outside development a missing secret key stops the process; DEBUG gets a throwaway one.
     read(
@@ -317,6 +342,10 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         allowed_hosts=values["DJANGO_ALLOWED_HOSTS"],  # type: ignore[arg-type]
         debug=debug,
         log_level=values["DWS_LOG_LEVEL"],  # type: ignore[arg-type]
+        freeze_on_drift=values["DWS_FREEZE_ON_DRIFT"],  # type: ignore[arg-type]
+        metrics_port=values["DWS_METRICS_PORT"],  # type: ignore[arg-type]
+        metrics_host=values["DWS_METRICS_HOST"],  # type: ignore[arg-type]
+        heartbeat_dir=values["DWS_HEARTBEAT_DIR"],  # type: ignore[arg-type]
     )
 
 

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from redis.exceptions import RedisError
 
-from dws_project import api_errors
+from dws_project import api_errors, metrics
 from dws_project.redis_client import get_redis
 
 logger = logging.getLogger("dws.ratelimit")
@@ -110,6 +110,7 @@ class RateLimitMiddleware:
                 logger.warning("rate limit unavailable, request let through: %s", type(exc).__name__)
                 allowed, retry_after = True, 0.0
             if not allowed:
+                metrics.rate_limit_refused()
                 return api_errors.json_error(
                     api_errors.RATE_LIMITED, **{"Retry-After": str(max(1, math.ceil(retry_after)))}
                 )

@@ -171,6 +171,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# Queues (issue 14): the minute price cycle never waits behind a crawler catching up. A worker per
+# queue: `-Q prices` and `-Q crawlers,celery` (the default queue carries the delphi jobs).
+PRICES_QUEUE, CRAWLERS_QUEUE = "prices", "crawlers"
+CELERY_TASK_ROUTES = {"prices.*": {"queue": PRICES_QUEUE}, "crawlers.*": {"queue": CRAWLERS_QUEUE}}
+# beat renews its heartbeat on every tick (dws_project/heartbeat.py); it ticks at least this often.
+CELERY_BEAT_SCHEDULER = "dws_project.heartbeat:HeartbeatScheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = 10
 # Beat entries are named by cadence; `expires` keeps a backlog of stale runs from piling up.
 CELERY_BEAT_SCHEDULE: dict[str, dict] = {}
 # prices: the minute cycle at the top of every minute, the historical request poll every 10 s.

@@ -20,7 +20,9 @@ logger = logging.getLogger("dws.startup")
 EXIT_DATABASE_UNAVAILABLE = 3
 
 # Commands that neither touch the chain nor the database; they still validate the configuration.
-_NO_DATABASE_COMMANDS = frozenset({"help", "version", "makemigrations", "sign_request", "collectstatic", "shell"})
+_NO_DATABASE_COMMANDS = frozenset(
+    {"help", "version", "makemigrations", "sign_request", "collectstatic", "shell", "probe"}
+)
 
 
 def describe_database_error(exc: BaseException) -> str:

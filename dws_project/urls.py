@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularJSONAPIView
 from affiliates.apis import AffiliateCodeApi, AffiliateDonationApi, WalletConnectionApi
 from donations.apis import DonationDataApi, StakeApi, UnstakeApi, UserDataApi
 from dws_project import health
+from dws_project.metrics_view import metrics_endpoint
 from prices.apis import EthPriceApi, TokenPriceApi
 from web import views as web_views
 
@@ -15,6 +16,7 @@ urlpatterns = [
     path("ready", health.ready, name="ready"),
     path("version", health.version, name="version"),
     path("health", health.health, name="health"),
+    path("metrics", metrics_endpoint, name="metrics"),  # operator networks only
     path("admin/", admin.site.urls),
     # the donation page (web app)
     path("", web_views.index, name="index"),

@@ -6,6 +6,7 @@ import logging
 
 from celery import shared_task
 
+from dws_project import metrics
 from dws_project.locks import non_overlapping
 from prices import services
 
@@ -32,6 +33,7 @@ def run_serve_price_requests() -> services.ServeResult:
 @shared_task(name="prices.fetch_prices", ignore_result=True, soft_time_limit=50, time_limit=58)
 def fetch_prices() -> None:
     result = run_fetch_prices()
+    metrics.price_cycle_observed(result)
     if result is not None:
         logger.info("fetch_prices: minute %s written=%s", result.minute.isoformat(), result.written)
 

@@ -28,5 +28,7 @@ from dws_project.settings import *
 # The chaos tests' worker processes shorten these through their environment (production: 15 s, 120 s).
 CRAWLER_RPC_READ_TIMEOUT = float(os.environ.get("TEST_RPC_READ_TIMEOUT", "15"))
 CRAWLER_LOCK_TTL = float(os.environ.get("TEST_CRAWLER_LOCK_TTL", "120"))
+# Blocks per crawler run (production: 1000); the catch-up test makes runs small so it needs several.
+CRAWLER_RUN_MAX_BLOCKS = int(os.environ.get("TEST_CRAWL_RUN_MAX_BLOCKS", "1000"))
 # Tests look at /health right after changing the chain; the cache has a test of its own.
 HEALTH_CACHE_SECONDS = 0

@@ -21,3 +21,33 @@ def test_the_job_is_scheduled_and_registered(entry, task):
     assert scheduled["task"] == task
     assert task in app.tasks
     assert scheduled["options"]["expires"] <= scheduled["schedule"]
+
+
+# Seconds between runs of each entry: crontab entries by their cadence.
+CADENCE = {"every-1m-fetch-prices": 60, "every-1d-reconcile": 24 * 3600}
+
+
+def test_every_periodic_task_expires_within_its_cadence():
+    for entry, scheduled in settings.CELERY_BEAT_SCHEDULE.items():
+        cadence = CADENCE.get(entry, scheduled["schedule"])
+        assert isinstance(cadence, int | float), f"{entry}: add its crontab cadence to CADENCE"
+        assert 0 < scheduled["options"]["expires"] <= cadence, entry
+
+
+@pytest.mark.parametrize(
+    ("task", "queue"),
+    [
+        ("prices.fetch_prices", "prices"),
+        ("prices.serve_price_requests", "prices"),
+        ("crawlers.crawl_latest", "crawlers"),
+        ("crawlers.crawl_finalized", "crawlers"),
+        ("crawlers.crawl_old_unconfirmed", "crawlers"),
+        ("crawlers.reconcile_last_day", "crawlers"),
+        ("donations.tasks.complete_unstakes", "celery"),
+    ],
+)
+def test_each_task_goes_to_its_own_queue(task, queue):
+    app.loader.import_default_modules()
+    route = app.amqp.router.route({}, task)
+
+    assert route["queue"].name == queue

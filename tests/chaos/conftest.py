@@ -75,6 +75,8 @@ class Worker:
                 "worker",
                 "--pool=prefork",
                 "--concurrency=1",
+                "-Q",
+                "crawlers,prices,celery",
                 "-n",
                 f"{name}@chaos",
                 "--without-mingle",
@@ -197,7 +199,7 @@ class Stack:
         while not until():
             if time.monotonic() > deadline:
                 raise AssertionError(f"the stack did not converge in {timeout:.0f} s; {self.describe()}")
-            if redis.llen("celery") < 2 * len(tasks) * copies:
+            if redis.llen("crawlers") < 2 * len(tasks) * copies:
                 for task in tasks:
                     for _ in range(copies):
                         task.delay()

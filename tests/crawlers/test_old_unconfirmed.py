@@ -6,18 +6,22 @@ that much later; the chain itself is real.
 
 from __future__ import annotations
 
-from datetime import timedelta
+import dataclasses
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.old_unconfirmed import BATCH_LIMIT, crawl_old_unconfirmed
+from crawlers.old_unconfirmed import BATCH_LIMIT, LOOK_AGAIN_MAX, crawl_old_unconfirmed
+from crawlers.rpc import RpcClient
 from crawlers.services import crawl, cursor_set
+from crawlers.traces import internal_eth_transfers
 from donations.models import Donation, DonationStats
-from donations.services import campaign_pause, campaign_resume
+from donations.services import Sighting, campaign_pause, campaign_resume, donation_record_unconfirmed
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -26,8 +30,20 @@ LATER = timedelta(minutes=31)  # past the 30 minute threshold, well inside the 2
 MUCH_LATER = timedelta(hours=25)  # past the grace
 
 
+_runs = {"before": 0}
+
+
+@pytest.fixture(autouse=True)
+def _first_run() -> None:
+    _runs["before"] = 0
+
+
 def judge(after: timedelta = LATER):
-    return crawl_old_unconfirmed(now=timezone.now() + after)
+    """One run, `after` past now; each later run of a test also comes once the previous run's
+    next-look times have passed (at most LOOK_AGAIN_MAX), as the periodic crawler's runs would."""
+    now = timezone.now() + after + _runs["before"] * (LOOK_AGAIN_MAX + timedelta(minutes=1))
+    _runs["before"] += 1
+    return crawl_old_unconfirmed(now=now)
 
 
 def recorded_but_missed_by_the_finalized_crawler(node, sender=ACCOUNTS[1], wei=ETHER) -> Donation:
@@ -264,7 +280,8 @@ def test_while_paused_it_confirms_nothing_and_after_resume_it_credits_the_backlo
     assert DonationStats.objects.get().tokens == 0
 
     assert campaign_resume(operator="tester", tiers=settings.CONFIG.sale_tiers) == "open"
-    assert judge().confirmed == 1
+    # The very next run credits it: a row held only by the pause is not pushed back.
+    assert crawl_old_unconfirmed(now=timezone.now() + LATER).confirmed == 1
     assert status(row)[0] == "confirmed"
 
 
@@ -302,3 +319,119 @@ def test_a_run_takes_at_most_500_donations_oldest_first(node, proxy):
 def test_the_command_runs_the_judge_once(node, capsys):
     call_command("crawl", "old-unconfirmed", "--once")
     assert "crawl old-unconfirmed: 0 examined" in capsys.readouterr().out
+
+
+def test_a_batch_full_of_unresolvable_rows_no_longer_starves_a_resolvable_one(node, proxy):
+    resolvable = recorded_but_missed_by_the_finalized_crawler(node)
+    now = timezone.now()
+    Donation.objects.bulk_create(  # older than it, and absent from the chain: none can resolve for a day
+        Donation(
+            tx_hash=f"0x{n:064x}",
+            log_index=None,
+            address=ACCOUNTS[4],
+            asset="eth",
+            amount=Decimal("0.01"),
+            usd_amount=Decimal("20"),
+            price=Decimal("0.001"),
+            tokens=20_000,
+            block_number=1,
+            block_hash="0x" + "ab" * 32,
+            block_time=now - timedelta(hours=2, seconds=n),
+        )
+        for n in range(BATCH_LIMIT)
+    )
+
+    first = judge()
+    assert (first.examined, first.confirmed) == (BATCH_LIMIT, 0)
+    assert status(resolvable) == ("unconfirmed", 0)
+
+    second = judge()
+
+    assert second.confirmed == 1
+    assert status(resolvable) == ("confirmed", 0)
+
+
+# --- ETH from an internal call: proven by the receipt and a trace of the transaction ------------------
+
+
+def internal_donation(node, wallet_owner=ACCOUNTS[1], trace_address: str | None = None) -> Donation:
+    """ETH forwarded to us by an EthForwarder wallet, recorded as the crawl records an internal transfer
+    (its block's traces), left unconfirmed and finalized since."""
+    wallet = node.deploy("EthForwarder", sender=wallet_owner)
+    node.send_eth(wallet_owner, wallet, 2 * ETHER)
+    data = node.call_data("forward(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, ETHER])
+    tx = node.send({"from": wallet_owner, "to": wallet, "data": data, "gas": hex(200_000)})
+    receipt = node.receipt(tx)
+    number, block_hash = int(receipt["blockNumber"], 16), receipt["blockHash"]
+    client = RpcClient(node.url)
+    (transfer,) = internal_eth_transfers(client, settings.CONFIG, block_number=number, block_hash=block_hash)
+    if trace_address is not None:
+        transfer = dataclasses.replace(transfer, trace_address=trace_address)
+    block_time = datetime.fromtimestamp(int(node.block(number)["timestamp"], 16), tz=UTC)
+    sighting = Sighting(transfer=transfer, block_time=block_time, usd_amount=Decimal("2000.00"))
+    row, _ = donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
+    node.mine(3)
+    assert (row.address, row.trace_address) == (wallet, trace_address or "0")
+    return row
+
+
+def test_an_internal_eth_row_is_confirmed_by_its_receipt_and_its_trace(node, proxy):
+    row = internal_donation(node)
+
+    result = judge()
+
+    assert result.confirmed == 1
+    assert status(row) == ("confirmed", 0)
+    assert proxy.requests_for("debug_traceTransaction") == 1
+
+
+@pytest.mark.parametrize("fault", [{"kind": "error", "code": -32601, "message": "Method not found"}, {"kind": "null"}])
+def test_an_internal_eth_row_without_a_trace_is_left_never_failed(node, proxy, fault):
+    row = internal_donation(node)
+    for method in ("debug_traceTransaction", "trace_transaction"):
+        proxy.arm(method, count=None, **fault)
+
+    result = judge(MUCH_LATER)
+
+    assert result.failed == 0
+    assert status(row) == ("unconfirmed", 0)
+    assert sum(result.untouched.values()) == 1
+    assert next(iter(result.untouched)).startswith("internal ETH")
+
+    proxy.disarm()
+    assert judge(MUCH_LATER).confirmed == 1
+
+
+def test_an_internal_eth_row_whose_frame_the_trace_does_not_show_is_not_confirmed(node, proxy):
+    row = internal_donation(node, trace_address="1")
+
+    result = judge(MUCH_LATER)
+
+    assert result.untouched == {"internal ETH, the trace does not show the frame": 1}
+    assert status(row) == ("unconfirmed", 0)
+
+
+def test_a_coin_transfer_re_mined_at_another_log_index_is_confirmed_as_the_same_row(node):
+    donor, bystander = ACCOUNTS[2], ACCOUNTS[3]
+    usdt = node.coins["usdt"]
+    node.mint(usdt, donor, 100 * 10**6)
+    node.mint(usdt, bystander, 100 * 10**6)
+    snapshot = node.snapshot()
+    tx = node.transfer_token(usdt, donor, DONATION_ADDRESS, 40 * 10**6)
+    raw = node.rpc("eth_getRawTransactionByHash", tx)
+    crawl(LATEST)
+    row = Donation.objects.get(tx_hash=tx)
+    node.revert(snapshot)  # its block is dropped; later the same transaction is mined after another Transfer
+    with node.one_block():
+        first = node.token_tx(usdt, bystander, "transfer(address,uint256)", ["address", "uint256"], [ACCOUNTS[4], 1])
+        node.send({**first, "maxFeePerGas": hex(10**12), "maxPriorityFeePerGas": hex(10**11)})  # mined first
+        node.rpc("eth_sendRawTransaction", raw)
+    node.mine(3)
+    new_index = int(node.receipt(tx)["logs"][0]["logIndex"], 16)
+    assert new_index != row.log_index
+
+    result = judge()
+
+    assert result.recrawled_blocks == 1
+    (only,) = Donation.objects.filter(tx_hash=tx)
+    assert (only.id, only.status, only.log_index, only.usd_amount) == (row.id, "confirmed", new_index, Decimal("40.00"))

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from crawlers.models import FINALIZED, LATEST
 from crawlers.old_unconfirmed import OLD_UNCONFIRMED
 from crawlers.ranges import make_client
 from crawlers.services import crawl_single_block
 from crawlers.tasks import INTERVALS, run_crawler, run_old_unconfirmed
+from dws_project.commands import JobCommand
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = (
         "Run a crawler: one run with --once, else a loop at the beat cadence (under the same lock as the "
         "Celery task). --single-block N re-crawls one block without touching the cursor."
@@ -49,4 +50,5 @@ class Command(BaseCommand):
                 if result is not None and result.held:
                     raise CommandError(result.held)
                 return
-            time.sleep(INTERVALS[label])
+            if not getattr(result, "more_to_do", False):  # behind: go on at once
+                time.sleep(INTERVALS[label])

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from crawlers.reconcile import ReconcileError, reconcile
+from dws_project.commands import JobCommand
 from dws_project.locks import exclusive_run
 
 JOB = "reconcile"
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = (
         "Check blocks A..B (finalized and crawled ones) against the records: every transfer to the donation "
         "address recorded once and confirmed, nothing confirmed that is not on chain, the campaign and donor "

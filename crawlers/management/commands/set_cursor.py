@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import getpass
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from crawlers.cursors import CursorRefused, set_cursor
 from crawlers.models import FINALIZED, LATEST
+from dws_project.commands import JobCommand
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = (
         "Set a crawler's cursor to block N (the last block it has processed): its next run starts at N+1. "
         "Refused beyond the chain head. Set only the cursor of the crawler that is stuck; see "

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand
 from django.utils import timezone
 
+from dws_project.commands import JobCommand
 from prices.tasks import run_fetch_prices
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = "Fetch the ETH price from the six venues and record this minute's price (--once: one cycle)."
 
     def add_arguments(self, parser) -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand
-
+from dws_project.commands import JobCommand
 from prices.tasks import run_serve_price_requests
 
 POLL_INTERVAL_SECONDS = 10
 
 
-class Command(BaseCommand):
+class Command(JobCommand):
     help = "Serve due historical price requests from the venues' one-minute klines (--once: one poll)."
 
     def add_arguments(self, parser) -> None:

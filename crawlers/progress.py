@@ -1,0 +1,74 @@
+"""A crawler's catch-up: how far behind it is, how fast it moves, and when it should be current.
+
+A run that stops at its per-run cap with blocks still to do is followed at once by the next one (the
+Celery task re-queues itself; the command loop skips its pause). Each such run stores its progress here
+(in Redis, shared by every worker) so `/health` and the log can say when the catch-up should end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.crawlers")
+
+KEY = "dws:crawl-progress:{label}"
+TTL_SECONDS = 600  # progress older than this is no longer a catch-up under way
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    label: str
+    cursor: int
+    tip: int
+    blocks_per_second: float  # this run's speed: a progress figure, never used for money
+    eta_seconds: int
+
+    @property
+    def behind(self) -> int:
+        return self.tip - self.cursor
+
+    def describe(self) -> str:
+        return (
+            f"crawl {self.label}: catching up, {self.behind} block(s) behind tip {self.tip} at "
+            f"{self.blocks_per_second:.0f} blocks/s, about {self.eta_seconds} s to go"
+        )
+
+
+def catch_up_record(*, label: str, cursor: int, tip: int, blocks: int, seconds: float) -> CatchUp:
+    """Store and log the progress of a run that ended behind its tip; returns it."""
+    speed = blocks / seconds if seconds > 0 else 0.0
+    behind = max(tip - cursor, 0)
+    eta = int(behind / speed) + 1 if speed > 0 else -1
+    progress = CatchUp(label, cursor, tip, round(speed, 1), eta)
+    try:
+        get_redis().set(KEY.format(label=label), json.dumps(asdict(progress)), ex=TTL_SECONDS)
+    except RedisError as exc:  # progress is a courtesy; the crawl itself does not depend on it
+        logger.warning("catch-up progress not stored: %s", type(exc).__name__)
+    logger.info("%s", progress.describe())
+    return progress
+
+
+def catch_up_clear(label: str) -> None:
+    with contextlib.suppress(RedisError):
+        get_redis().delete(KEY.format(label=label))
+
+
+def catch_up_status(label: str) -> dict[str, Any] | None:
+    """The stored progress of a catch-up under way, for /health; None when the crawler is current."""
+    try:
+        raw = get_redis().get(KEY.format(label=label))
+    except RedisError:
+        return None
+    if not raw:
+        return None
+    data = json.loads(raw)
+    data["behind"] = data["tip"] - data["cursor"]
+    return data

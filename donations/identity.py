@@ -1,0 +1,115 @@
+"""Which recorded row a sighted transfer is: a donation's identity, kept across re-orgs.
+
+A donation's identity is (tx_hash, log_index, trace_address), unique with NULLs not distinct:
+
+* ETH sent by a transaction to the donation address: (tx_hash, NULL, NULL);
+* ETH sent in an internal call: (tx_hash, NULL, the frame's path, e.g. "0.1"; see crawlers/trace_frames.py);
+* a coin Transfer log: (tx_hash, log index, NULL).
+
+The first two do not depend on the block. A log index does: it is a position in the whole block, so
+a Transfer re-mined in another block comes back at another index. It is still the same donation,
+and its unconfirmed row moves there instead of a second row appearing. Only a row of the same
+transaction, asset, donor, amount (and frame) may be taken for it; a confirmed row never moves.
+
+Callers hold a transaction: the transaction's rows are locked here, in (log_index, trace_address, id)
+order, before anything is decided.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from crawlers.detection import Transfer
+from donations.models import Donation, DonationStatus
+
+logger = logging.getLogger("dws.donations")
+
+
+@dataclass(frozen=True)
+class Match:
+    row: Donation | None  # None: no row records this transfer, insert one
+    move: bool = False  # the row records it as seen in another block: move it to this sighting
+
+
+def same_transfer(row: Donation, transfer: Transfer) -> bool:
+    """Whether a row records this transfer, wherever it was seen."""
+    return (
+        row.asset == transfer.asset
+        and row.address == transfer.donor
+        and row.amount == transfer.amount
+        and row.trace_address == transfer.trace_address
+    )
+
+
+def find_at_identity(transfer: Transfer, *, lock: bool) -> Donation | None:
+    rows = Donation.objects.filter(
+        tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
+    )
+    if lock:
+        rows = rows.select_for_update()
+    return rows.first()
+
+
+def _slot(row: Donation) -> tuple[int | None, str | None]:
+    return row.log_index, row.trace_address
+
+
+def _park(row: Donation, log_index: int | None) -> None:
+    """Free a slot held by a stale row of the same transaction: it takes `log_index` (the slot the
+    mover leaves, or a negative placeholder) until its own transfer is seen again and moves it."""
+    row.log_index = log_index if log_index is not None else -row.id
+    row.save(update_fields=["log_index", "modified_at"])
+
+
+def sighting_match(transfer: Transfer) -> Match:
+    """The row a sighting is, among its transaction's rows (locked):
+
+    * the row at its identity, seen in this block: that row, unchanged;
+    * any row of the transaction confirmed in another block: that block is final and this sighting
+      is from a stale fork; nothing is to be written;
+    * the row at its identity records this transfer: moved if unconfirmed, else left alone;
+    * otherwise an unconfirmed row of the same transaction, asset, donor, amount (and frame) seen in
+      another block is this transfer at its old log index: moved, the lowest log index first, so
+      identical transfers of one transaction pair off in order. A stale row of another transfer
+      holding the new slot swaps places with it (or is parked) and moves when its own sighting comes.
+    """
+    rows = list(
+        Donation.objects.select_for_update()
+        .filter(tx_hash=transfer.tx_hash)
+        .order_by("log_index", "trace_address", "id")
+    )
+    slot = (transfer.log_index, transfer.trace_address)
+    at_slot = next((row for row in rows if _slot(row) == slot), None)
+    if at_slot is not None and at_slot.block_hash == transfer.block_hash:
+        return Match(at_slot)
+    final = next(
+        (r for r in rows if r.status == DonationStatus.CONFIRMED and r.block_hash != transfer.block_hash), None
+    )
+    if final is not None:
+        logger.warning(
+            "transaction %s is confirmed in block %s; its sighting in block %s is not recorded",
+            transfer.tx_hash,
+            final.block_hash,
+            transfer.block_hash,
+        )
+        return Match(at_slot or final)
+    if at_slot is not None and same_transfer(at_slot, transfer):
+        return Match(at_slot, move=at_slot.status == DonationStatus.UNCONFIRMED)
+    mover = next(
+        (
+            r
+            for r in rows
+            if r.status == DonationStatus.UNCONFIRMED
+            and r.block_hash != transfer.block_hash
+            and same_transfer(r, transfer)
+        ),
+        None,
+    )
+    if at_slot is not None:
+        freed = None
+        if mover is not None:
+            freed = mover.log_index
+            _park(mover, None)
+        _park(at_slot, freed)
+    return Match(mover, move=True) if mover is not None else Match(None)

@@ -1,0 +1,136 @@
+"""The deployment files match the code: probe paths are our URLs, probe commands our command and its
+kinds, the queues the workers consume are the ones tasks are routed to, and the dashboard, the alert
+rules and the README name only metrics the code exports (and the README all of them)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from django.conf import settings
+from django.core.management import get_commands, load_command_class
+from django.urls import reverse
+
+from dws_project import metrics
+from tests.chain import ROOT
+
+DEPLOY = ROOT / "deploy"
+COMPOSE = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+MANIFESTS = [doc for path in sorted((DEPLOY / "k8s").glob("*.yaml")) for doc in yaml.safe_load_all(path.read_text())]
+DEPLOYMENTS = {doc["metadata"]["name"]: doc for doc in MANIFESTS if doc["kind"] == "Deployment"}
+
+
+def probe_kinds() -> tuple[str, ...]:
+    command = load_command_class(get_commands()["probe"], "probe")
+    parser = command.create_parser("manage.py", "probe")
+    kind = next(a for a in parser._actions if a.dest == "kind")
+    return tuple(kind.choices)
+
+
+def assert_probe_command(command: list[str], kind: str) -> None:
+    assert command[:3] == ["python", "manage.py", "probe"], command
+    assert command[3] == kind
+    assert kind in probe_kinds()
+
+
+def defined_metric_names() -> set[str]:
+    source = Path(metrics.__file__).read_text()
+    return set(re.findall(r'(?:Gauge|Counter|Histogram|GaugeMetricFamily)\(\s*"(dws_[a-z_]+)"', source))
+
+
+def exported_metric_names() -> set[str]:
+    """Every name a scrape can show: the process metrics (with their sample suffixes) and the database's."""
+    names = defined_metric_names()
+    counters = {m._name for m in vars(metrics).values() if m.__class__.__name__ == "Counter"}
+    histograms = {m._name for m in vars(metrics).values() if m.__class__.__name__ == "Histogram"}
+    names |= {f"{c}_total" for c in counters}
+    names |= {f"{h}_{suffix}" for h in histograms for suffix in ("bucket", "count", "sum")}
+    return names
+
+
+def test_every_compose_service_has_a_health_check():
+    services = COMPOSE["services"]
+    assert {"db", "redis", "web", "beat"} <= set(services)
+    workers = [name for name in services if name.startswith("worker")]
+    assert len(workers) >= 2, "one worker per queue"
+    for name, service in services.items():
+        assert "healthcheck" in service, name
+    assert_probe_command(services["web"]["healthcheck"]["test"][1:], "web")
+    assert_probe_command(services["beat"]["healthcheck"]["test"][1:], "beat")
+    for name in workers:
+        assert_probe_command(services[name]["healthcheck"]["test"][1:], "worker")
+
+
+def consumed_queues(environments: list[dict[str, str]]) -> set[str]:
+    return {q for env in environments for q in env["DWS_WORKER_QUEUES"].split(",")}
+
+
+def routed_queues() -> set[str]:
+    return {route["queue"] for route in settings.CELERY_TASK_ROUTES.values()} | {"celery"}
+
+
+def test_compose_runs_a_worker_for_every_queue():
+    workers = [s for name, s in COMPOSE["services"].items() if name.startswith("worker")]
+    assert consumed_queues([w["environment"] for w in workers]) == routed_queues()
+    assert any(w["environment"]["DWS_WORKER_QUEUES"] == "prices" for w in workers), "prices alone on its worker"
+
+
+def test_kubernetes_has_a_deployment_per_process_with_probes_and_no_cronjob():
+    assert {doc["kind"] for doc in MANIFESTS} == {"Deployment", "Service"}  # beat schedules: no CronJob
+    commands = {}
+    for name, deployment in DEPLOYMENTS.items():
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        commands[name] = container["command"]
+        assert "livenessProbe" in container, name
+    assert sorted(commands.values()) == sorted(
+        [["deploy/start-web"], ["deploy/start-beat"], ["deploy/start-worker"], ["deploy/start-worker"]]
+    )
+    for command in commands.values():
+        assert (ROOT / command[0]).exists()
+    assert DEPLOYMENTS["dws-beat"]["spec"]["replicas"] == 1
+    assert DEPLOYMENTS["dws-beat"]["spec"]["strategy"]["type"] == "Recreate"
+
+
+def container(name: str) -> dict:
+    return DEPLOYMENTS[name]["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_kubernetes_probes_match_the_code():
+    web = container("dws-web")
+    assert web["livenessProbe"]["httpGet"]["path"] == reverse("live")
+    assert web["readinessProbe"]["httpGet"]["path"] == reverse("ready")
+    assert_probe_command(container("dws-beat")["livenessProbe"]["exec"]["command"], "beat")
+    workers = [n for n in DEPLOYMENTS if n.startswith("dws-worker")]
+    for name in workers:
+        assert_probe_command(container(name)["livenessProbe"]["exec"]["command"], "worker")
+        grace = DEPLOYMENTS[name]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+        assert grace >= 60  # the SIGTERM test's bound on a worker's exit
+    environments = [{e["name"]: e["value"] for e in container(n)["env"]} for n in workers]
+    assert consumed_queues(environments) == routed_queues()
+    services = [doc for doc in MANIFESTS if doc["kind"] == "Service"]
+    assert [s["spec"]["selector"]["component"] for s in services] == ["web"]
+
+
+@pytest.mark.parametrize(
+    "path", ["prometheus/alerts.yml", "grafana/dws-dashboard.json"], ids=["alert rules", "dashboard"]
+)
+def test_the_dashboard_and_the_alerts_use_exported_metrics(path):
+    text = (DEPLOY / path).read_text()
+    if path.endswith(".json"):
+        json.loads(text)
+    else:
+        yaml.safe_load(text)
+    used = set(re.findall(r"\bdws_[a-z_]+", text))
+
+    assert used
+    assert used - exported_metric_names() == set()
+
+
+def test_the_readme_documents_every_metric():
+    readme = (ROOT / "README.md").read_text()
+    assert len(defined_metric_names()) >= 20
+    for name in defined_metric_names():
+        assert f"`{name}" in readme, name

@@ -1,0 +1,121 @@
+"""Real workers: the price cycle on its own queue runs while a long crawl holds the crawler queue, and a
+SIGTERM during a long crawl stops it between blocks and lets the worker exit."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from crawlers.models import LATEST, LastBlock
+from crawlers.services import crawl, job_name
+from crawlers.tasks import crawl_latest
+from donations.models import Donation, DonationStats
+from dws_project.locks import is_running
+from dws_project.redis_client import get_redis
+from prices.models import ETH, Price
+from prices.tasks import fetch_prices
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.ops.processes import process_environment, worker
+from tests.rpc_proxy import RpcProxy
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+CATCH_UP = 1000  # blocks behind: one crawl run's whole budget
+SLOW = 0.4  # seconds the provider takes for each batch of blocks (50 blocks): a run takes ~10 s or more
+
+
+@pytest.fixture
+def slow_provider(node) -> Iterator[RpcProxy]:
+    DonationStats.objects.get_or_create()  # an earlier transactional test's flush removes the migration's row
+    get_redis().flushdb()
+    with RpcProxy(node.url) as proxy:
+        proxy.arm("eth_getBlockByNumber", "hang", count=None, seconds=SLOW)
+        yield proxy
+    get_redis().flushdb()
+
+
+def cursor() -> int | None:
+    return LastBlock.objects.filter(label=LATEST).values_list("value", flat=True).first()
+
+
+def wait_until(condition, timeout: float = 60.0, describe: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {describe}"
+        time.sleep(0.1)
+
+
+def test_the_minute_price_runs_while_a_long_crawl_holds_the_crawler_queue(node, slow_provider, tmp_path):
+    start = node.head() + 1
+    node.mine(CATCH_UP)
+    env = process_environment(
+        ETH_RPC_URL=slow_provider.url("/rpc"),
+        DWS_START_BLOCK=str(start),
+        DWS_CHAIN_ID="31337",
+        DWS_DEV_ETH_PRICE="2000",
+        DWS_HEARTBEAT_DIR=str(tmp_path / "heartbeat"),
+    )
+    crawlers = worker("crawlers", "crawlers,celery", env, tmp_path)
+    prices = worker("prices", "prices", env, tmp_path)
+    try:
+        crawl_latest.delay()
+        crawl_latest.delay()  # the next beat tick: queued behind the running crawl
+        wait_until(lambda: (cursor() or 0) > start + 50, describe="the crawl to be under way")
+
+        fetch_prices.delay()
+        wait_until(lambda: Price.objects.filter(asset=ETH).exists(), 30, "the minute's price")
+
+        assert is_running(job_name(LATEST)), "the crawl should still hold the crawler queue"
+        assert cursor() < node.head()
+        price = Price.objects.get(asset=ETH)
+        assert timezone.now() - price.created_at < timedelta(minutes=2)  # this minute's, not a stale one
+    finally:
+        crawlers.stop()
+        prices.stop()
+
+
+def test_sigterm_stops_a_long_crawl_between_blocks_and_the_worker_exits(
+    node, slow_provider, tmp_path, eth_prices, crawl_config
+):
+    start = node.head() + 1
+    early = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    node.mine(CATCH_UP)
+    late = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    env = process_environment(
+        ETH_RPC_URL=slow_provider.url("/rpc"),
+        DWS_START_BLOCK=str(start),
+        DWS_HEARTBEAT_DIR=str(tmp_path / "heartbeat"),
+    )
+    running = worker("stopping", "crawlers,celery", env, tmp_path)
+    try:
+        crawl_latest.delay()
+        wait_until(lambda: (cursor() or 0) > start + 100, describe="the crawl to be under way")
+
+        running.process.send_signal(signal.SIGTERM)  # what `docker stop` does: the main process only
+        try:
+            exit_code = running.process.wait(timeout=60)  # compose's grace period is 120 s
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the worker did not exit after SIGTERM:\n{running.text()[-3000:]}")
+    finally:
+        running.stop()
+
+    stopped_at = cursor()
+    log = running.text()
+    assert exit_code == 0, log[-3000:]
+    assert f"shutdown requested; stopped between blocks at {stopped_at}" in log
+    assert "Traceback" not in log
+    assert stopped_at < node.head()
+    # every block up to the cursor is whole, and nothing past it was written
+    assert Donation.objects.filter(tx_hash=early).exists()
+    assert not Donation.objects.filter(block_number__gt=stopped_at).exists()
+
+    slow_provider.disarm()
+    crawl(LATEST)  # the next run continues from the cursor
+    assert cursor() == node.head()
+    assert Donation.objects.filter(tx_hash=late).count() == 1
