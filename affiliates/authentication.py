@@ -8,7 +8,7 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.request import Request
 
 from affiliates import signing
-from dws_project.api_errors import SIGNATURE_REJECTED
+from dws_project.api_errors import SIGNATURE_REJECTED, SIGNATURE_UNVERIFIABLE, ApiException
 
 
 class SignedRequestAuthentication(BaseAuthentication):
@@ -21,11 +21,19 @@ class SignedRequestAuthentication(BaseAuthentication):
         signature = headers.get(signing.SIGNATURE_HEADER, "")
         try:
             address = signing.verify(
-                path=request.path, key=key, ts=ts, signature=signature, max_age=settings.CONFIG.max_timestamp_age
+                path=request.path,
+                key=key,
+                ts=ts,
+                signature=signature,
+                max_age=settings.CONFIG.max_timestamp_age,
+                rpc_url=settings.CONFIG.eth_rpc_url,
             )
         except signing.SignatureRejected as reason:
             signing.log_rejection(reason, signature, request.path)
             raise AuthenticationFailed(SIGNATURE_REJECTED.message) from None
+        except signing.SignatureUnverifiable as reason:
+            signing.log_rejection(reason, signature, request.path)
+            raise ApiException(SIGNATURE_UNVERIFIABLE) from None
         return signing.SignedCaller(address), None
 
     def authenticate_header(self, request: Request) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from dws_project.fields import PostgresEnumField
 
@@ -22,9 +23,10 @@ class WalletConnection(models.Model):
 
 
 class AttributionStatus(models.TextChoices):
-    PENDING = "pending"  # the donation is not recorded yet; resolved once the crawler records it
-    ATTRIBUTED = "attributed"  # the signer is the donor: the donation counts for the code
+    PENDING = "pending"  # the donation is not recorded or not confirmed yet; looked at again later
+    ATTRIBUTED = "attributed"  # the signer's donation is confirmed: it counts for the code
     REJECTED = "rejected"  # the recorded donor is someone else: the claim is void
+    EXPIRED = "expired"  # no confirmed donation of the signer within the claim lifetime (affiliates.rules)
 
 
 class AffiliateDonation(models.Model):
@@ -46,6 +48,9 @@ class AffiliateDonation(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+    # The resolver walks pending claims by this time, so claims that never settle cannot hold the queue.
+    next_check_at = models.DateTimeField(default=timezone.now, db_default=Now())
+    checks = models.PositiveIntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "affiliate_donation"
@@ -57,7 +62,11 @@ class AffiliateDonation(models.Model):
                 name="affiliate_donation_one_attribution",
             ),
         ]
-        indexes = [models.Index(fields=["status", "created_at"], name="affiliate_donation_status_idx")]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="affiliate_donation_status_idx"),
+            models.Index(fields=["status", "next_check_at"], name="affiliate_donation_due_idx"),
+            models.Index(fields=["signer", "status"], name="affiliate_donation_signer_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tx_hash} via {self.affiliate_code} ({self.status})"

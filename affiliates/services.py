@@ -8,15 +8,19 @@ from __future__ import annotations
 import logging
 import secrets
 import string
+from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from affiliates.models import AffiliateDonation, AttributionStatus, WalletConnection
+from affiliates.rules import CLAIM_LIFETIME, MAX_OPEN_CLAIMS, claim_outcome, next_check_delay
 from donations.models import Donation, UserData
 from dws_project.api_errors import (
     ATTRIBUTION_CONFLICT,
     NOT_THE_DONOR,
     SELF_REFERRAL,
+    TOO_MANY_OPEN_CLAIMS,
     UNKNOWN_AFFILIATE_CODE,
     ApiException,
 )
@@ -82,55 +86,99 @@ def wallet_connection_create(*, address: str, code: str) -> WalletConnection:
     return WalletConnection.objects.create(address=address, affiliate_code=code)
 
 
-def _donors(tx_hash: str) -> set[str]:
-    return set(Donation.objects.filter(tx_hash=tx_hash).values_list("address", flat=True).distinct())
+def _recorded(tx_hashes: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """(donor, status) of every donation row of each transaction, in one query."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for tx, address, status in Donation.objects.filter(tx_hash__in=tx_hashes).values_list(
+        "tx_hash", "address", "status"
+    ):
+        found.setdefault(tx, []).append((address, status))
+    return found
+
+
+def _hold_open_claim_slot(signer: str) -> None:
+    """Inside a transaction: refuse a new pending claim when the signer already holds MAX_OPEN_CLAIMS.
+
+    A transaction-scoped advisory lock per signer makes the count and the insert one step, so parallel
+    requests cannot slip past the bound together.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ["affiliate-claims:" + signer])
+    if AffiliateDonation.objects.filter(signer=signer, status=AttributionStatus.PENDING).count() >= MAX_OPEN_CLAIMS:
+        raise ApiException(TOO_MANY_OPEN_CLAIMS)
 
 
 def affiliate_donation_claim(*, signer: str, tx_hash: str, code: str) -> AffiliateDonation:
     """Attribute the donation in `tx_hash` to `code` on behalf of its donor, `signer`.
 
-    If the crawler has recorded the transaction, the signer must be its donor. If not yet, the claim
-    is kept pending and `affiliate_donations_resolve` settles it once the donation is recorded.
+    If the crawler has recorded the transaction, the signer must be its donor; the claim is attributed
+    once the signer's donation is confirmed. Until then it is pending, at most MAX_OPEN_CLAIMS per
+    signer, and `affiliate_donations_resolve` settles it (or lets it expire, see affiliates.rules).
     """
     tx_hash = tx_hash.lower()
     if _code_owner(code) == signer:
         raise ApiException(SELF_REFERRAL)
-    donors = _donors(tx_hash)
-    if donors and signer not in donors:
+    recorded = _recorded([tx_hash]).get(tx_hash, [])
+    outcome = claim_outcome(signer, recorded)
+    if outcome == AttributionStatus.REJECTED:
         raise ApiException(NOT_THE_DONOR)
-    status = AttributionStatus.ATTRIBUTED if donors else AttributionStatus.PENDING
+    status = outcome or AttributionStatus.PENDING
     try:
         with transaction.atomic():
-            claim, created = AffiliateDonation.objects.get_or_create(
-                tx_hash=tx_hash, signer=signer, defaults={"affiliate_code": code, "status": status}
-            )
+            claim = AffiliateDonation.objects.filter(tx_hash=tx_hash, signer=signer).first()
+            created = claim is None
+            if claim is None:
+                if status == AttributionStatus.PENDING:
+                    _hold_open_claim_slot(signer)
+                claim = AffiliateDonation.objects.create(
+                    tx_hash=tx_hash, signer=signer, affiliate_code=code, status=status
+                )
     except IntegrityError:
-        # Only the one-attribution-per-transaction index can fail here: someone else is attributed.
+        # The pair's unique key (a parallel first claim) or the one-attribution index: treat both as taken.
         raise ApiException(ATTRIBUTION_CONFLICT) from None
     if not created and claim.affiliate_code != code:
         raise ApiException(ATTRIBUTION_CONFLICT)
-    if not created and claim.status == AttributionStatus.PENDING and donors:
+    if not created and claim.status == AttributionStatus.PENDING and recorded:
         affiliate_donations_resolve(tx_hashes=[tx_hash])
         claim.refresh_from_db()
     return claim
 
 
-def affiliate_donations_resolve(*, tx_hashes: list[str] | None = None, batch: int = 1000) -> int:
-    """Settle pending claims whose donation the crawler has recorded since; returns how many settled."""
-    pending = AffiliateDonation.objects.filter(status=AttributionStatus.PENDING).order_by("id")
-    if tx_hashes is not None:
-        pending = pending.filter(tx_hash__in=tx_hashes)
+def affiliate_donations_expire(*, now: datetime | None = None) -> int:
+    """Close pending claims older than CLAIM_LIFETIME; returns how many expired."""
+    now = now or timezone.now()
+    return AffiliateDonation.objects.filter(
+        status=AttributionStatus.PENDING, created_at__lt=now - CLAIM_LIFETIME
+    ).update(status=AttributionStatus.EXPIRED, modified_at=now)
+
+
+def affiliate_donations_resolve(
+    *, tx_hashes: list[str] | None = None, batch: int = 1000, now: datetime | None = None
+) -> int:
+    """Settle the pending claims that are due (or those of `tx_hashes`); returns how many settled.
+
+    Claims are taken in next-check order; one still undecided is put back with a growing delay, so
+    each run reaches claims further down the queue instead of re-reading the same oldest ones.
+    """
+    now = now or timezone.now()
+    affiliate_donations_expire(now=now)
+    pending = AffiliateDonation.objects.filter(status=AttributionStatus.PENDING)
+    # Named transactions are looked at now (a donor re-claiming); the periodic walk takes what is due.
+    pending = pending.filter(tx_hash__in=tx_hashes) if tx_hashes is not None else pending.filter(next_check_at__lte=now)
+    claims = list(pending.order_by("next_check_at", "id")[:batch])
+    recorded = _recorded(sorted({c.tx_hash for c in claims}))
     settled = 0
-    for claim in pending[:batch]:
-        donors = _donors(claim.tx_hash)
-        if not donors:
+    for claim in claims:
+        outcome = claim_outcome(claim.signer, recorded.get(claim.tx_hash, []))
+        still_pending = AffiliateDonation.objects.filter(id=claim.id, status=AttributionStatus.PENDING)
+        if outcome is None:
+            still_pending.update(
+                checks=claim.checks + 1, next_check_at=now + next_check_delay(claim.checks), modified_at=now
+            )
             continue
-        outcome = AttributionStatus.ATTRIBUTED if claim.signer in donors else AttributionStatus.REJECTED
         try:
             with transaction.atomic():
-                settled += AffiliateDonation.objects.filter(id=claim.id, status=AttributionStatus.PENDING).update(
-                    status=outcome
-                )
+                settled += still_pending.update(status=outcome, modified_at=now)
         except IntegrityError:
             logger.warning("claim %s on %s could not be attributed: already attributed", claim.id, claim.tx_hash)
     return settled

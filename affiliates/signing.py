@@ -11,9 +11,17 @@ The path words are the request path's segments in order, lower case, joined by s
 binds a signature to one account, the words to one endpoint, the timestamp to a short window.
 The body is not part of the message.
 
+A contract wallet (a Safe, an ERC-4337 account) signs by contract: when the signature does not recover
+to `delphi-key`, the contract at that address decides (ERC-1271), or, for an ERC-6492 wrapper, the
+wallet its factory would deploy there (affiliates/contract_signatures.py). The signature may then be
+any length up to MAX_SIGNATURE_BYTES.
+
 A message is accepted once: after a signature checks out, the message is remembered in Redis for the
-rest of its window. Keying on the message rather than the signature bytes also stops the malleable
-twin of a signature (same message, other `s`) from being replayed.
+whole window, plus the 5 s future allowance, plus a clock-skew margin (REPLAY_SKEW_MARGIN), counted
+from the moment it was accepted. Another web node whose clock lags still finds it there: keeping it
+only for the rest of the window on the accepting node's clock let a lagging node accept it again.
+Keying on the message rather than the signature bytes also stops the malleable twin of a signature
+(same message, other `s`) from being replayed.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from eth_account import Account
 from eth_account.messages import encode_defunct
 
+from affiliates.contract_signatures import ContractRefused, ContractUnreachable, check_contract_signature
 from dws_project.redaction import signature_digest
 from dws_project.redis_client import get_redis
 
@@ -37,14 +46,22 @@ TS_HEADER = "delphi-ts"
 SIGNATURE_HEADER = "delphi-signature"
 TS_FORMAT = "%Y-%m-%d %H:%M:%S+00:00"
 MAX_FUTURE = timedelta(seconds=5)
+# How far apart the web nodes' clocks may be while a used message is still refused everywhere.
+REPLAY_SKEW_MARGIN = timedelta(seconds=60)
 
 _TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+00:00$")
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
-_SIGNATURE_RE = re.compile(r"^0x[0-9a-fA-F]{130}$")
+MAX_SIGNATURE_BYTES = 3000  # a Safe's several owner signatures, or an ERC-6492 wrapper; headers stay < 8 KB
+_SIGNATURE_RE = re.compile(rf"^0x(?:[0-9a-fA-F]{{2}}){{65,{MAX_SIGNATURE_BYTES}}}$")
 
 
 class SignatureRejected(Exception):
     """Why a signed request was refused; for the server log only (the client sees one generic 401)."""
+
+
+class SignatureUnverifiable(Exception):
+    """A contract wallet's signature could not be checked (the provider did not answer): refused, with
+    its own error so the caller knows to try again; never taken as an acceptance."""
 
 
 @dataclass(frozen=True)
@@ -79,8 +96,18 @@ def sign(path: str, private_key: str, *, now: datetime | None = None) -> dict[st
     return {KEY_HEADER: address, TS_HEADER: ts, SIGNATURE_HEADER: "0x" + signed.signature.hex().removeprefix("0x")}
 
 
-def verify(*, path: str, key: str, ts: str, signature: str, max_age: int, now: datetime | None = None) -> str:
-    """The caller's lower-case address, or SignatureRejected. Marks the message as used on success."""
+def verify(
+    *,
+    path: str,
+    key: str,
+    ts: str,
+    signature: str,
+    max_age: int,
+    now: datetime | None = None,
+    rpc_url: str | None = None,
+) -> str:
+    """The caller's lower-case address, or SignatureRejected / SignatureUnverifiable. Marks the message
+    as used on success only. Without `rpc_url`, only key signatures are accepted."""
     now = now or datetime.now(UTC)
     if not _ADDRESS_RE.match(key) or not _TS_RE.match(ts) or not _SIGNATURE_RE.match(signature):
         raise SignatureRejected("malformed headers")
@@ -94,18 +121,39 @@ def verify(*, path: str, key: str, ts: str, signature: str, max_age: int, now: d
         raise SignatureRejected("timestamp in the future")
     address = key.lower()
     message = signed_message(path, address, ts)
-    try:
-        signer = Account.recover_message(encode_defunct(text=message), signature=signature)
-    except Exception:  # noqa: BLE001 - any unrecoverable signature is simply a bad signature
-        raise SignatureRejected("unrecoverable signature") from None
-    if signer.lower() != address:
-        raise SignatureRejected("signer is not delphi-key")
-    # Remember the message until its timestamp leaves the window (+1 s for clock rounding).
-    remaining = int((moment + timedelta(seconds=max_age) - now).total_seconds()) + 1
+    if _recovered(message, signature) != address:
+        _check_by_contract(rpc_url, address, message, signature)
     replay_key = "dws:signed-message:" + hashlib.sha256(message.encode()).hexdigest()
-    if not get_redis().set(replay_key, 1, nx=True, ex=max(1, remaining)):
+    if not get_redis().set(replay_key, 1, nx=True, ex=replay_key_seconds(max_age)):
         raise SignatureRejected("message already used")
     return address
+
+
+def replay_key_seconds(max_age: int) -> int:
+    """How long a used message is remembered: longer than any node's clock could still accept it."""
+    return int((timedelta(seconds=max_age) + MAX_FUTURE + REPLAY_SKEW_MARGIN).total_seconds())
+
+
+def _recovered(message: str, signature: str) -> str | None:
+    if len(signature) != 132:
+        return None
+    try:
+        return Account.recover_message(encode_defunct(text=message), signature=signature).lower()
+    except Exception:  # noqa: BLE001 - any unrecoverable signature is simply not a key's
+        return None
+
+
+def _check_by_contract(rpc_url: str | None, address: str, message: str, signature: str) -> None:
+    if rpc_url is None:
+        raise SignatureRejected("signer is not delphi-key")
+    try:
+        check_contract_signature(
+            rpc_url=rpc_url, address=address, message=message, signature=bytes.fromhex(signature[2:])
+        )
+    except ContractRefused as exc:
+        raise SignatureRejected(str(exc)) from None
+    except ContractUnreachable as exc:
+        raise SignatureUnverifiable(str(exc)) from None
 
 
 def log_rejection(reason: SignatureRejected, signature: str, path: str) -> None:

@@ -16,6 +16,7 @@ from django.utils import timezone
 from crawlers.detection import BlockHeader
 from crawlers.models import FINALIZED, InflowStatus, UnexplainedInflow
 from crawlers.rpc import RpcClient
+from donations.webhooks import webhook_inflow_unexplained
 from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")
@@ -26,7 +27,8 @@ class InflowRefused(Exception):
 
 
 def inflow_record(config: Config, *, block: BlockHeader, asset: str, raw: int) -> UnexplainedInflow:
-    """Record (once per block hash and asset) what the balance proof could not explain; logs an ERROR."""
+    """Record (once per block hash and asset) what the balance proof could not explain; logs an ERROR and
+    queues the `inflow.unexplained` webhook. Called inside the finalized block's transaction."""
     from crawlers.balances import display_amount
 
     inflow, created = UnexplainedInflow.objects.get_or_create(
@@ -35,6 +37,15 @@ def inflow_record(config: Config, *, block: BlockHeader, asset: str, raw: int) -
         defaults={"block_number": block.number, "amount_raw": raw, "amount": display_amount(config, asset, raw)},
     )
     if created:
+        # Integrators hear of it in the same transaction (the outbox), like any donation event.
+        webhook_inflow_unexplained(
+            inflow_id=inflow.pk,
+            asset=asset,
+            amount=str(inflow.amount),
+            block_number=block.number,
+            block_hash=block.hash,
+            amount_raw=str(raw),
+        )
         logger.error(
             "unexplained inflow: %s %s (%d raw units) reached the donation address in block %d (%s) and no "
             "transfer we can see explains it; see 'an unexplained inflow' in the README",

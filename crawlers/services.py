@@ -28,6 +28,7 @@ from crawlers.blocks import debug_dump, fetch_blocks
 from crawlers.cursors import LABELS, ChainTips, CursorRefused, chain_tips, cursor_get, cursor_set, job_name, set_cursor
 from crawlers.models import FINALIZED, LATEST, LastBlock
 from crawlers.ranges import (
+    PROBE_TIMEOUT,
     RANGE_BLOCKS,
     RECONCILE,
     STUCK_POINTER,
@@ -45,6 +46,7 @@ from dws_project.config import Config
 # Names other modules have always imported from here; their homes are the modules above.
 __all__ = [
     "LABELS",
+    "PROBE_TIMEOUT",
     "RANGE_BLOCKS",
     "RECONCILE",
     "STUCK_POINTER",

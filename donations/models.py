@@ -130,6 +130,9 @@ class DonationStats(models.Model):
         db_table = "donation_stats"
         verbose_name = "campaign"
         verbose_name_plural = "campaign"
+        # Pausing stops crediting: a lever of its own, not something every staff account with view
+        # permission may pull.
+        permissions = [("pause_campaign", "Can pause and resume the campaign")]
         constraints = [
             # A unique index on a constant admits exactly one row.
             models.UniqueConstraint(Value(True), name="donation_stats_single_row"),
@@ -175,3 +178,12 @@ class UserData(models.Model):
 
     def __str__(self) -> str:
         return self.address
+
+
+# Webhook models live in their own module; imported here so the donations app owns their migrations.
+from donations.webhook_models import (  # noqa: E402,F401
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhookEvent,
+)

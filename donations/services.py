@@ -26,6 +26,7 @@ from crawlers.detection import Transfer
 from donations.identity import find_at_identity, sighting_match
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import SaleState, round_usd, sale_state, tokens_for
+from donations.webhooks import webhook_campaign_status, webhook_donation_event
 from dws_project.config import SaleTier
 from prices.models import TOKEN, Price
 
@@ -131,6 +132,7 @@ def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]
         match = sighting_match(sighting.transfer)
         if match.move:
             _move_to(match.row, sighting, price, tokens)  # type: ignore[arg-type]
+            webhook_donation_event(match.row, "donation.moved")
             return match.row, Outcome.MOVED  # type: ignore[return-value]
         if match.row is not None:
             return match.row, Outcome.UNCHANGED
@@ -138,6 +140,7 @@ def donation_record_unconfirmed(*, sighting: Sighting, tiers: Sequence[SaleTier]
             with transaction.atomic():
                 row = _new_row(sighting, price, tokens)
                 row.save(force_insert=True)
+                webhook_donation_event(row, "donation.seen")
                 return row, Outcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
             return find_at_identity(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
@@ -164,6 +167,7 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
     donation.save(update_fields=["price", "tokens", "status", "modified_at"])
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
+    webhook_donation_event(donation, "donation.confirmed")
     return Outcome.CONFIRMED
 
 
@@ -179,6 +183,9 @@ def donation_fail_reverted(*, donation: Donation) -> bool:
     )
     donation.status = DonationStatus.FAILED
     donation.save(update_fields=["status", "modified_at"])
+    webhook_donation_event(
+        donation, "donation.failed", reason="reverted", detail="its finalized receipt reports a revert"
+    )
     return True
 
 
@@ -189,11 +196,14 @@ def stats_recompute(*, stats: DonationStats, tiers: Sequence[SaleTier]) -> Donat
     """
     total, tokens, _ = confirmed_totals()
     state = sale_state(tokens, tiers)
+    was = stats.status
     stats.total = round_usd(total)
     stats.tokens = tokens
     if stats.status != CampaignStatus.PAUSED:
         stats.status = CampaignStatus.CLOSED if state.closed else CampaignStatus.OPEN
     stats.save(update_fields=["total", "tokens", "status", "modified_at"])
+    if was != stats.status and was != CampaignStatus.PAUSED:
+        webhook_campaign_status(stats, stats.status)  # open <-> closed
     token_price_record(state=state, confirmed_tokens=tokens)
     return stats
 
@@ -323,6 +333,9 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
         logger.warning("donation %s (%s, id %d) unconfirmed -> failed: %s", row.tx_hash, row.asset, row.id, reason)
         row.status = DonationStatus.FAILED
         row.save(update_fields=["status", "modified_at"])
+        webhook_donation_event(
+            row, "donation.failed", reason="reverted" if "revert" in reason else "dropped", detail=reason
+        )
     if rows:
         stats_recompute(stats=stats, tiers=tiers)
         user_data_refresh(addresses=[row.address for row in rows])
@@ -383,6 +396,7 @@ def campaign_pause(*, operator: str, reason: str = "") -> bool:
     stats.status = CampaignStatus.PAUSED
     stats.paused_reason, stats.paused_by, stats.paused_at = reason, operator[:200], timezone.now()
     stats.save(update_fields=["status", "paused_reason", "paused_by", "paused_at", "modified_at"])
+    webhook_campaign_status(stats, "paused")
     logger.warning(
         "campaign paused by %s (was %s)%s: no donation is credited until it is resumed",
         operator,
@@ -404,5 +418,6 @@ def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     stats.paused_reason, stats.paused_by, stats.paused_at = "", "", None
     stats.save(update_fields=["paused_reason", "paused_by", "paused_at"])
     stats_recompute(stats=stats, tiers=tiers)
+    webhook_campaign_status(stats, "resumed")
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status

@@ -19,3 +19,15 @@ def complete_unstakes() -> int:
     if finished:
         logger.info("completed %d unstaking(s)", finished)
     return finished
+
+
+@shared_task(name="donations.deliver_webhooks", soft_time_limit=240, time_limit=300)
+def deliver_webhooks() -> None:
+    """Drain the webhook outbox (queued after each change's commit, and by beat as a safety net)."""
+    from donations.webhook_delivery import webhooks_drain
+
+    @non_overlapping("deliver-webhooks", ttl=120)
+    def guarded() -> None:
+        webhooks_drain()
+
+    guarded()

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
-from rest_framework.exceptions import MethodNotAllowed
+from rest_framework.exceptions import MethodNotAllowed, Throttled
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -15,6 +16,7 @@ from rest_framework.views import APIView
 from affiliates.authentication import SignedRequestAuthentication
 from dws_project import api_errors
 from dws_project.api_errors import ApiError
+from dws_project.ratelimit import check_budget
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -25,7 +27,9 @@ class ErrorSerializer(serializers.Serializer):
 def error_responses(*errors: ApiError) -> dict[int, OpenApiResponse]:
     """Schema entries for the numbered errors an operation can answer with (plus 429 and 500)."""
     by_status: dict[int, list[ApiError]] = {}
-    for error in (*errors, api_errors.RATE_LIMITED, api_errors.INTERNAL):
+    # Every signed operation may meet a contract wallet whose signature the provider could not check.
+    signed = (api_errors.SIGNATURE_UNVERIFIABLE,) if api_errors.SIGNATURE_REJECTED in errors else ()
+    for error in (*errors, *signed, api_errors.RATE_LIMITED, api_errors.INTERNAL):
         by_status.setdefault(error.status, []).append(error)
     return {
         status: OpenApiResponse(
@@ -85,6 +89,16 @@ class SignedApi(PublicApi):
         method = request.method.lower()
         if method not in self.http_method_names or not hasattr(self, method):
             raise MethodNotAllowed(request.method)
+        # Checking a signature costs far more than a public read: a smaller budget of its own, taken
+        # before the signature is looked at (DWS_SIGNED_RATE_LIMIT_*; never below 10/s, burst 20).
+        retry_after = check_budget(
+            request,
+            rate=settings.DWS_SIGNED_RATE_LIMIT_PER_SECOND,
+            burst=settings.DWS_SIGNED_RATE_LIMIT_BURST,
+            scope="signed:",
+        )
+        if retry_after is not None:
+            raise Throttled(wait=retry_after)
         super().initial(request, *args, **kwargs)
 
 

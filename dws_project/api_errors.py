@@ -7,6 +7,7 @@ that goes to the server log only. Operators ask a reporter for the numeric code.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,12 +35,17 @@ RATE_LIMITED = ApiError(1006, 429, "too many requests")
 NOT_ACCEPTABLE = ApiError(1007, 406, "not acceptable")
 PRICE_UNAVAILABLE = ApiError(1008, 503, "price not available yet")
 FORBIDDEN = ApiError(1009, 403, "forbidden")
+REQUEST_TOO_LARGE = ApiError(1010, 413, "request body too large")
+MALFORMED_BODY = ApiError(1011, 400, "malformed request body")
 SIGNATURE_REJECTED = ApiError(1100, 401, "request signature rejected")
 NOT_A_DONOR = ApiError(1101, 403, "no confirmed donation for this address")
+# A contract wallet's signature (ERC-1271/6492) that the provider could not check: refused, retry later.
+SIGNATURE_UNVERIFIABLE = ApiError(1102, 503, "the wallet contract's signature could not be checked; try again")
 UNKNOWN_AFFILIATE_CODE = ApiError(1200, 404, "unknown affiliate code")
 SELF_REFERRAL = ApiError(1201, 403, "an address cannot use its own affiliate code")
 NOT_THE_DONOR = ApiError(1202, 403, "the transaction was not sent by the signing address")
 ATTRIBUTION_CONFLICT = ApiError(1203, 409, "the transaction is already attributed to another code")
+TOO_MANY_OPEN_CLAIMS = ApiError(1204, 409, "too many pending claims for this address")
 INSUFFICIENT_TOKENS = ApiError(1300, 409, "not enough unstaked tokens")
 STAKE_WHILE_UNSTAKING = ApiError(1301, 409, "tokens are being unstaked")
 NOTHING_STAKED = ApiError(1302, 409, "no staked tokens")
@@ -72,6 +78,8 @@ def _error_for(exc: Exception) -> ApiError | None:
         return NOT_ACCEPTABLE
     if isinstance(exc, drf_exceptions.NotFound):
         return NOT_FOUND
+    if isinstance(exc, drf_exceptions.Throttled):
+        return RATE_LIMITED
     if isinstance(exc, drf_exceptions.PermissionDenied):
         return FORBIDDEN
     if isinstance(exc, drf_exceptions.ParseError | drf_exceptions.ValidationError):
@@ -99,6 +107,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     response = Response(error_body(error), status=error.status)
     if isinstance(exc, drf_exceptions.AuthenticationFailed | drf_exceptions.NotAuthenticated):
         response["WWW-Authenticate"] = 'delphi-signature realm="delphi"'
+    if isinstance(exc, drf_exceptions.Throttled):
+        response["Retry-After"] = str(max(1, math.ceil(exc.wait or 1)))
     return response
 
 

@@ -24,16 +24,18 @@ def use_django_logging(**_: object) -> None:
 
 @signals.worker_init.connect
 def check_worker_database(**_: object) -> None:
-    from dws_project.startup import check_database
+    from dws_project.startup import check_database, check_redis_eviction
 
     check_database("celery worker")
+    check_redis_eviction("celery worker")
 
 
 @signals.beat_init.connect
 def check_beat_database(**_: object) -> None:
-    from dws_project.startup import check_database
+    from dws_project.startup import check_database, check_redis_eviction
 
     check_database("celery beat")
+    check_redis_eviction("celery beat")
 
 
 # --- operations: heartbeat, metrics, graceful shutdown (dws_project/heartbeat.py, metrics.py, shutdown.py)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import environ
 from eth_hash.auto import keccak
@@ -101,6 +101,9 @@ class Config:
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
     heartbeat_dir: str = ops_config.DEFAULT_HEARTBEAT_DIR
+    # DWS_HTTPS: secure cookies, HSTS, redirect to https, the proxy's https header (off: plain HTTP).
+    https: bool = True
+    csrf_trusted_origins: tuple[str, ...] = ()
 
     @property
     def eth_rpc_origin(self) -> str:
@@ -120,6 +123,8 @@ class Config:
         found = [self.database.password, self.secret_key, self.tt_private_key or ""]
         rpc = urlsplit(self.eth_rpc_url)
         found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
+        redis = urlsplit(self.redis_url)
+        found += [redis.password or "", unquote(redis.password or "")]
         return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
 
 
@@ -282,18 +287,18 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     chain_id = values.get("DWS_CHAIN_ID")
     if values.get("DWS_DEV_ETH_PRICE") is not None and chain_id not in DEV_CHAIN_IDS:
         # A made-up price on a real chain would credit real money at a fake rate.
-        dev_ids = ", ".join(map(str, sorted(DEV_CHAIN_IDS)))
-        problems.append(
-            (
-                "DWS_DEV_ETH_PRICE",
-                f"is only accepted on a development chain (DWS_CHAIN_ID one of {dev_ids}); "
-                f"DWS_CHAIN_ID is {chain_id or 'not set'}",
-            )
-        )
+        problems.append(("DWS_DEV_ETH_PRICE", _dev_only_reason(chain_id)))
     read("DWS_TRUSTED_PROXIES", parse_networks, default=())
     read("DWS_ADMIN_ALLOWED_NETWORKS", parse_networks, default=DEFAULT_ADMIN_NETWORKS)
     read("DWS_LOG_LEVEL", _parse_log_level, default="INFO")
     read("DJANGO_DEBUG", _parse_bool, default=False)
+    dev_chain = chain_id in DEV_CHAIN_IDS
+    if values.get("DJANGO_DEBUG") and not dev_chain:
+        # DEBUG shows settings and tracebacks to anyone and accepts a public fallback secret key.
+        problems.append(("DJANGO_DEBUG", _dev_only_reason(chain_id)))
+    # Plain HTTP is the default only where no real money moves (a development chain).
+    read("DWS_HTTPS", _parse_on_off, default=not dev_chain)
+    read("DWS_CSRF_TRUSTED_ORIGINS", _parse_origins, default=())
     read("DJANGO_ALLOWED_HOSTS", _parse_hosts, default=("localhost", "127.0.0.1", "[::1]"))
     venue_urls: dict[str, str] = {}
     for venue in VENUES:
@@ -346,6 +351,16 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         metrics_port=values["DWS_METRICS_PORT"],  # type: ignore[arg-type]
         metrics_host=values["DWS_METRICS_HOST"],  # type: ignore[arg-type]
         heartbeat_dir=values["DWS_HEARTBEAT_DIR"],  # type: ignore[arg-type]
+        https=values["DWS_HTTPS"],  # type: ignore[arg-type]
+        csrf_trusted_origins=values["DWS_CSRF_TRUSTED_ORIGINS"],  # type: ignore[arg-type]
+    )
+
+
+def _dev_only_reason(chain_id: object) -> str:
+    dev_ids = ", ".join(map(str, sorted(DEV_CHAIN_IDS)))
+    return (
+        f"is only accepted on a development chain (DWS_CHAIN_ID one of {dev_ids}); "
+        f"DWS_CHAIN_ID is {chain_id or 'not set'}"
     )
 
 
@@ -424,6 +439,26 @@ def _parse_bool(value: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise ValueError("must be true or false")
+
+
+def _parse_on_off(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("on", "off"):
+        raise ValueError("must be on or off")
+    return lowered == "on"
+
+
+def _parse_origins(value: str) -> tuple[str, ...]:
+    """Comma list of scheme://host[:port] origins (Django's CSRF_TRUSTED_ORIGINS)."""
+    origins = []
+    for entry in (e.strip() for e in value.split(",")):
+        if not entry:
+            continue
+        parts = urlsplit(entry)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/"):
+            raise ValueError(f"{entry!r} is not an origin scheme://host[:port]")
+        origins.append(entry.rstrip("/"))
+    return tuple(origins)
 
 
 def _parse_log_level(value: str) -> str:

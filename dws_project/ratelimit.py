@@ -4,7 +4,8 @@ The bucket holds up to `burst` requests and refills at `rate` per second. The wh
 is one Lua script using Redis's own clock, so all processes on all machines see one bucket per client
 and no two of them can race past the limit. The client is the direct peer address; X-Forwarded-For
 counts only when the peer is a configured trusted proxy (DWS_TRUSTED_PROXIES), because anyone can
-write that header and a rotating identifier would leave nothing to limit.
+write that header and a rotating identifier would leave nothing to limit. IPv6 clients are grouped
+by /64. Signed endpoints draw on a second, smaller budget as well (see SignedApi).
 """
 
 from __future__ import annotations
@@ -75,6 +76,28 @@ def client_address(request: HttpRequest, trusted_proxies: Sequence[ipaddress._Ba
     return hops[0] if hops else peer
 
 
+def bucket_id(address: str) -> str:
+    """Whose bucket a client address draws on: IPv4 as is, IPv6 by its /64 (one subscriber's network).
+
+    An IPv6 host usually owns a whole /64 and can pick any of its 2^64 addresses per request; limiting
+    by exact address would give it that many buckets. An IPv4-mapped IPv6 address is the IPv4 client.
+    """
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+def client_bucket(request: HttpRequest) -> str:
+    """The bucket id of this request's client (trusted proxies honoured, IPv6 by /64)."""
+    return bucket_id(client_address(request, settings.CONFIG.trusted_proxies))
+
+
 def _is_trusted(address: str, networks: Sequence[ipaddress._BaseNetwork]) -> bool:
     try:
         ip = ipaddress.ip_address(address)
@@ -83,13 +106,34 @@ def _is_trusted(address: str, networks: Sequence[ipaddress._BaseNetwork]) -> boo
     return any(ip in network for network in networks)
 
 
-def take_token(client: str, *, rate: float, burst: int) -> tuple[bool, float]:
-    """(allowed, seconds until the next request would be allowed) for one request from `client`."""
+def take_token(client: str, *, rate: float, burst: int, scope: str = "") -> tuple[bool, float]:
+    """(allowed, seconds until the next request would be allowed) for one request from `client`.
+
+    `scope` names a separate budget (e.g. "signed:") drawn on in addition to the site-wide one.
+    """
     global _script
     if _script is None:
         _script = get_redis().register_script(_BUCKET_LUA)
-    allowed, wait_ms = _script(keys=[f"dws:ratelimit:{client}"], args=[rate, burst])
+    allowed, wait_ms = _script(keys=[f"dws:ratelimit:{scope}{client}"], args=[rate, burst])
     return bool(allowed), int(wait_ms) / 1000
+
+
+def retry_after_header(seconds: float) -> str:
+    return str(max(1, math.ceil(seconds)))
+
+
+def check_budget(request: HttpRequest, *, rate: float, burst: int, scope: str = "") -> float | None:
+    """None when the client may go on, else the seconds until it may retry. Redis down: let through."""
+    try:
+        allowed, retry_after = take_token(client_bucket(request), rate=rate, burst=burst, scope=scope)
+    except RedisError as exc:
+        # Redis holds no money: an outage must not take the API down with it.
+        logger.warning("rate limit unavailable, request let through: %s", type(exc).__name__)
+        return None
+    if allowed:
+        return None
+    metrics.rate_limit_refused()
+    return retry_after
 
 
 class RateLimitMiddleware:
@@ -100,18 +144,11 @@ class RateLimitMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path not in EXEMPT_PATHS:
-            client = client_address(request, settings.CONFIG.trusted_proxies)
-            try:
-                allowed, retry_after = take_token(
-                    client, rate=settings.DWS_RATE_LIMIT_PER_SECOND, burst=settings.DWS_RATE_LIMIT_BURST
-                )
-            except RedisError as exc:
-                # Redis holds no money: an outage must not take the API down with it.
-                logger.warning("rate limit unavailable, request let through: %s", type(exc).__name__)
-                allowed, retry_after = True, 0.0
-            if not allowed:
-                metrics.rate_limit_refused()
+            retry_after = check_budget(
+                request, rate=settings.DWS_RATE_LIMIT_PER_SECOND, burst=settings.DWS_RATE_LIMIT_BURST
+            )
+            if retry_after is not None:
                 return api_errors.json_error(
-                    api_errors.RATE_LIMITED, **{"Retry-After": str(max(1, math.ceil(retry_after)))}
+                    api_errors.RATE_LIMITED, **{"Retry-After": retry_after_header(retry_after)}
                 )
         return self.get_response(request)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 _MASK = "***"
 _secrets: dict[str, str] = {}  # secret -> what is shown instead
@@ -37,9 +37,16 @@ def signature_digest(signature: str) -> str:
 
 
 def register_secrets(*secrets: str | None) -> None:
-    """Remember strings that must never be printed; the log formatter masks them."""
+    """Remember strings that must never be printed; the log formatter masks them.
+
+    A secret also travels percent-encoded (a password inside DATABASE_URL or REDIS_URL, a key in a
+    query string), so those spellings are masked too.
+    """
     for secret in secrets:
-        register_replacement(secret, _MASK)
+        if not secret:
+            continue
+        for spelling in {secret, quote(secret, safe=""), quote(secret), quote_plus(secret)}:
+            register_replacement(spelling, _MASK)
 
 
 def register_url(url: str) -> None:

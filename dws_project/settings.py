@@ -28,6 +28,7 @@ def _load() -> Config:
 
 CONFIG: Config = _load()
 register_url(CONFIG.eth_rpc_url)
+register_url(CONFIG.redis_url)
 register_secrets(*CONFIG.secrets())
 
 SECRET_KEY = CONFIG.secret_key
@@ -56,6 +57,11 @@ MIDDLEWARE = [
     # delphi's per-client limit, before any real work so a refused request costs little (static files,
     # served by WhiteNoise from memory, are not counted).
     "dws_project.ratelimit.RateLimitMiddleware",
+    # Reads the body once and answers an oversized or broken one with a numbered 400/413.
+    "dws_project.request_guard.RequestGuardMiddleware",
+    # The admin answers DWS_ADMIN_ALLOWED_NETWORKS only (others: 404), and login attempts beyond their
+    # budgets get a 429, both before any session, CSRF or password work.
+    "dws_project.admin_access.AdminAllowListMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -127,12 +133,30 @@ WHITENOISE_USE_FINDERS = True
 # The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed.
 WEB_PENDING_REFRESH_SECONDS = 15
 
+# delphi's bodies are a few hundred bytes and the admin's forms a few kilobytes; anything beyond this is
+# refused (413, code 1010) before it is parsed.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
+
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+CSRF_TRUSTED_ORIGINS = list(CONFIG.csrf_trusted_origins)
+if CONFIG.https:
+    # DWS_HTTPS=on: the site is served over TLS by a proxy in front (see the README's security section).
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    # Orchestrator probes talk plain HTTP to the pod itself; a redirect would fail them.
+    SECURE_REDIRECT_EXEMPT = [r"^live$", r"^ready$", r"^version$", r"^health$"]
+    SECURE_HSTS_SECONDS = 365 * 24 * 3600
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    # Only a directive: nothing is preloaded until an operator submits the domain to the browsers' list.
+    SECURE_HSTS_PRELOAD = True
+    # The TLS proxy says the original scheme; it must overwrite whatever a client sent in this header.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["dws_project.request_guard.GuardedJSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
@@ -143,6 +167,13 @@ REST_FRAMEWORK = {
 # delphi rate limit per client address (token bucket in Redis, shared by all web processes).
 DWS_RATE_LIMIT_PER_SECOND = 50
 DWS_RATE_LIMIT_BURST = 100
+# Admin login attempts (each hashes a password), counted in the shared cache with django-ratelimit.
+DWS_ADMIN_LOGIN_RATE_PER_CLIENT = "10/m"
+DWS_ADMIN_LOGIN_RATE_PER_USERNAME = "5/m"
+RATELIMIT_USE_CACHE = "default"
+# Signed endpoints (a signature check each) draw on a second, smaller budget per client as well.
+DWS_SIGNED_RATE_LIMIT_PER_SECOND = 10
+DWS_SIGNED_RATE_LIMIT_BURST = 20
 SPECTACULAR_SETTINGS = {
     "TITLE": "delphi",
     "DESCRIPTION": "The dws donation API used by the donation page.",
@@ -226,6 +257,12 @@ CELERY_BEAT_SCHEDULE["every-5m-complete-unstakes"] = {
     "task": "donations.tasks.complete_unstakes",
     "schedule": 300.0,
     "options": {"expires": 300},
+}
+# webhooks: each change queues a delivery run after its commit; this catches up retries and missed kicks.
+CELERY_BEAT_SCHEDULE["every-30s-deliver-webhooks"] = {
+    "task": "donations.deliver_webhooks",
+    "schedule": 30.0,
+    "options": {"expires": 30},
 }
 CELERY_BEAT_SCHEDULE["every-60s-resolve-affiliate-donations"] = {
     "task": "affiliates.tasks.resolve_affiliate_donations",

@@ -1,8 +1,11 @@
-"""What every dws process does before its main job: configuration (in settings) and one database check.
+"""What every dws process does before its main job: configuration (in settings) and the start-up checks.
 
 The configuration is validated while Django loads the settings module; this module adds the database
-check. A process that cannot reach its database logs a redacted reason and exits non-zero: something
-else (compose, systemd, Kubernetes) restarts it, and we never run half-configured.
+check and the Redis eviction check. A process that cannot reach its database logs a redacted reason
+and exits non-zero: something else (compose, systemd, Kubernetes) restarts it, and we never run
+half-configured. A Redis that may evict keys under memory pressure could drop a used signature's
+replay key (and accept the message again) or a job lock (and run a job twice): the web, worker and
+beat processes refuse to start on one.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from dws_project.redaction import redact
 logger = logging.getLogger("dws.startup")
 
 EXIT_DATABASE_UNAVAILABLE = 3
+EXIT_REDIS_EVICTS = 4
+# maxmemory-policy values that never evict a key without an expiry; `noeviction` is the recommended one
+# (volatile-* still evicts keys that carry a TTL, such as replay keys, if Redis runs out of memory).
+SAFE_EVICTION_POLICIES = ("noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl")
 
 # Commands that neither touch the chain nor the database; they still validate the configuration.
 _NO_DATABASE_COMMANDS = frozenset(
@@ -51,6 +58,31 @@ def check_database(process: str) -> None:
     finally:
         connection.close()
     logger.info("%s: database %s reachable", process, where)
+
+
+def check_redis_eviction(process: str) -> None:
+    """Exit the process when Redis's maxmemory-policy could evict our keys; warn when it cannot be read."""
+    from dws_project.redaction import redact_url
+    from dws_project.redis_client import get_redis
+
+    where = redact_url(settings.CONFIG.redis_url)
+    try:
+        # INFO works where managed services disable CONFIG GET.
+        policy = str(get_redis().info("memory").get("maxmemory_policy", ""))
+    except Exception as exc:  # noqa: BLE001 - an unreachable Redis is the rate limiter's concern, not fatal here
+        logger.warning("%s: cannot read Redis's maxmemory-policy at %s: %s", process, where, type(exc).__name__)
+        return
+    if policy not in SAFE_EVICTION_POLICIES:
+        logger.critical(
+            "%s: Redis at %s has maxmemory-policy %s, which may evict replay keys and job locks; "
+            "set maxmemory-policy to noeviction (or a volatile-* policy) on the server behind REDIS_URL",
+            process,
+            where,
+            policy or "unknown",
+        )
+        sys.stderr.flush()
+        raise SystemExit(EXIT_REDIS_EVICTS)
+    logger.info("%s: Redis %s maxmemory-policy %s", process, where, policy)
 
 
 def boot_management_command(argv: list[str]) -> None:

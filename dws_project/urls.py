@@ -2,12 +2,12 @@
 
 from django.contrib import admin
 from django.urls import path
-from drf_spectacular.views import SpectacularJSONAPIView
 
 from affiliates.apis import AffiliateCodeApi, AffiliateDonationApi, WalletConnectionApi
 from donations.apis import DonationDataApi, StakeApi, UnstakeApi, UserDataApi
 from dws_project import health
 from dws_project.metrics_view import metrics_endpoint
+from dws_project.openapi import SchemaView
 from prices.apis import EthPriceApi, TokenPriceApi
 from web import views as web_views
 
@@ -30,7 +30,7 @@ urlpatterns = [
     path("affiliate/donation", AffiliateDonationApi.as_view(), name="affiliate-donation"),
     path("user/stake", StakeApi.as_view(), name="user-stake"),
     path("user/unstake", UnstakeApi.as_view(), name="user-unstake"),
-    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
+    path("openapi.json", SchemaView.as_view(), name="openapi"),
 ]
 
 # Django's own error pages answer in delphi's numbered error shape.

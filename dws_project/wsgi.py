@@ -8,6 +8,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dws_project.settings")
 
 application = get_wsgi_application()
 
-from dws_project.startup import check_database  # noqa: E402 - needs the settings loaded above
+from dws_project.startup import check_database, check_redis_eviction  # noqa: E402 - needs the settings
 
 check_database("web")
+check_redis_eviction("web")

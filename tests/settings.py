@@ -10,6 +10,8 @@ from pathlib import Path
 _TEST_ENV = {
     "REDIS_URL": "redis://127.0.0.1:6379/15",
     "DJANGO_DEBUG": "false",
+    # The test servers (live_server, gunicorn) speak plain HTTP.
+    "DWS_HTTPS": "off",
     # The suite starts its own anvil nodes; this default only has to pass validation.
     "ETH_RPC_URL": "http://127.0.0.1:8545",
 }
@@ -31,4 +33,4 @@ CRAWLER_LOCK_TTL = float(os.environ.get("TEST_CRAWLER_LOCK_TTL", "120"))
 # Blocks per crawler run (production: 1000); the catch-up test makes runs small so it needs several.
 CRAWLER_RUN_MAX_BLOCKS = int(os.environ.get("TEST_CRAWL_RUN_MAX_BLOCKS", "1000"))
 # Tests look at /health right after changing the chain; the cache has a test of its own.
-HEALTH_CACHE_SECONDS = 0
+HEALTH_CACHE_SECONDS = int(os.environ.get("TEST_HEALTH_CACHE_SECONDS", "0"))

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
+from eth_utils import to_checksum_address
 
 from dws_project.config import Config, SaleTier
 
@@ -61,10 +62,36 @@ def network(chain_id: int | None) -> Network:
     return Network(chain, DEV_CHAIN_NAMES.get(chain, f"test chain {chain}"), dev=True)
 
 
+@dataclass(frozen=True)
+class CoinRow:
+    asset: str  # "usdt"
+    symbol: str  # "USDT"
+    contract: str  # EIP-55 checksummed, as wallets show it
+    decimals: int
+
+
+def donation_address(config: Config) -> str:
+    """Where donations go, checksummed (EIP-55) the way a wallet shows the recipient."""
+    return to_checksum_address(config.donation_address)
+
+
+def coin_rows(config: Config) -> list[CoinRow]:
+    return [
+        CoinRow(asset=c.asset, symbol=c.asset.upper(), contract=to_checksum_address(c.contract), decimals=c.scale)
+        for c in config.stable_coins
+    ]
+
+
 def page_config(config: Config) -> dict[str, object]:
-    """The settings the page's scripts start from (rendered as JSON, not executed)."""
+    """The settings the page's scripts start from (rendered as JSON, not executed).
+
+    The donation address and the coin contracts come from here, the server's own configuration, and
+    never from an API response (which a cache or a proxy could have altered).
+    """
     chain = network(config.chain_id)
     return {
+        "donationAddress": donation_address(config),
+        "stableCoins": [{"asset": c.asset, "contract": c.contract, "decimals": c.decimals} for c in coin_rows(config)],
         "chainId": chain.chain_id,
         "chainName": chain.name,
         "devChain": chain.dev,

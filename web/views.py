@@ -1,5 +1,8 @@
 """The one-page donation site: the page shell with the sale's static facts; the browser does the rest.
 
+Where the money goes (the donation address, the coin contracts) is rendered from the server's
+configuration, shown to the donor, and is what the page's scripts send to.
+
 Everything that changes (campaign figures, prices, a donor's history) is fetched by the page from the
 delphi API, so this view reads no table and the page renders even while the database is away.
 """
@@ -37,6 +40,8 @@ def index(request: HttpRequest) -> HttpResponse:
         "sale_cap": presentation.group_thousands(config.sale_cap),
         "network": presentation.network(config.chain_id),
         "page_config": presentation.page_config(config),
+        "donation_address": presentation.donation_address(config),
+        "coins": presentation.coin_rows(config),
     }
     response = render(request, "web/index.html", context)
     response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY

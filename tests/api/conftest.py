@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+
 import pytest
 from django.test import Client
 from eth_account import Account
 
 from dws_project.redis_client import get_redis
 from tests.api.support import forget_used_timestamps
+from tests.chain import Anvil
 
 
 @pytest.fixture(autouse=True)
@@ -20,6 +24,20 @@ def _fresh_redis():
         if keys:
             redis.delete(*keys)
     forget_used_timestamps()
+
+
+@pytest.fixture(scope="session")
+def api_chain() -> Iterator[Anvil]:
+    """A node for the API's provider: a signature that does not recover to delphi-key makes the API ask
+    whether delphi-key is a contract wallet (ERC-1271), so every API test needs a provider that answers."""
+    with Anvil() as anvil:
+        yield anvil
+
+
+@pytest.fixture(autouse=True)
+def _api_provider(api_chain: Anvil, settings) -> Anvil:
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=api_chain.url)
+    return api_chain
 
 
 @pytest.fixture

@@ -88,3 +88,8 @@ def test_every_numbered_error_is_unique_and_in_the_readme_table():
     assert len({e.code for e in ALL_ERRORS}) == len(ALL_ERRORS)
     for error in ALL_ERRORS:
         assert f"| {error.code} | {error.status} | {error.message}" in readme
+    # ... and the table lists nothing the code does not answer with.
+    import re
+
+    listed = {int(code) for code in re.findall(r"^\| (1\d{3}) \| \d{3} \|", readme, flags=re.MULTILINE)}
+    assert listed == {e.code for e in ALL_ERRORS}

@@ -90,3 +90,31 @@ def test_every_operation_answers_within_its_schema(case, fuzz_world):
             "delphi-signature": signed["HTTP_DELPHI_SIGNATURE"],
         }
     case.call_and_validate(headers=headers, checks=CHECKS)
+
+
+@pytest.mark.django_db
+def test_the_schema_is_built_once_per_process(api, monkeypatch):
+    from drf_spectacular.settings import spectacular_settings
+
+    from dws_project.openapi import forget_schema
+
+    builds = []
+
+    def count_builds(result, generator, request, public):
+        builds.append(1)
+        return result
+
+    forget_schema()
+    monkeypatch.setattr(
+        spectacular_settings, "POSTPROCESSING_HOOKS", [*spectacular_settings.POSTPROCESSING_HOOKS, count_builds]
+    )
+    try:
+        first = api.get("/openapi.json")
+        second = api.get("/openapi.json")
+    finally:
+        forget_schema()
+
+    assert first.status_code == second.status_code == 200
+    assert first.json() == second.json()
+    assert first.json()["info"]["title"] == "delphi"
+    assert len(builds) == 1

@@ -141,3 +141,50 @@ def test_the_limit_is_shared_by_all_web_processes(two_web_processes):
     # Separate per-process buckets would have answered about twice this allowance.
     assert BURST <= answered <= allowance(elapsed)
     assert all(429 in codes for codes in statuses.values())
+
+
+def test_ipv6_clients_in_one_64_share_one_bucket(api, settings):
+    settings.DWS_RATE_LIMIT_PER_SECOND = 0.01  # whose bucket is drained, not the refill rate
+    responses = []
+    for i in range(1, 5000):
+        # A host picking a fresh address of its /64 for every request.
+        responses.append(api.get("/no-such-page", REMOTE_ADDR=f"2001:db8:aa:bb:{i:x}::{i % 7 + 1:x}"))
+        if responses[-1].status_code == 429:
+            break
+
+    assert responses[-1].status_code == 429
+    assert len(responses) == BURST + 1
+    # Another /64 has a bucket of its own.
+    assert api.get("/no-such-page", REMOTE_ADDR="2001:db8:aa:bc::1").status_code == 404
+
+
+def test_an_ipv4_mapped_ipv6_client_is_the_ipv4_client(api, settings):
+    settings.DWS_RATE_LIMIT_PER_SECOND = 0.01
+    first, _ = hammer(api, REMOTE_ADDR="::ffff:198.51.100.23")
+    assert first[-1].status_code == 429
+
+    assert api.get("/no-such-page", REMOTE_ADDR="198.51.100.23").status_code == 429
+    assert api.get("/no-such-page", REMOTE_ADDR="198.51.100.24").status_code == 404
+
+
+@pytest.mark.django_db
+def test_signed_endpoints_have_a_smaller_budget_taken_before_the_signature_is_checked(api, settings, wallet):
+    from tests.api.support import wallet_headers
+
+    settings.DWS_SIGNED_RATE_LIMIT_PER_SECOND = 0.01
+    bad = wallet_headers(wallet, "affiliate code", address="0x" + "11" * 20)  # a signature that never checks out
+    statuses = [api.post("/affiliate/code", content_type="application/json", **bad).status_code for _ in range(25)]
+
+    assert statuses[:20] == [401] * 20
+    assert set(statuses[20:]) == {429}
+    refused = api.post("/affiliate/code", content_type="application/json", **bad)
+    assert refused.json() == {"code": 1006, "message": "too many requests"}
+    assert refused["Retry-After"].isdigit()
+    # The public endpoints still answer the same client: the site-wide budget is a separate one.
+    assert api.get("/no-such-page").status_code == 404
+
+
+def test_the_signed_budget_is_never_below_the_documented_floor():
+    assert settings.DWS_SIGNED_RATE_LIMIT_PER_SECOND >= 10
+    assert settings.DWS_SIGNED_RATE_LIMIT_BURST >= 20
+    assert settings.DWS_SIGNED_RATE_LIMIT_PER_SECOND < settings.DWS_RATE_LIMIT_PER_SECOND

@@ -10,6 +10,7 @@ from dws_project.celery import app
 DELPHI_JOBS = {
     "every-5m-complete-unstakes": "donations.tasks.complete_unstakes",
     "every-60s-resolve-affiliate-donations": "affiliates.tasks.resolve_affiliate_donations",
+    "every-30s-deliver-webhooks": "donations.deliver_webhooks",
 }
 
 

@@ -111,3 +111,34 @@ def test_a_rejected_signature_is_logged_only_as_a_digest(api, donor, other_walle
     assert signature_digest(signature) in caplog.text
     assert signature not in caplog.text
     assert signature[2:] not in caplog.text
+
+
+def test_signatures_are_recovered_with_libsecp256k1_not_pure_python():
+    from eth_keys.backends import get_backend
+    from eth_keys.backends.coincurve import CoinCurveECCBackend
+
+    assert isinstance(get_backend(), CoinCurveECCBackend)
+
+
+def test_a_message_used_on_one_node_is_refused_by_a_node_whose_clock_lags(api, donor):
+    import time
+
+    from affiliates import signing
+
+    max_age = settings.CONFIG.max_timestamp_age
+    ts = wallet_ts(datetime.now(UTC) - timedelta(seconds=max_age - 2))  # near the end of its window
+    headers = wallet_headers(donor, "affiliate code", ts=ts)
+    assert post_code(api, headers).status_code == 200  # accepted by this node
+
+    time.sleep(4)  # past the old key lifetime (the rest of the window on the accepting node's clock + 1 s)
+    lagging_clock = datetime.now(UTC) - timedelta(seconds=10)  # another web node, 10 s behind
+
+    with pytest.raises(signing.SignatureRejected, match="message already used"):
+        signing.verify(
+            path="/affiliate/code",
+            key=headers["HTTP_DELPHI_KEY"],
+            ts=ts,
+            signature=headers["HTTP_DELPHI_SIGNATURE"],
+            max_age=max_age,
+            now=lagging_clock,
+        )

@@ -61,6 +61,9 @@ BAD_VALUES = [
     ("DJANGO_SECRET_KEY", "short"),
     ("DJANGO_DEBUG", "maybe"),
     ("DWS_LOG_LEVEL", "LOUD"),
+    ("DWS_HTTPS", "yes please"),
+    ("DWS_CSRF_TRUSTED_ORIGINS", "dws.example.org"),
+    ("DWS_ADMIN_ALLOWED_NETWORKS", "10.0.0.0/33"),
 ]
 
 
@@ -130,9 +133,25 @@ def test_a_plaintext_remote_rpc_url_is_refused_showing_only_scheme_and_host() ->
     assert leaked_secrets(result.stdout + result.stderr) == []
 
 
-def test_development_mode_runs_without_a_secret_key() -> None:
+def test_development_mode_runs_without_a_secret_key_on_a_development_chain() -> None:
     env = base_environment()
     env.pop("DJANGO_SECRET_KEY")
     env["DJANGO_DEBUG"] = "true"
+    env["DWS_CHAIN_ID"] = "31337"
 
     assert run_manage("check", env=env).returncode == 0
+
+
+@pytest.mark.parametrize("chain_id", [None, "1"])
+def test_debug_is_refused_outside_a_development_chain(chain_id: str | None) -> None:
+    env = base_environment()
+    env.pop("DJANGO_SECRET_KEY")
+    env["DJANGO_DEBUG"] = "true"
+    if chain_id:
+        env["DWS_CHAIN_ID"] = chain_id
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode == 2
+    assert "DJANGO_DEBUG is only accepted on a development chain (DWS_CHAIN_ID one of 1337, 31337)" in result.stderr
+    assert f"DWS_CHAIN_ID is {chain_id or 'not set'}" in result.stderr

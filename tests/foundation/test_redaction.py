@@ -43,3 +43,42 @@ def test_signatures_are_shown_as_a_truncated_digest() -> None:
     assert shown.startswith("sha256:")
     assert len(shown) == len("sha256:") + 16
     assert "abab" not in shown
+
+
+REDIS_PASSWORD = "R3dis/pass@word:99"
+CARELESS_URL_CODE = """
+import logging
+from urllib.parse import quote, quote_plus
+from django.conf import settings
+log = logging.getLogger("dws.careless")
+cfg = settings.CONFIG
+log.error("broker at %s", cfg.redis_url)
+log.error("redis password %s", "R3dis/pass@word:99")
+log.error("db password in a URL %s", quote(cfg.database.password, safe=""))
+log.error("db password in a form %s", quote_plus(cfg.database.password))
+log.error("signing key in a query %s", quote(cfg.tt_private_key, safe=""))
+"""
+
+
+def test_the_redis_password_and_percent_encoded_secrets_are_masked() -> None:
+    from urllib.parse import quote, quote_plus
+
+    from tests.processes import DB_PASSWORD
+
+    env = base_environment()
+    env["REDIS_URL"] = f"redis://:{quote(REDIS_PASSWORD, safe='')}@127.0.0.1:6379/15"
+
+    result = run_manage("shell", "-c", CARELESS_URL_CODE, env=env)
+
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "broker at redis://127.0.0.1:6379" in result.stderr
+    for leaked in (
+        REDIS_PASSWORD,
+        quote(REDIS_PASSWORD, safe=""),
+        quote(DB_PASSWORD, safe=""),
+        quote_plus(DB_PASSWORD),
+    ):
+        assert leaked not in output
+    assert leaked_secrets(output) == []
+    assert result.stderr.count("***") >= 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -138,3 +138,79 @@ def test_every_process_stops_when_the_database_is_unreachable(process: str) -> N
     assert result.returncode != 0
     assert "cannot open the database" in result.stderr
     assert leaked_secrets(result.stdout + result.stderr) == []
+
+
+@pytest.fixture
+def throwaway_redis(tmp_path) -> Iterator[Callable[[str], str]]:
+    """Start private redis-servers (never the shared one) with a given maxmemory-policy."""
+    started: list[subprocess.Popen] = []
+
+    def start(policy: str) -> str:
+        import time
+
+        import redis
+
+        port = closed_port()
+        options = ["--maxmemory", "64mb", "--maxmemory-policy", policy, "--dir", str(tmp_path)]
+        server = subprocess.Popen(
+            ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        started.append(server)
+        client = redis.Redis(port=port)
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        return f"redis://127.0.0.1:{port}/0"
+
+    yield start
+    for server in started:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def run_web(env: dict[str, str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """Start the web process as deploy/start-web does (gunicorn, preloaded) and let it run a moment."""
+    port = closed_port()
+    env = env | {"DWS_WEB_HOST": "127.0.0.1", "DWS_WEB_PORT": str(port), "DWS_WEB_WORKERS": "1"}
+    server = subprocess.Popen(
+        [str(VENV_BIN / "gunicorn"), "-c", "deploy/gunicorn.conf.py", "dws_project.wsgi"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = server.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        server.terminate()
+        out, err = server.communicate(timeout=30)
+    return subprocess.CompletedProcess(server.args, server.returncode, out, err)
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu", "allkeys-random"])
+def test_the_web_process_refuses_a_redis_that_may_evict_its_keys(throwaway_redis, policy: str) -> None:
+    env = base_environment() | {"REDIS_URL": throwaway_redis(policy)}
+
+    result = run_web(env)
+
+    assert result.returncode != 0
+    assert f"has maxmemory-policy {policy}, which may evict replay keys and job locks" in result.stderr
+    assert "set maxmemory-policy to noeviction" in result.stderr
+    assert leaked_secrets(result.stdout + result.stderr) == []
+
+
+@pytest.mark.parametrize("policy", ["noeviction", "volatile-ttl"])
+def test_the_web_process_starts_on_a_redis_that_keeps_its_keys(throwaway_redis, policy: str) -> None:
+    env = base_environment() | {"REDIS_URL": throwaway_redis(policy)}
+
+    result = run_web(env, timeout=8)  # still serving when the test stops it
+
+    assert result.returncode == 0, result.stderr  # stopped by the test (SIGTERM), not by a check
+    assert "may evict" not in result.stderr
+    assert f"maxmemory-policy {policy}" in result.stderr

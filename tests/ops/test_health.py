@@ -96,3 +96,37 @@ def test_a_client_polling_health_hard_asks_the_provider_once_per_cache_window(cl
     assert {r.status_code for r in reports} == {200}
     assert len({r.content for r in reports}) == 1
     assert len(proxy.seen) == 1  # one batched provider request for twenty reports
+
+
+def test_the_public_gets_the_bare_status_and_operators_the_detail(client, node):
+    crawl(LATEST)
+
+    public = client.get("/health", REMOTE_ADDR="203.0.113.9")
+    operator = client.get("/health", REMOTE_ADDR="127.0.0.1")
+
+    assert public.status_code == 200
+    assert public.json() == {"status": operator.json()["status"]}
+    assert operator.json()["chain"]["provider"] == node.url
+    assert "crawlers" in operator.json()
+
+
+def test_concurrent_cache_misses_on_several_workers_ask_the_provider_once(proxy, django_db_blocker):
+    from concurrent.futures import ThreadPoolExecutor
+
+    import requests
+
+    from tests.web_server import gunicorn
+
+    proxy.arm("*", "hang", count=None, seconds=1.0)  # a slow provider: every caller misses the cache
+    with (
+        django_db_blocker.unblock(),
+        gunicorn(workers=3, env={"ETH_RPC_URL": proxy.url("/rpc"), "TEST_HEALTH_CACHE_SECONDS": "30"}) as base,
+    ):
+        proxy.seen.clear()
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda _: requests.get(f"{base}/health", timeout=20), range(6)))
+
+    assert {a.status_code for a in answers} == {200}
+    assert len({a.content for a in answers}) == 1
+    assert answers[0].json()["chain"]["provider"] == proxy.url("/rpc").rsplit("/", 1)[0]
+    assert len(proxy.seen) == 1

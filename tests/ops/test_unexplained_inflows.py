@@ -21,6 +21,7 @@ from django.urls import reverse
 from crawlers.models import FINALIZED, LATEST, UnexplainedInflow
 from crawlers.services import crawl
 from donations.models import Donation, DonationStats
+from donations.webhook_models import WebhookEndpoint, WebhookEvent
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -197,3 +198,27 @@ def test_reconcile_judges_by_the_balances_not_by_the_crawlers_records(forwarded,
         f"block {inflow.block_number}: {3 * ETHER} raw units of eth arrived that no transfer explains, and no "
         "unexplained inflow is recorded for it"
     ) in output
+
+
+def test_recording_an_inflow_queues_the_inflow_unexplained_webhook(node, proxy):
+    WebhookEndpoint.objects.create(url="https://crm.example/hooks", secret="s" * 32, events=["inflow.unexplained"])
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(ETHER // 2), "data": data})
+    node.mine(2)
+    proxy.refuse_traces()
+
+    crawl(FINALIZED)
+    crawl(FINALIZED)  # recorded once, announced once
+
+    inflow = UnexplainedInflow.objects.get()
+    (event,) = WebhookEvent.objects.filter(event="inflow.unexplained")
+    assert event.payload["data"] == {
+        "chain_id": event.payload["data"]["chain_id"],
+        "id": inflow.pk,
+        "asset": "eth",
+        "amount": "0.500000000000000000",
+        "amount_raw": str(ETHER // 2),
+        "block_number": inflow.block_number,
+        "block_hash": inflow.block_hash,
+    }

@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 from django.db import connections
+from eth_account import Account
+from eth_account.messages import _hash_eip191_message, encode_defunct
 from playwright.sync_api import Browser, Page, Route, sync_playwright
 
 from tests.chain import Anvil, deploy_stable_coins, free_port
@@ -155,14 +157,20 @@ class ApiLog:
 class WalletForwarder:
     """Runs in the test process: takes the page's RPC calls and sends them to the node."""
 
-    def __init__(self, rpc_url: str) -> None:
+    def __init__(self, rpc_url: str, contract_owner: Any = None) -> None:
         self.rpc_url = rpc_url
+        # A contract wallet (a Safe) signs by its owner's key over the personal_sign hash (ERC-1271).
+        self.contract_owner = contract_owner
         self.calls: list[tuple[str, list[Any]]] = []
         self.sent: list[str] = []  # hashes of the transactions the page had the wallet send
 
     def __call__(self, method: str, params_json: str) -> str:
         params = json.loads(params_json)
         self.calls.append((method, params))
+        if method == "personal_sign" and self.contract_owner is not None:
+            digest = _hash_eip191_message(encode_defunct(hexstr=params[0]))
+            signed = Account.unsafe_sign_hash(digest, self.contract_owner.key)
+            return json.dumps({"result": "0x" + bytes(signed.signature).hex()})
         try:
             answer = requests.post(
                 self.rpc_url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, timeout=30
@@ -234,6 +242,8 @@ def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
     chain_id: the chain the wallet reports before a switch (hex string, e.g. "0x1"); None = the node's.
     reject: RPC methods the "user" rejects (EIP-1193 error 4001), e.g. ("eth_sendTransaction",).
     connected: the site was already granted the account (eth_accounts answers without a prompt).
+    contract_owner: `account` is a contract wallet; personal_sign answers with this key's signature
+    of the message hash, which the wallet contract checks (ERC-1271).
     The page's forwarder is `page.wallet` (its `calls` list records every forwarded RPC call).
     """
     pages: list[Page] = []
@@ -246,9 +256,10 @@ def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
         reject: tuple[str, ...] = (),
         connected: bool = False,
         viewport: dict[str, int] = DESKTOP,
+        contract_owner: Any = None,
     ) -> Page:
         page = _new_page(browser, viewport)
-        forwarder = WalletForwarder(rpc_url)
+        forwarder = WalletForwarder(rpc_url, contract_owner)
         page.expose_function("__dwsWalletRpc", forwarder)
         settings = {"account": account.lower(), "chainId": chain_id, "reject": list(reject), "connected": connected}
         page.add_init_script(f"window.__dwsWallet = {json.dumps(settings)};\n{PROVIDER_SHIM}")

@@ -430,3 +430,76 @@ def test_the_refresh_rules(live_server, wallet_page, dev_chain, eth_price) -> No
     page.fill("#amount", "1")
     expect(page.locator("#estimate")).to_have_text("2,100,500")  # ceiling(2100.50 / 0.001)
     assert_no_script_errors(page)
+
+
+def test_a_contract_wallet_is_recognised_shows_its_tokens_and_stakes_by_contract_signature(
+    live_server, wallet_page, dev_chain
+) -> None:
+    owner = Account.create()
+    contract_wallet = dev_chain.deploy("OwnedWallet", ["address"], [owner.address], sender=ACCOUNTS[8])
+    make_donor(contract_wallet, tokens=5000)
+    page = wallet_page(rpc_url=dev_chain.url, account=contract_wallet, connected=True, contract_owner=owner)
+    api = ApiLog(page)
+    page.goto(live_server.url)
+
+    expect(page.locator("#wallet-kind")).to_be_visible()
+    expect(page.locator("#wallet-kind")).to_contain_text("the service asks the wallet contract itself")
+    expect(page.locator("#donations-body tr")).to_have_count(1)
+    page.fill("#stake-amount", "10")
+    page.click("#stake")
+
+    expect(page.locator("#stake-status")).to_have_text("Staking done.")
+    assert UserData.objects.get(address=contract_wallet).staked == 10
+    (call,) = api.posts("/user/stake")
+    assert call.headers["delphi-key"] == contract_wallet
+    assert ("eth_getCode", [contract_wallet, "latest"]) in page.wallet.calls
+    assert_no_script_errors(page)
+
+    plain = wallet_page(rpc_url=dev_chain.url, account=DONOR, connected=True)
+    plain.goto(live_server.url)
+    expect(plain.locator("#account-address")).to_have_text(DONOR)
+    expect(plain.locator("#wallet-kind")).to_be_hidden()
+
+
+def test_the_widget_shows_the_sale_address_and_what_to_check_per_asset(live_server, wallet_page, dev_chain) -> None:
+    page = wallet_page(rpc_url=dev_chain.url, account=DONOR, connected=True)
+    page.goto(live_server.url)
+    sale = "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"
+    expect(page.locator("#donation-address")).to_have_text(sale)
+    expect(page.locator('#wallet-checks li[data-asset="eth"]')).to_be_visible()
+    expect(page.locator('#wallet-checks li[data-asset="usdc"]')).to_be_hidden()
+
+    page.check('input[name="asset"][value="usdc"]')
+    expect(page.locator('#wallet-checks li[data-asset="eth"]')).to_be_hidden()
+    expect(page.locator('#wallet-checks li[data-asset="usdc"]')).to_contain_text(
+        "the token contract is 0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512"
+    )
+    page.click("#copy-address")
+    expect(page.locator("#copy-status")).to_be_visible()
+    assert_no_script_errors(page)
+
+
+def test_a_tampered_api_answer_cannot_redirect_a_donation(live_server, wallet_page, dev_chain) -> None:
+    """A cache or proxy rewrites /donation/data's address and contracts: the page keeps its own and refuses."""
+    attacker = "0x" + "66" * 20
+
+    def tamper(route) -> None:
+        response = route.fetch()
+        body = response.json()
+        body["donation_address"] = attacker
+        for coin in body.get("stable_coins", []):
+            coin["contract"] = attacker
+        route.fulfill(response=response, json=body)
+
+    page = wallet_page(rpc_url=dev_chain.url, account=DONOR, connected=True)
+    page.route(re.compile(r".*/donation/data(\?.*)?$"), tamper)
+    page.goto(live_server.url)
+    page.check('input[name="asset"][value="usdc"]')
+    page.fill("#amount", "1")
+
+    expect(page.locator("#donate-reason")).to_have_text(
+        "The sale address could not be verified. Please reload the page before donating."
+    )
+    expect(page.locator("#donate")).to_be_disabled()
+    expect(page.locator("#donation-address")).to_have_text("0xa0Ee7A142d267C1f36714E4a8F75612F20a79720")
+    assert "eth_sendTransaction" not in [m for m, _ in page.wallet.calls]

@@ -111,12 +111,43 @@ def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings) -> Non
         re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', response.content.decode()).group(1)
     )
     assert config == {
+        # deploy/env.local's sale address and coins, checksummed as a wallet shows them
+        "donationAddress": "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
+        "stableCoins": [
+            {"asset": "usdt", "contract": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "decimals": 6},
+            {"asset": "usdc", "contract": "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512", "decimals": 6},
+        ],
         "chainId": 1,
         "chainName": "Ethereum mainnet",
         "devChain": False,
         "pageSize": 10,
         "pendingRefreshSeconds": 15,
     }
+
+
+def test_the_widget_shows_the_sale_address_and_what_to_check_in_the_wallet(page) -> None:
+    response, outline = page
+    body = response.content.decode()
+    widget_ids = [id_ for _, id_ in _descendant_ids(outline, "widget")]
+    assert widget_ids.index("donation-address") < widget_ids.index("copy-address") < widget_ids.index("donate")
+    assert '<code id="donation-address">0xa0Ee7A142d267C1f36714E4a8F75612F20a79720</code>' in body
+    checks = re.findall(r'<li data-asset="(\w+)">(.*?)</li>', body, flags=re.DOTALL)
+    assert [asset for asset, _ in checks] == ["eth", "usdt", "usdc"]
+    eth, usdt, usdc = (text for _, text in checks)
+    assert "the recipient is <strong>0xa0Ee7A142d267C1f36714E4a8F75612F20a79720</strong>" in eth
+    assert "the token contract is <strong>0x5FbDB2315678afecb367f032d93F642f64180aa3</strong>" in usdt
+    assert "the token contract is <strong>0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512</strong>" in usdc
+    assert "the recipient is <strong>0xa0Ee7A142d267C1f36714E4a8F75612F20a79720</strong> (not the contract)" in usdc
+
+
+def test_the_sale_address_comes_from_the_server_configuration(client: Client, settings) -> None:
+    from dataclasses import replace
+
+    settings.CONFIG = replace(settings.CONFIG, donation_address="0x" + "ab" * 20)
+    body = client.get("/").content.decode()
+
+    assert '<code id="donation-address">0xABaBaBaBABabABabAbAbABAbABabababaBaBABaB</code>' in body
+    assert '"donationAddress": "0xABaBaBaBABabABabAbAbABAbABabababaBaBABaB"' in body
 
 
 def test_a_dev_chain_is_announced_as_such(client: Client, settings) -> None:

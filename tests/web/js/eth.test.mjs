@@ -6,6 +6,7 @@ import {
   erc20BalanceOfData,
   erc20TransferData,
   fromQuantity,
+  hasCode,
   isTxHash,
   toQuantity,
   utf8ToHex,
@@ -55,5 +56,16 @@ describe("personal_sign text", () => {
   it("recognises transaction hashes", () => {
     assert.ok(isTxHash(`0x${"ab".repeat(32)}`));
     assert.ok(!isTxHash("0x1234"));
+  });
+});
+
+describe("contract wallets", () => {
+  it("tells contract code from an empty account", () => {
+    assert.equal(hasCode("0x"), false);
+    assert.equal(hasCode("0x0"), false);
+    assert.equal(hasCode("0x00"), false);
+    assert.equal(hasCode("0x6080604052"), true);
+    assert.throws(() => hasCode(null), TypeError);
+    assert.throws(() => hasCode("not hex"), TypeError);
   });
 });

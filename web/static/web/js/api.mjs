@@ -19,6 +19,7 @@ export const PATHS = {
 export const ERROR_CODES = {
   priceUnavailable: 1008,
   signatureRejected: 1100,
+  signatureUnverifiable: 1102,
   notADonor: 1101,
   unknownAffiliateCode: 1200,
   selfReferral: 1201,

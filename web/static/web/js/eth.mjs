@@ -61,6 +61,12 @@ export function utf8ToHex(text) {
   return `0x${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+/** Whether an eth_getCode answer shows contract code (a Safe, an ERC-4337 account), not a plain key. */
+export function hasCode(code) {
+  if (typeof code !== "string" || !/^0x[0-9a-fA-F]*$/.test(code)) throw new TypeError(`not eth_getCode hex: ${code}`);
+  return /[1-9a-fA-F]/.test(code.slice(2));
+}
+
 /** "0xAbC…" shortened for display: "0xabc1…9f0e". */
 export function shortHex(value, keep = 4) {
   const lower = String(value).toLowerCase();

@@ -37,6 +37,7 @@ const state = {
   asset: "eth",
   amountText: "",
   account: null,
+  contractWallet: null, // true: the account is a contract (its signatures are checked by the contract)
   chainId: null,
   walletMessage: null, // { text, kind } shown under the wallet buttons
   busy: false,
@@ -158,14 +159,26 @@ async function connect() {
 async function setAccount(account) {
   if (account !== state.account) {
     state.account = account;
+    state.contractWallet = null;
     state.user = null;
     state.donations = [];
     state.offset = 0;
     state.stakeMessage = null;
   }
   await refreshChain();
+  if (account) await detectContractWallet(account);
   render();
   if (account) await loadUserData();
+}
+
+/** A Safe or an ERC-4337 account has code; it signs by contract (ERC-1271), which the service checks. */
+async function detectContractWallet(account) {
+  try {
+    const isContract = await wallet.isContract(account);
+    if (account === state.account) state.contractWallet = isContract;
+  } catch {
+    if (account === state.account) state.contractWallet = null; // unknown: say nothing
+  }
 }
 
 async function switchNetwork() {
@@ -197,6 +210,8 @@ function apiErrorText(error) {
   switch (error.code) {
     case api.ERROR_CODES.signatureRejected:
       return "The service refused the signature (it may have taken too long to approve). Please try again.";
+    case api.ERROR_CODES.signatureUnverifiable:
+      return "Your wallet contract's signature could not be checked just now (the network did not answer). Nothing was changed: please try again in a minute.";
     case api.ERROR_CODES.rateLimited:
       return "Too many requests: please wait a few seconds and try again.";
     default:
@@ -206,8 +221,19 @@ function apiErrorText(error) {
 
 // ---- donating ------------------------------------------------------------------------------------
 
+// Where the money goes comes from the page itself (rendered from the server's configuration), never
+// from an API response, which a cache or a proxy in between could have altered.
+const SALE_ADDRESS = config.donationAddress;
+const STABLE_COINS = config.stableCoins ?? [];
+
 function selectedCoin() {
-  return state.campaign?.stableCoins.find((c) => c.asset === state.asset) ?? null;
+  return STABLE_COINS.find((c) => c.asset === state.asset) ?? null;
+}
+
+/** True when the API names another donation address than the page: something in between lies. */
+function addressMismatch() {
+  const fromApi = state.campaign?.donationAddress;
+  return Boolean(fromApi) && fromApi.toLowerCase() !== SALE_ADDRESS.toLowerCase();
 }
 
 function maxDecimals() {
@@ -239,6 +265,7 @@ function donateBlocker() {
   if (state.campaign.status === "closed") return "The sale is closed: all tokens have been sold.";
   if (state.campaign.status !== "open") return "The sale is not open.";
   if (state.asset !== "eth" && !selectedCoin()) return `${state.asset.toUpperCase()} donations are not available.`;
+  if (addressMismatch()) return "The sale address could not be verified. Please reload the page before donating.";
   if (!wallet.provider()) return "No Ethereum wallet found: install one such as MetaMask to donate.";
   if (!state.account) return "Connect your wallet to donate.";
   if (state.chainId !== config.chainId) return `Switch your wallet to ${config.chainName} to donate.`;
@@ -270,7 +297,7 @@ async function donate(event) {
 
     const asset = state.asset;
     const amount = parsedAmount().amount;
-    const to = state.campaign.donationAddress;
+    const to = SALE_ADDRESS;
     let hash;
     if (asset === "eth") {
       const wei = money.toBaseUnits(amount, 18);
@@ -321,6 +348,19 @@ async function watchReceipt(hash) {
     }
     await new Promise((resolve) => setTimeout(resolve, RECEIPT_EVERY_MS));
   }
+}
+
+async function copyAddress() {
+  const status = $("copy-status");
+  try {
+    await navigator.clipboard.writeText(SALE_ADDRESS);
+    status.textContent = "Copied.";
+  } catch {
+    // No clipboard permission (an insecure origin or a locked-down browser): let the donor select it.
+    window.getSelection()?.selectAllChildren($("donation-address"));
+    status.textContent = "Selected: copy it with your keyboard.";
+  }
+  show(status, true);
 }
 
 // ---- affiliate -----------------------------------------------------------------------------------
@@ -486,10 +526,12 @@ function renderWidget() {
   show($("eth-price-line"), state.asset === "eth");
 
   for (const input of document.querySelectorAll('input[name="asset"]')) {
-    const coinMissing = input.value !== "eth" && state.campaign && !state.campaign.stableCoins.some((c) => c.asset === input.value);
+    const coinMissing = input.value !== "eth" && !STABLE_COINS.some((c) => c.asset === input.value);
     input.disabled = Boolean(coinMissing);
   }
   $("amount-asset").textContent = state.asset.toUpperCase();
+  // What to check in the wallet: the recipient for ETH; the token contract and recipient for a coin.
+  for (const item of document.querySelectorAll("#wallet-checks li")) show(item, item.dataset.asset === state.asset);
 
   const parsed = parsedAmount();
   const amountError = $("amount-error");
@@ -504,6 +546,7 @@ function renderWidget() {
   connectButton.disabled = Boolean(state.account) || state.busy;
   show($("account-line"), Boolean(state.account));
   $("account-address").textContent = state.account ?? "";
+  show($("wallet-kind"), Boolean(state.account) && state.contractWallet === true);
   const network = $("network-status");
   const switchButton = $("switch-network");
   const wrongChain = state.account && state.chainId !== null && state.chainId !== config.chainId;
@@ -648,6 +691,7 @@ function start() {
     });
   }
   $("connect").addEventListener("click", connect);
+  $("copy-address").addEventListener("click", copyAddress);
   $("switch-network").addEventListener("click", switchNetwork);
   $("donate-form").addEventListener("submit", donate);
   $("affiliate-retry").addEventListener("click", () => attributeToAffiliate(state.affiliate.retryHash));

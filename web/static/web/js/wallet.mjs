@@ -1,6 +1,6 @@
 // The donor's wallet through EIP-1193 (`window.ethereum`: MetaMask and the like). The page never
 // holds a key: it asks the wallet for the account, for signatures and to send transactions.
-import { chainIdHex, erc20BalanceOfData, erc20TransferData, fromQuantity, toQuantity, utf8ToHex } from "./eth.mjs";
+import { chainIdHex, erc20BalanceOfData, erc20TransferData, fromQuantity, hasCode, toQuantity, utf8ToHex } from "./eth.mjs";
 
 /** Why a wallet call failed, in the terms the page shows. */
 export class WalletError extends Error {
@@ -65,6 +65,11 @@ export async function switchChain(id) {
 /** personal_sign of a UTF-8 message by `address`; returns the 0x signature. */
 export async function personalSign(address, message) {
   return call("personal_sign", [utf8ToHex(message), address]);
+}
+
+/** Whether `address` is a contract wallet (code at the latest block), asked through the wallet's provider. */
+export async function isContract(address) {
+  return hasCode(await call("eth_getCode", [address, "latest"]));
 }
 
 export async function ethBalance(address) {

@@ -1,0 +1,116 @@
+"""Signatures by contract wallets: ERC-1271 (a deployed wallet) and ERC-6492 (one not deployed yet).
+
+A delphi signature that does not recover to `delphi-key` may still be the key's: when `delphi-key` is
+a contract, its `isValidSignature(hash, signature)` decides, asked at the latest block through
+ETH_RPC_URL. `hash` is the EIP-191 personal_sign hash of the delphi message; only the magic value
+0x1626ba7e accepts. A signature ending with the 32-byte ERC-6492 suffix wraps (factory, factory
+calldata, inner signature): an eth_call without `to` runs SignatureCheck's creation code
+(tests/contracts/SignatureCheck.sol), which deploys the wallet from its factory inside the call and then
+asks it, so a counterfactual wallet can sign before it exists and nothing persists.
+
+Nothing is cached: the wallet is asked on every request, so an owner change revokes at once. A
+provider that cannot answer (error, time-out, rate limit) makes the request fail as unverifiable, never
+accepted; a wallet that reverts or answers anything but the magic value refuses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eth_abi import decode, encode
+from eth_utils import keccak
+
+from crawlers.rpc import Answer, NoEvidence, RpcClient
+
+ERC1271_MAGIC = "1626ba7e"
+ERC6492_SUFFIX = bytes.fromhex("6492" * 16)
+# A short budget: a donor is waiting, and the answer is needed before the request can proceed.
+CONNECT_TIMEOUT = 2.0
+READ_TIMEOUT = 4.0
+
+# Creation code of tests/contracts/SignatureCheck.sol, solc 0.8.37 (optimizer 200 runs, cancun).
+SIGNATURE_CHECK_BYTECODE = (
+    "0x608060405234801561000f575f5ffd5b5060405161039d38038061039d83398101604081905261002e916102a5565b5f5f"
+    "866001600160a01b03163b11801561004e575061004e8686866100fb565b90508015801561006657506001600160a01b0383"
+    "1615155b156100f2575f836001600160a01b0316836040516100849190610333565b5f604051808303815f865af19150503d"
+    "805f81146100bd576040519150601f19603f3d011682016040523d82523d5f602084013e6100c2565b606091505b50509050"
+    "8080156100dc57505f876001600160a01b03163b115b80156100ee57506100ee8787876100fb565b9150505b805f52600160"
+    "1ff35b5f5f5f856001600160a01b0316631626ba7e60e01b8686604051602401610123929190610349565b60408051601f19"
+    "8184030181529181526020820180516001600160e01b03166001600160e01b03199094169390931790925290516101619190"
+    "610333565b5f60405180830381855afa9150503d805f8114610199576040519150601f19603f3d011682016040523d82523d"
+    "5f602084013e61019e565b606091505b50915091508180156101b257506020815110155b80156101e357508051630b135d3f"
+    "60e11b906101d79083016020908101908401610385565b6001600160e01b031916145b9695505050505050565b8051600160"
+    "0160a01b0381168114610203575f5ffd5b919050565b634e487b7160e01b5f52604160045260245ffd5b5f82601f83011261"
+    "022b575f5ffd5b81516001600160401b0381111561024457610244610208565b604051601f8201601f19908116603f011681"
+    "016001600160401b038111828210171561027257610272610208565b604052818152838201602001851015610289575f5ffd"
+    "5b8160208501602083015e5f918101602001919091529392505050565b5f5f5f5f5f60a086880312156102b9575f5ffd5b61"
+    "02c2866101ed565b6020870151604088015191965094506001600160401b038111156102e4575f5ffd5b6102f08882890161"
+    "021c565b9350506102ff606087016101ed565b60808701519092506001600160401b0381111561031a575f5ffd5b61032688"
+    "82890161021c565b9150509295509295909350565b5f82518060208501845e5f920191825250919050565b82815260406020"
+    "8201525f82518060408401528060208501606085015e5f606082850101526060601f19601f83011684010191505093925050"
+    "50565b5f60208284031215610395575f5ffd5b505191905056fe"
+)
+
+
+class ContractRefused(Exception):
+    """The wallet does not accept the signature (or delphi-key is no contract)."""
+
+
+class ContractUnreachable(Exception):
+    """The provider could not answer: the signature is neither accepted nor refused."""
+
+
+@dataclass(frozen=True)
+class Wrapped6492:
+    factory: str
+    factory_calldata: bytes
+    signature: bytes
+
+
+def personal_sign_hash(message: str) -> bytes:
+    """EIP-191 version 0x45: what a wallet's personal_sign signs."""
+    data = message.encode()
+    return keccak(b"\x19Ethereum Signed Message:\n" + str(len(data)).encode() + data)
+
+
+def unwrap_6492(signature: bytes) -> Wrapped6492 | None:
+    """The wrapper's parts, None when `signature` does not end with the ERC-6492 suffix."""
+    if len(signature) < 32 or signature[-32:] != ERC6492_SUFFIX:
+        return None
+    try:
+        factory, calldata, inner = decode(["address", "bytes", "bytes"], signature[:-32])
+    except Exception:  # noqa: BLE001 - any undecodable wrapper is a bad signature
+        raise ContractRefused("malformed ERC-6492 wrapper") from None
+    return Wrapped6492(factory.lower(), calldata, inner)
+
+
+def _result(outcome: object, what: str) -> str:
+    if isinstance(outcome, Answer) and isinstance(outcome.value, str):
+        return outcome.value
+    if isinstance(outcome, NoEvidence) and outcome.kind == "error" and "revert" in outcome.detail.lower():
+        raise ContractRefused(f"{what} reverted")
+    raise ContractUnreachable(outcome.describe() if isinstance(outcome, NoEvidence) else f"{what}: malformed answer")
+
+
+def check_contract_signature(*, rpc_url: str, address: str, message: str, signature: bytes) -> None:
+    """Return when the contract at `address` accepts `signature` for `message`; raise otherwise."""
+    client = RpcClient(rpc_url, connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
+    digest = personal_sign_hash(message)
+    wrapped = unwrap_6492(signature)
+    if wrapped is not None:
+        args = encode(
+            ["address", "bytes32", "bytes", "address", "bytes"],
+            [address, digest, wrapped.signature, wrapped.factory, wrapped.factory_calldata],
+        )
+        call = {"data": SIGNATURE_CHECK_BYTECODE + args.hex()}
+        answer = _result(client.call("eth_call", [call, "latest"]), "ERC-6492 check")
+        if answer.lower() != "0x01":
+            raise ContractRefused("the counterfactual wallet does not accept the signature")
+        return
+    code = _result(client.call("eth_getCode", [address, "latest"]), "eth_getCode")
+    if code in ("0x", "0x0", ""):
+        raise ContractRefused("signer is not delphi-key")
+    data = "0x" + ERC1271_MAGIC + encode(["bytes32", "bytes"], [digest, signature]).hex()
+    answer = _result(client.call("eth_call", [{"to": address, "data": data}, "latest"]), "isValidSignature")
+    if not answer.lower().startswith("0x" + ERC1271_MAGIC):
+        raise ContractRefused("the wallet contract does not accept the signature")

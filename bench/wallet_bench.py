@@ -1,0 +1,129 @@
+"""Cost of issue #15's additions: the webhook outbox on the crediting path, delivery throughput, and
+the time a contract-wallet signature adds to a signed request.
+
+1. --events donations are recorded unconfirmed, each in its own transaction as the latest crawler does,
+   with no endpoint and then with one subscribed endpoint (the outbox write is the difference).
+2. Those events are delivered to a local HTTP receiver by `webhooks_drain` (deliveries per second).
+3. --signatures signed-request verifications each for a key, an ERC-1271 wallet and an ERC-6492
+   counterfactual wallet, against anvil directly (median milliseconds).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/dws_wallet REDIS_URL=redis://127.0.0.1:6379/5 \\
+        .venv/bin/python bench/wallet_bench.py
+
+Runs against a throw-away test database (test_<name>), created and dropped by the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import secrets
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.test.utils import setup_databases, teardown_databases  # noqa: E402
+from eth_account import Account  # noqa: E402
+
+from affiliates import signing  # noqa: E402
+from crawlers.detection import Transfer  # noqa: E402
+from donations.services import Sighting, donation_record_unconfirmed  # noqa: E402
+from donations.webhook_delivery import webhooks_drain  # noqa: E402
+from donations.webhook_models import WebhookEndpoint  # noqa: E402
+from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet  # noqa: E402
+from tests.api.support import wallet_headers  # noqa: E402
+from tests.chain import ACCOUNTS, Anvil  # noqa: E402
+from tests.webhook_receiver import webhook_receiver  # noqa: E402
+
+
+def record(count: int, offset: int) -> float:
+    began = time.monotonic()
+    for i in range(offset, offset + count):
+        transfer = Transfer(
+            tx_hash=f"0x{i:064x}",
+            log_index=None,
+            donor=ACCOUNTS[1],
+            asset="eth",
+            amount=Decimal("0.01"),
+            block_number=100 + i,
+            block_hash=f"0x{i + 1:064x}",
+        )
+        sighting = Sighting(transfer=transfer, block_time=datetime.now(UTC), usd_amount=Decimal("20.00"))
+        donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
+    return time.monotonic() - began
+
+
+def verify_ms(headers_for, path: str, rounds: int, rpc_url: str) -> float:
+    times = []
+    for _ in range(rounds):
+        h = headers_for()
+        began = time.monotonic()
+        signing.verify(
+            path=path,
+            key=h["HTTP_DELPHI_KEY"],
+            ts=h["HTTP_DELPHI_TS"],
+            signature=h["HTTP_DELPHI_SIGNATURE"],
+            max_age=300,
+            rpc_url=rpc_url,
+        )
+        times.append((time.monotonic() - began) * 1000)
+        time.sleep(0.001)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=500)
+    parser.add_argument("--signatures", type=int, default=30)
+    args = parser.parse_args()
+
+    old_config = setup_databases(verbosity=0, interactive=False)
+    try:
+        bare = record(args.events, 0)
+        with webhook_receiver() as receiver:
+            WebhookEndpoint.objects.create(url=receiver.url, secret=secrets.token_hex(16), events=["donation.seen"])
+            with_outbox = record(args.events, args.events)
+            began = time.monotonic()
+            result = webhooks_drain(limit=args.events * 2)
+            drain = time.monotonic() - began
+        per_event = (with_outbox - bare) / args.events * 1000
+        print(
+            f"record {args.events} donations: {bare:.2f} s without endpoints, {with_outbox:.2f} s with one "
+            f"({per_event:+.2f} ms per donation for the outbox)"
+        )
+        print(f"drain: {result.delivered} delivered in {drain:.2f} s ({result.delivered / drain:.0f} per second)")
+
+        with Anvil() as anvil:
+            settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=anvil.url)
+            owner, key = Account.create(), Account.create()
+            wallet = deploy_wallet(anvil, owner)
+            counterfactual = counterfactual_wallet(anvil, owner)
+            path = "/affiliate/code"
+            cases = {
+                "key (ecrecover)": lambda: wallet_headers(key, "affiliate code"),
+                "ERC-1271 wallet": lambda: contract_headers(wallet, owner, "affiliate code"),
+                "ERC-6492 counterfactual": lambda: contract_headers(
+                    counterfactual.address, owner, "affiliate code", wrap=counterfactual.wrap
+                ),
+            }
+            for name, headers_for in cases.items():
+                print(f"verify {name}: median {verify_ms(headers_for, path, args.signatures, anvil.url):.1f} ms")
+    finally:
+        teardown_databases(old_config, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()

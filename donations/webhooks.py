@@ -1,0 +1,170 @@
+"""Webhook events: written to the outbox with the change, signed when they are sent.
+
+Call the `webhook_*` recorders inside the transaction that makes the change: the event row and its
+deliveries commit or roll back with it. Nothing here talks to the network; delivery is in
+donations/webhook_delivery.py, run by Celery after the commit.
+
+Signature (the payment processors' scheme): header `dws-signature: t=<unix seconds>,v1=<hex>` where
+hex = HMAC-SHA256(endpoint secret, f"{t}.{body}"), body being the exact bytes sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from donations.webhook_models import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType
+
+logger = logging.getLogger("dws.webhooks")
+
+SIGNATURE_HEADER = "dws-signature"
+
+
+def _chain() -> str:
+    chain_id = settings.CONFIG.chain_id
+    return str(chain_id) if chain_id is not None else "unset"
+
+
+def webhook_event_record(
+    *, event: str, idempotency_key: str, order_key: str, data: Mapping[str, Any]
+) -> WebhookEvent | None:
+    """Put one event in the outbox for every active endpoint subscribed to it; call inside the change's
+    transaction. The same idempotency key is recorded once (a replayed change emits nothing new).
+
+    Returns the event row, or None when nobody subscribes or the key was already recorded.
+    """
+    if event not in WebhookEventType.values:
+        raise ValueError(f"unknown webhook event {event!r}")
+    endpoints = [e for e in WebhookEndpoint.objects.filter(active=True).order_by("id") if event in e.events]
+    if not endpoints:
+        return None
+    now = timezone.now()
+    payload = {"id": idempotency_key, "event": event, "created": now.isoformat(), "data": dict(data)}
+    try:
+        with transaction.atomic():  # a savepoint: a duplicate key must not spoil the caller's transaction
+            row = WebhookEvent.objects.create(
+                event=event, idempotency_key=idempotency_key, order_key=order_key, payload=payload
+            )
+    except IntegrityError:
+        return None
+    WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(event=row, endpoint=endpoint, order_key=order_key, next_attempt_at=now)
+        for endpoint in endpoints
+    )
+    transaction.on_commit(_kick_delivery)
+    return row
+
+
+def _kick_delivery() -> None:
+    """Ask a worker to drain the outbox now; the beat entry catches up if the broker is unreachable."""
+    try:
+        from donations.tasks import deliver_webhooks
+
+        deliver_webhooks.apply_async(expires=60, retry=False)  # no waiting on a broker after a commit
+    except Exception as exc:  # noqa: BLE001 - never let a broker hiccup reach a crawler
+        logger.warning("webhooks: could not queue a delivery run (%s); the periodic run will send them", exc)
+
+
+def donation_data(donation: Any) -> dict[str, Any]:
+    """A donation as integrators see it: amounts as strings, like the API."""
+    return {
+        "chain_id": settings.CONFIG.chain_id,
+        "tx_hash": donation.tx_hash,
+        "log_index": donation.log_index,
+        "trace_address": getattr(donation, "trace_address", None),
+        "address": donation.address,
+        "asset": donation.asset,
+        "amount": str(donation.amount),
+        "usd_amount": str(donation.usd_amount),
+        "price": str(donation.price),
+        "tokens": str(donation.tokens),
+        "status": donation.status,
+        "block_number": donation.block_number,
+        "block_hash": donation.block_hash,
+        "block_time": donation.block_time.isoformat() if donation.block_time else None,
+    }
+
+
+def _position(donation: Any) -> str:
+    """Log index for a coin, trace position for internal ETH, `tx` for a plain ETH transfer."""
+    if donation.log_index is not None:
+        return f"log{donation.log_index}"
+    trace = getattr(donation, "trace_address", None)
+    if trace:
+        return "trace" + "-".join(str(i) for i in trace) if isinstance(trace, list | tuple) else f"trace{trace}"
+    return "tx"
+
+
+def webhook_donation_event(donation: Any, event: str, **extra: Any) -> WebhookEvent | None:
+    """`donation.seen|confirmed|failed|moved` for one donation row, in its order."""
+    subject = f"{_chain()}:{donation.tx_hash}:{_position(donation)}"
+    key = f"{subject}:{event}"
+    if event == WebhookEventType.DONATION_MOVED:
+        key += f":{donation.block_hash}"  # a donation may move more than once
+    data = donation_data(donation) | extra
+    # Ordered by the row, not its position: a re-org may move a coin donation to another log index.
+    return webhook_event_record(event=event, idempotency_key=key, order_key=f"donation:{donation.pk}", data=data)
+
+
+def webhook_campaign_status(stats: Any, change: str) -> WebhookEvent | None:
+    """`campaign.status` with change open|closed|paused|resumed and the campaign as it now stands."""
+    data = {"change": change, "status": stats.status, "total": str(stats.total), "tokens": str(stats.tokens)}
+    key = f"{_chain()}:campaign:{change}:{uuid.uuid4().hex}"
+    return webhook_event_record(
+        event=WebhookEventType.CAMPAIGN_STATUS, idempotency_key=key, order_key="campaign", data=data
+    )
+
+
+def webhook_inflow_unexplained(
+    *, inflow_id: int, asset: str, amount: str, block_number: int, block_hash: str, **extra: Any
+) -> WebhookEvent | None:
+    """`inflow.unexplained`: for the code that records an unexplained inflow, inside its transaction.
+    `amount` is a string (the recorded Decimal as text); anything else the record holds goes in `extra`."""
+    data = {
+        "chain_id": settings.CONFIG.chain_id,
+        "id": inflow_id,
+        "asset": asset,
+        "amount": amount,
+        "block_number": block_number,
+        "block_hash": block_hash,
+        **extra,
+    }
+    key = f"{_chain()}:inflow:{inflow_id}:{WebhookEventType.INFLOW_UNEXPLAINED}"
+    return webhook_event_record(
+        event=WebhookEventType.INFLOW_UNEXPLAINED, idempotency_key=key, order_key=f"inflow:{inflow_id}", data=data
+    )
+
+
+# --- signing ---------------------------------------------------------------------------------------
+
+
+def body_bytes(payload: Mapping[str, Any]) -> bytes:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """The `dws-signature` header value for `body` sent at `timestamp`."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={timestamp},v1={mac}"
+
+
+def verify(secret: str, header: str, body: bytes, *, now: int, tolerance: int = 300) -> bool:
+    """What a receiver does (the README's recipe): parse, check the window, compare in constant time."""
+    try:
+        fields = dict(part.split("=", 1) for part in header.split(","))
+        timestamp = int(fields["t"])
+    except (KeyError, ValueError):
+        return False
+    if abs(now - timestamp) > tolerance:
+        return False
+    expected = sign(secret, timestamp, body).split("v1=", 1)[1]
+    return hmac.compare_digest(expected, fields.get("v1", ""))

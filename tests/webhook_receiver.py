@@ -1,0 +1,70 @@
+"""A real HTTP webhook receiver for tests: answers from a script (500, a stall, 200) and records requests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    answered: str  # what the script made the receiver do
+
+
+@dataclass
+class Receiver:
+    url: str
+    # One entry per request, in order: "500", "stall" (answer after STALL seconds) or "200"; then "200".
+    script: list[str] = field(default_factory=list)
+    requests: list[Received] = field(default_factory=list)
+    stall_seconds: float = 3.0
+
+    def accepted(self) -> list[Received]:
+        return [r for r in self.requests if r.answered == "200"]
+
+
+@contextmanager
+def webhook_receiver(script: list[str] | None = None) -> Iterator[Receiver]:
+    state = Receiver(url="", script=list(script or []))
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            with lock:
+                action = state.script.pop(0) if state.script else "200"
+                state.requests.append(
+                    Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, action)
+                )
+            if action == "stall":
+                time.sleep(state.stall_seconds)
+                action = "200"  # too late: the sender has given up on this attempt
+            code = int(action)
+            try:
+                self.send_response(code)
+                self.send_header("content-length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+            except OSError:
+                pass  # the sender hung up after its time-out
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/dws"
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
