@@ -151,7 +151,16 @@ def main() -> None:
             print("against anvil directly (anvil's own full-block serving is the bottleneck):")
             for label in (LATEST, FINALIZED):
                 run(label, lambda: RpcClient(anvil.url), start)
-            memo = frozenset({"eth_getBlockByNumber", "eth_getLogs", "eth_getTransactionReceipt"})
+            memo = frozenset(
+                {
+                    "eth_getBlockByNumber",
+                    "eth_getLogs",
+                    "eth_getTransactionReceipt",
+                    "eth_getBalance",
+                    "eth_getTransactionCount",
+                    "eth_call",
+                }
+            )
             with RpcProxy(anvil.url, memoize=memo) as proxy:
                 reset_ledger()
                 for label in (LATEST, FINALIZED):  # warm the proxy's memory

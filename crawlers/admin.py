@@ -18,8 +18,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from crawlers.models import LastBlock, ReconcileRun
-from crawlers.services import CursorRefused, chain_tips, make_probe_client, set_cursor
+from crawlers.cursors import CursorRefused, chain_tips, set_cursor
+from crawlers.inflows import InflowRefused, inflow_credit, inflow_dismiss
+from crawlers.models import InflowStatus, LastBlock, ReconcileRun, UnexplainedInflow
+from crawlers.ranges import make_probe_client
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
@@ -89,3 +91,93 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
     @admin.display(description="discrepancies")
     def discrepancy_list(self, obj: ReconcileRun) -> str:
         return format_html("<pre>{}</pre>", "\n".join(obj.discrepancies) or "none")
+
+
+class CreditInflowForm(forms.Form):
+    tx_hash = forms.CharField(min_length=66, max_length=66, help_text="the transaction that paid this inflow")
+
+
+class DismissInflowForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea, help_text="why this is not a donation (kept with the record)")
+
+
+@admin.register(UnexplainedInflow)
+class UnexplainedInflowAdmin(ReadOnlyAdmin):
+    """Value no transfer explains; closed only by the two actions below, each logged with the operator."""
+
+    list_display = ("created_at", "block_number", "asset", "amount", "status", "tx_hash", "operator", "resolve_links")
+    list_filter = ("status", "asset")
+    search_fields = ("block_hash", "tx_hash")
+    ordering = ("status", "created_at")
+    readonly_fields = [f.name for f in UnexplainedInflow._meta.fields]
+
+    @admin.display(description="")
+    def resolve_links(self, obj: UnexplainedInflow) -> str:
+        if obj.status != InflowStatus.OPEN:
+            return ""
+        return format_html(
+            '<a href="{}">credit this transaction</a> | <a href="{}">not a donation</a>',
+            reverse("admin:crawlers_unexplainedinflow_credit", args=[obj.pk]),
+            reverse("admin:crawlers_unexplainedinflow_dismiss", args=[obj.pk]),
+        )
+
+    def get_urls(self):
+        credit = self.admin_site.admin_view(self.credit_view)
+        dismiss = self.admin_site.admin_view(self.dismiss_view)
+        return [
+            path("<int:object_id>/credit/", credit, name="crawlers_unexplainedinflow_credit"),
+            path("<int:object_id>/dismiss/", dismiss, name="crawlers_unexplainedinflow_dismiss"),
+            *super().get_urls(),
+        ]
+
+    def credit_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        return self._resolve(
+            request,
+            object_id,
+            CreditInflowForm,
+            "Credit this transaction",
+            "The inflow's block is crawled again (transactions, call traces, logs); the transaction is credited "
+            "like any donation if the detection finds it there.",
+            lambda inflow, data, operator: inflow_credit(
+                inflow_id=inflow.pk, tx_hash=data["tx_hash"], operator=operator
+            ),
+        )
+
+    def dismiss_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        return self._resolve(
+            request,
+            object_id,
+            DismissInflowForm,
+            "Not a donation",
+            "Nothing is credited; the reason is kept with the record.",
+            lambda inflow, data, operator: inflow_dismiss(
+                inflow_id=inflow.pk, reason=data["reason"], operator=operator
+            ),
+        )
+
+    def _resolve(self, request: HttpRequest, object_id: int, form_class, title: str, help_text: str, act):
+        if not request.user.has_perm("crawlers.change_unexplainedinflow"):
+            raise PermissionDenied
+        inflow = get_object_or_404(UnexplainedInflow, pk=object_id)
+        form = form_class(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            operator = request.user.get_username()
+            try:
+                done = act(inflow, form.cleaned_data, f"{operator} (admin)")
+            except InflowRefused as exc:
+                logger.warning("admin: %s: %s on unexplained inflow %d refused (%s)", operator, title, inflow.pk, exc)
+                form.add_error(None, str(exc))
+            else:
+                text = f"unexplained inflow {done.pk}: {done.status}"
+                self.log_change(request, done, text)
+                self.message_user(request, text, messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:crawlers_unexplainedinflow_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": title,
+            "help": help_text,
+            "inflow": inflow,
+            "form": form,
+        }
+        return TemplateResponse(request, "admin/crawlers/unexplainedinflow/resolve.html", context)

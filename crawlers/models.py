@@ -51,3 +51,57 @@ class ReconcileRun(models.Model):
 
     def __str__(self) -> str:
         return self.summary
+
+
+class InflowStatus(models.TextChoices):
+    OPEN = "open"
+    CREDITED = "credited"
+    DISMISSED = "dismissed"
+
+
+class UnexplainedInflow(models.Model):
+    """Value that reached the donation address in a finalized block and that no transfer we can see explains
+    (a withdrawal, a self-destruct, a block reward, internal ETH from a provider without traces).
+
+    Recorded by the balance proof (crawlers/balances.py) and closed by an operator in the admin: "credit
+    this transaction" (re-examined through the detection and crediting path) or "not a donation".
+    """
+
+    block_number = models.BigIntegerField()
+    block_hash = models.CharField(max_length=66)
+    asset = models.CharField(max_length=8)
+    amount_raw = models.DecimalField(max_digits=78, decimal_places=0, help_text="wei, or the coin's base units")
+    amount = models.DecimalField(max_digits=60, decimal_places=18, help_text="in the asset's own units")
+    status = models.CharField(max_length=16, choices=InflowStatus.choices, default=InflowStatus.OPEN)
+    tx_hash = models.CharField(max_length=66, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    operator = models.CharField(max_length=150, blank=True, default="")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+
+    class Meta:
+        db_table = "unexplained_inflow"
+        constraints = [
+            models.UniqueConstraint(fields=["block_hash", "asset"], name="unexplained_inflow_block_asset_key"),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="unexplained_inflow_status_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.amount} {self.asset} in block {self.block_number} ({self.status})"
+
+
+class Completeness(models.Model):
+    """How far each crawler's ranges are proven complete by the balances (one row per crawler label)."""
+
+    label = models.CharField(max_length=32, unique=True)
+    proven_through = models.BigIntegerField(null=True, help_text="the last block of the last proven range")
+    # Ranges whose historical balances the provider could not give (a full node far behind the head)
+    # were scanned without proof: everything before this block is unproven.
+    unproven_before = models.BigIntegerField(null=True)
+    modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        db_table = "completeness"
+
+    def __str__(self) -> str:
+        return f"{self.label}: proven through {self.proven_through}"

@@ -38,9 +38,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from crawlers import detection
+from crawlers.blocks import debug_dump, fetch_blocks
 from crawlers.models import FINALIZED
+from crawlers.ranges import make_client
 from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
-from crawlers.services import crawl_single_block, debug_dump, fetch_blocks, make_client, tip_of
+from crawlers.services import crawl_single_block, tip_of
 from crawlers.trace_frames import donation_frames
 from crawlers.traces import TracesUnavailable, transaction_trace
 from donations.models import Donation, DonationStatus, amount_scale

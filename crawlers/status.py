@@ -12,11 +12,13 @@ from typing import Any
 
 from django.utils import timezone
 
-from crawlers.models import FINALIZED, LATEST, ReconcileRun
+from crawlers.cursors import LABELS, cursor_get
+from crawlers.inflows import inflows_open
+from crawlers.models import FINALIZED, LATEST, Completeness, ReconcileRun
 from crawlers.old_unconfirmed import MIN_AGE
 from crawlers.progress import catch_up_status
+from crawlers.ranges import make_probe_client
 from crawlers.rpc import Answer, RpcClient
-from crawlers.services import LABELS, cursor_get, make_probe_client
 from donations.models import Donation, DonationStats, DonationStatus
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
@@ -83,6 +85,9 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
     open_requests = PriceRequest.objects.exclude(status=PriceRequestStatus.SUCCEEDED)
     oldest_request = open_requests.order_by("requested_at").values_list("requested_at", flat=True).first()
     last_run = ReconcileRun.objects.order_by("-finished_at").first()
+    inflows = inflows_open()
+    oldest_inflow = inflows.order_by("created_at").first()
+    degraded = degraded or oldest_inflow is not None
     campaign = DonationStats.objects.get()
     return {
         "campaign": {
@@ -104,6 +109,12 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
             "age_seconds": int((now - latest_price).total_seconds()) if latest_price else None,
         },
         "price_requests": {"open": open_requests.count(), "oldest_requested_at": _iso(oldest_request)},
+        "completeness": _completeness(),
+        "unexplained_inflows": {
+            "open": inflows.count(),
+            "oldest_created_at": _iso(oldest_inflow.created_at) if oldest_inflow else None,
+            "oldest_block": oldest_inflow.block_number if oldest_inflow else None,
+        },
         "reconcile": (
             {
                 "finished_at": _iso(last_run.finished_at),
@@ -117,3 +128,14 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
             else None
         ),
     }
+
+
+def _completeness() -> dict[str, Any]:
+    """Per crawler: the last block the balance proof closed on, and where proof was impossible."""
+    report: dict[str, Any] = {}
+    for row in Completeness.objects.order_by("label"):
+        entry: dict[str, Any] = {"proven_through": row.proven_through}
+        if row.unproven_before is not None:
+            entry["unproven"] = f"completeness unproven before block {row.unproven_before}"
+        report[row.label] = entry
+    return report

@@ -417,6 +417,9 @@ def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     # A rare operator action, and the usual end of a freeze on drift: the campaign totals are re-summed
     # from the confirmed donations here (a full scan), unlike on the crawlers' per-block path.
     stats_recompute(stats=stats, tiers=tiers)
+    # The backlog of the pause is due now: the old-unconfirmed crawler may have pushed some rows out
+    # while their blocks were not final yet, and their next look must not wait for that back-off.
+    Donation.objects.filter(status=DonationStatus.UNCONFIRMED, next_look_at__isnull=False).update(next_look_at=None)
     webhook_campaign_status(stats, "resumed")
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status

@@ -89,8 +89,13 @@ PRICE_CYCLES = Counter(
 RATE_LIMIT_REFUSALS = Counter("dws_ratelimit_refusals", "API requests refused by the per-client rate limit (429).")
 
 # The held reasons, by what they ask of an operator (a free text label would explode the series).
-_HELD_REASONS = (  # first match wins: crawlers/services.py's hold texts
+_HELD_REASONS = (  # first match wins: the hold texts of crawlers/services.py, ranges.py and balances.py
     ("shutdown", "shutdown"),
+    ("eth_getlogs answered short", "logs-short"),
+    ("no balance evidence", "no-evidence"),
+    ("left the donation address", "balance-mismatch"),
+    ("nonce moved", "balance-mismatch"),
+    ("the call traces show", "balance-mismatch"),
     ("dws_block_cache", "block-cache"),
     ("does not build on the finalized", "finalized-mismatch"),
     ("re-org", "reorg"),

@@ -12,7 +12,8 @@ TRANSFER = "0x" + keccak(text="Transfer(address,address,uint256)").hex()
 
 def chain_donations(anvil: Anvil, start: int, end: int) -> dict[tuple[str, int | None], str]:
     """(tx hash, log index or None for ETH) -> asset, for every successful transfer to the donation
-    address with a non-zero amount in blocks start..end of anvil's current chain."""
+    address with a non-zero amount in blocks start..end of anvil's current chain, ETH paid by a contract
+    (an internal call) included."""
     if end < start:
         return {}
     blocks = anvil.rpc_batch([("eth_getBlockByNumber", [hex(n), True]) for n in range(start, end + 1)])
@@ -39,4 +40,27 @@ def chain_donations(anvil: Anvil, start: int, end: int) -> dict[tuple[str, int |
     for log in logs:
         if int(log["data"], 16) > 0:
             found[(log["transactionHash"].lower(), int(log["logIndex"], 16))] = assets[log["address"].lower()]
+    for block in blocks:
+        if block["transactions"]:
+            for tx_hash in internal_eth(anvil, int(block["number"], 16)):
+                found[(tx_hash, None)] = "eth"
+    return found
+
+
+def internal_eth(anvil: Anvil, number: int) -> set[str]:
+    """Transactions of block `number` in which a contract's call frame (not reverted, nor under a reverted
+    one) sent ETH to the donation address, from anvil's own call tracer."""
+    found: set[str] = set()
+
+    def walk(frame: dict, tx_hash: str, depth: int) -> None:
+        if frame.get("error"):
+            return
+        value = int(frame.get("value") or "0x0", 16)
+        if depth > 0 and value > 0 and (frame.get("to") or "").lower() == DONATION_ADDRESS:
+            found.add(tx_hash)
+        for call in frame.get("calls") or ():
+            walk(call, tx_hash, depth + 1)
+
+    for trace in anvil.rpc("debug_traceBlockByNumber", hex(number), {"tracer": "callTracer"}):
+        walk(trace["result"], trace["txHash"].lower(), 0)
     return found

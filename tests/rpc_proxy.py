@@ -10,7 +10,10 @@ Faults are armed per JSON-RPC method and for a number of matching requests (None
 * ``drop``    the connection is closed without a reply
 
 Element faults (null, error, rewrite) hit the matching elements of a batch; transport faults (status,
-hang, drop) hit the whole HTTP request when any element matches. ``method="*"`` matches everything.
+hang, drop) hit the whole HTTP request when any element matches. ``method="*"`` matches everything,
+``method="debug_*"`` every method of a namespace. Two ready-made provider behaviours:
+``lag_logs`` (a load-balanced node that has not indexed the newest blocks answers them without logs)
+and ``refuse_traces`` (a provider without any trace method).
 Every HTTP request is logged (path and the methods in it), so tests can count round trips and check
 that a back-off really stopped the traffic.
 """
@@ -48,7 +51,11 @@ class Fault:
     def matches(self, request: dict) -> bool:
         if self.count is not None and self.used >= self.count:
             return False
-        if self.method not in ("*", request.get("method")):
+        method = str(request.get("method"))
+        if self.method.endswith("*") and len(self.method) > 1:  # "debug_*": every method of that namespace
+            if not method.startswith(self.method[:-1]):
+                return False
+        elif self.method not in ("*", method):
             return False
         return self.when is None or self.when(request.get("params") or [])
 
@@ -118,6 +125,23 @@ class RpcProxy:
         with self._lock:
             self.faults.append(fault)
         return fault
+
+    def lag_logs(self, first_missing: Callable[[], int], count: int | None = None) -> Fault:
+        """eth_getLogs answers leave out every log of block `first_missing()` and later (a lagging node)."""
+
+        def behind(logs: Any, params: list) -> Any:
+            if not isinstance(logs, list):
+                return logs
+            return [log for log in logs if int(log["blockNumber"], 16) < first_missing()]
+
+        return self.arm("eth_getLogs", "rewrite", count=count, rewrite=behind)
+
+    def refuse_traces(self) -> list[Fault]:
+        """Every debug_* and trace_* method answers "method not found" (code -32601), until disarmed."""
+        return [
+            self.arm(namespace, "error", count=None, code=-32601, message="the method does not exist/is not available")
+            for namespace in ("debug_*", "trace_*")
+        ]
 
     def disarm(self) -> None:
         with self._lock:

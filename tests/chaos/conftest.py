@@ -31,7 +31,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlers.models import FINALIZED
+from crawlers.models import FINALIZED, InflowStatus, UnexplainedInflow
 from crawlers.reconcile import reconcile
 from crawlers.services import cursor_get
 from crawlers.tasks import crawl_finalized, crawl_latest, crawl_old_unconfirmed_task
@@ -259,9 +259,34 @@ class Stack:
             on_chain = any(key[0] == tx for key in expected)
             assert on_chain == any(key[0] == tx for key in confirmed), f"donation {tx} on chain {on_chain}"
         assert_ledger_invariants()
+        self.assert_balances_accounted_for(cursor)
         report = reconcile(self.start_block, cursor)
         assert report.ok, "\n".join(report.discrepancies)
         assert "Traceback" not in self.worker_logs()
+
+    def assert_balances_accounted_for(self, cursor: int) -> None:
+        """The chain's own balances: what the donation address gained over the scenario's blocks is what
+        was confirmed plus the unexplained inflows not credited (ETH to within the column's rounding)."""
+        before, after = hex(self.start_block - 1), hex(cursor)
+        gained = {"eth": int(self.anvil.rpc("eth_getBalance", DONATION_ADDRESS, after), 16)}
+        gained["eth"] -= int(self.anvil.rpc("eth_getBalance", DONATION_ADDRESS, before), 16)
+        data = self.anvil.call_data("balanceOf(address)", ["address"], [DONATION_ADDRESS])
+        for asset, token in self.anvil.coins.items():
+            at = [int(self.anvil.rpc("eth_call", {"to": token, "data": data}, n), 16) for n in (before, after)]
+            gained[asset] = at[1] - at[0]
+        units = {"eth": 10**18, "usdt": USDT, "usdc": USDT}
+        recorded = dict.fromkeys(gained, 0)
+        rows = dict.fromkeys(gained, 0)
+        for asset, amount in Donation.objects.filter(status=DonationStatus.CONFIRMED).values_list("asset", "amount"):
+            recorded[asset] += int(amount * units[asset])
+            rows[asset] += 1
+        for inflow in UnexplainedInflow.objects.exclude(status=InflowStatus.CREDITED):
+            recorded[inflow.asset] += int(inflow.amount_raw)
+        for asset, raw in gained.items():
+            rounding = 10**10 * (rows[asset] + 1) if asset == "eth" else 1  # ETH is recorded rounded down
+            assert 0 <= raw - recorded[asset] < rounding, (
+                f"{asset}: the donation address gained {raw} raw units, the records account for {recorded[asset]}"
+            )
 
     def _remined(self, tx: str) -> bool:
         """A donation re-mined by a re-org (a new transaction from one of our donors)."""

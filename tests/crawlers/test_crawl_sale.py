@@ -207,7 +207,12 @@ def test_a_finalized_receipt_reporting_revert_fails_a_confirmed_donation_and_reo
     reverted_block = int(node.receipt(reverted)["blockNumber"], 16)
     finalize(node)
 
-    # A lying provider reports the reverted transfer as successful: it is credited and closes the sale.
+    # A lying provider reports the reverted transfer as successful (and the balances to match, so the
+    # balance proof cannot see through it): it is credited and closes the sale.
+    def richer(balance: str, params: list) -> str:
+        at = params[1]
+        return hex(int(balance, 16) + ETHER) if isinstance(at, str) and int(at, 16) >= reverted_block else balance
+
     with RpcProxy(node.url) as proxy:
         proxy.arm(
             "eth_getTransactionReceipt",
@@ -215,6 +220,7 @@ def test_a_finalized_receipt_reporting_revert_fails_a_confirmed_donation_and_reo
             count=None,
             rewrite=lambda receipt, params: {**receipt, "status": "0x1"} if params[0] == reverted else receipt,
         )
+        proxy.arm("eth_getBalance", "rewrite", count=None, rewrite=richer)
         settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=proxy.url())
         crawl(FINALIZED)
     assert by_tx()[reverted].status == "confirmed"

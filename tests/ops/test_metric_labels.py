@@ -25,6 +25,24 @@ from dws_project.metrics import drop_reason, held_reason
         ("block: 7 -- the provider's block is malformed (wrong number, no hash or no transactions)", "malformed"),
         ("provider's latest block 5 is behind our cursor 9 (lagging or re-syncing node); waiting", "node-behind"),
         ("shutdown requested; stopped between blocks at 120, the next run continues", "shutdown"),
+        (
+            "block: 7 -- the usdt balance rose by 250000000 raw units more than the Transfer logs show and the block's "
+            "logsBloom says a Transfer involving us may be there: eth_getLogs answered short, retrying",
+            "logs-short",
+        ),
+        (
+            "block: 7 -- no balance evidence for blocks 7..9 (eth_getBalance: timeout (http://x: ReadTimeout))",
+            "no-evidence",
+        ),
+        (
+            "block: 7 -- 5 raw units of usdt left the donation address that no transaction or log shows",
+            "balance-mismatch",
+        ),
+        ("block: 7 -- the donation address's nonce moved by 1 more than the transactions it sent", "balance-mismatch"),
+        (
+            "block: 7 -- ETH arrived that no transaction explains and the call traces gave no evidence (x)",
+            "no-evidence",
+        ),
         ("something new", "other"),
     ],
 )
