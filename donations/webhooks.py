@@ -16,6 +16,7 @@ import json
 import logging
 import uuid
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -74,8 +75,15 @@ def _kick_delivery() -> None:
         logger.warning("webhooks: could not queue a delivery run (%s); the periodic run will send them", exc)
 
 
+def _as_stored(donation: Any, field: str) -> str:
+    """A decimal field as the database writes it (and the API shows it): at the column's scale, whether
+    the row was just built in memory or read back."""
+    places = type(donation)._meta.get_field(field).decimal_places
+    return str(getattr(donation, field).quantize(Decimal(1).scaleb(-places)))
+
+
 def donation_data(donation: Any) -> dict[str, Any]:
-    """A donation as integrators see it: amounts as strings, like the API."""
+    """A donation as integrators see it: amounts as strings, exactly as the API shows them."""
     return {
         "chain_id": settings.CONFIG.chain_id,
         "tx_hash": donation.tx_hash,
@@ -83,9 +91,9 @@ def donation_data(donation: Any) -> dict[str, Any]:
         "trace_address": getattr(donation, "trace_address", None),
         "address": donation.address,
         "asset": donation.asset,
-        "amount": str(donation.amount),
-        "usd_amount": str(donation.usd_amount),
-        "price": str(donation.price),
+        "amount": _as_stored(donation, "amount"),
+        "usd_amount": _as_stored(donation, "usd_amount"),
+        "price": _as_stored(donation, "price"),
         "tokens": str(donation.tokens),
         "status": donation.status,
         "block_number": donation.block_number,

@@ -1,9 +1,8 @@
 """Done when (issue #15): a Safe-like contract wallet donates, signs `POST /affiliate/code` by contract
 (ERC-1271) and stakes; a registered receiver gets seen then confirmed for its donation, signed, once each.
 
-The donation is USDC sent by the wallet (`execute` -> token transfer): a Transfer log from the wallet,
-credited to the wallet. ETH sent through a contract (an internal call) is found by crawlers/traces.py,
-but the crawl does not call it yet (the completeness work wires it in); then this test can donate ETH.
+The donation is ETH paid by the wallet (`execute` -> a call with value): no transaction has the donation
+address as its `to`, so only the balance proof and the call traces see it; it is credited to the wallet.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from eth_account import Account
 from crawlers.models import FINALIZED, LATEST
 from crawlers.services import crawl
 from donations.models import Donation, UserData
+from donations.rules import donation_tokens
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookEndpoint
 from tests.api.contract_wallets import act_as, contract_headers, deploy_wallet
@@ -26,21 +26,21 @@ from tests.crawlers.test_webhooks import SECRET, readme_verifier
 from tests.invariants import assert_ledger_invariants
 from tests.webhook_receiver import webhook_receiver
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+pytestmark = [pytest.mark.django_db]
 
-USDC = 10**6
+ETHER = 10**18
 
 
-def test_a_contract_wallet_donates_signs_by_contract_stakes_and_the_receiver_hears_seen_then_confirmed(node):
+def test_a_contract_wallet_donates_signs_by_contract_stakes_and_the_receiver_hears_seen_then_confirmed(
+    node, crawl_config, eth_prices
+):
     verify = readme_verifier()
     api = Client()
     owner = Account.create()
     wallet = deploy_wallet(node, owner)
-    usdc = node.coins["usdc"]
-    node.mint(usdc, wallet, 500 * USDC)
-    transfer = node.call_data("transfer(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, 250 * USDC])
+    node.set_balance(wallet, 2 * ETHER)
     execute = node.call_data(
-        "execute(address,uint256,bytes)", ["address", "uint256", "bytes"], [usdc, 0, bytes.fromhex(transfer[2:])]
+        "execute(address,uint256,bytes)", ["address", "uint256", "bytes"], [DONATION_ADDRESS, ETHER // 8, b""]
     )
 
     with webhook_receiver() as receiver:
@@ -51,13 +51,20 @@ def test_a_contract_wallet_donates_signs_by_contract_stakes_and_the_receiver_hea
         crawl(FINALIZED)
 
         donation = Donation.objects.get()
-        assert (donation.tx_hash, donation.address, donation.asset, donation.status) == (
+        assert (donation.tx_hash, donation.address, donation.asset, donation.status, donation.trace_address) == (
             tx,
             wallet,
-            "usdc",
+            "eth",
             "confirmed",
+            "0",
         )
-        assert UserData.objects.get(address=wallet).tokens == 250_000
+        expected_tokens = donation_tokens(
+            asset="eth",
+            amount=Decimal("0.125"),
+            eth_price=eth_prices,
+            token_price=crawl_config.CONFIG.sale_tiers[0].token_price,
+        )
+        assert UserData.objects.get(address=wallet).tokens == expected_tokens
 
         code = api.post(
             "/affiliate/code", content_type="application/json", **contract_headers(wallet, owner, "affiliate code")
@@ -83,8 +90,8 @@ def test_a_contract_wallet_donates_signs_by_contract_stakes_and_the_receiver_hea
         assert (body["data"]["tx_hash"], body["data"]["address"], body["data"]["amount"]) == (
             tx,
             wallet,
-            "250.0000000000",
+            "0.1250000000",
         )
-    assert json.loads(received[1].body)["data"]["tokens"] == "250000"
-    assert Decimal(json.loads(received[0].body)["data"]["usd_amount"]) == Decimal("250")
+    assert json.loads(received[1].body)["data"]["tokens"] == str(expected_tokens)
+    assert Decimal(json.loads(received[0].body)["data"]["usd_amount"]) == Decimal("0.125") * eth_prices
     assert_ledger_invariants()

@@ -84,7 +84,7 @@ def test_a_delivery_retries_through_a_500_and_a_time_out_then_lands_once(node, s
     assert body["event"] == "donation.seen"
     assert body["data"]["tx_hash"] == tx
     assert (body["data"]["amount"], body["data"]["usd_amount"], body["data"]["status"]) == (
-        "1.00000000",
+        "1.0000000000",  # as /user/data shows it: the column scale
         "2000.00",
         "unconfirmed",
     )
