@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
@@ -14,7 +13,7 @@ from donations.models import Donation
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookDelivery, WebhookEndpoint
 from donations.webhooks import webhook_donation_event
-from tests.chain import ACCOUNTS
+from tests.crawlers.test_webhooks import unconfirmed_donation
 from tests.webhook_receiver import webhook_receiver
 
 pytestmark = [pytest.mark.django_db]
@@ -29,20 +28,7 @@ def operator(client):
 
 
 def a_donation() -> Donation:
-    return Donation.objects.create(
-        tx_hash="0x" + "ab" * 32,
-        log_index=None,
-        address=ACCOUNTS[1],
-        asset="eth",
-        amount=Decimal("0.5"),
-        usd_amount=Decimal("1000.00"),
-        price=Decimal("0.001"),
-        tokens=1_000_000,
-        status="unconfirmed",
-        block_number=10,
-        block_hash="0x" + "cd" * 32,
-        block_time=timezone.now() - timedelta(minutes=5),
-    )
+    return unconfirmed_donation("0x" + "ab" * 32)
 
 
 def test_an_operator_registers_an_endpoint_and_its_secret_is_never_shown(operator):
