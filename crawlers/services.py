@@ -122,7 +122,7 @@ def crawl(
     sparse_below = _sparse_ceiling(client, label, tip)
     span = client.log_span  # a sparse range starts as wide as the provider's log span, and adapts
     while position < tip and result.blocks < budget and not shutdown.requested():
-        end = int(min(tip, position + span, position + budget - result.blocks))
+        end = int(min(tip, position + min(span, client.log_span), position + budget - result.blocks))
         if position < sparse_below:
             end = min(end, sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
         scan = scan_sparse(client, config, position + 1, end, label) if end <= sparse_below else None
