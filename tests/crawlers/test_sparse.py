@@ -29,7 +29,8 @@ def crawled(settings, *, sparse: bool) -> tuple[set, tuple, tuple]:
     try:
         with transaction.atomic():
             latest, final = crawl(LATEST), crawl(FINALIZED)
-            assert latest.held is None and final.held is None, (latest.held, final.held)
+            assert latest.held is None
+            assert final.held is None
             seen["rows"] = {
                 (d.tx_hash, d.log_index, d.trace_address, d.asset, d.amount, d.block_number, d.block_hash, d.status)
                 for d in Donation.objects.all()
