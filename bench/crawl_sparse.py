@@ -225,7 +225,9 @@ def main() -> None:
     old_config = setup_databases(verbosity=0, interactive=False)
     log = Path(tempfile.mkdtemp(prefix="crawl_sparse_")) / "crawler.log"
     try:
-        with Anvil() as anvil:
+        # anvil keeps the state of only its recent blocks unless told to keep them all (on disk): the
+        # balance proof asks balances across the whole chain, as of an archive node.
+        with Anvil(extra_args=["--max-persisted-states", str(args.blocks + 1000)]) as anvil:
             anvil.coins = deploy_stable_coins(anvil)
             print(f"building {args.blocks} blocks, {2 * args.donations} donations (seed {args.seed}) ...", flush=True)
             t0 = time.monotonic()
@@ -245,16 +247,19 @@ def main() -> None:
                     for key in get_redis().scan_iter("dws:*"):
                         get_redis().delete(key)
                     posts, received = len(proxy.seen), proxy.bytes_out
+                    calls = sum(len(seen.methods) for seen in proxy.seen)
                     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
                     wall = run_way(way, env, tip, log)
                     after = resource.getrusage(resource.RUSAGE_CHILDREN)
                     cpu_s = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
                     trips, size = len(proxy.seen) - posts, proxy.bytes_out - received
+                    calls = sum(len(seen.methods) for seen in proxy.seen) - calls
                     confirmed = Donation.objects.filter(status="confirmed").count()
                     blocks = tip - start + 1
                     print(
                         f"{way:6} {blocks} blocks: wall {wall:.2f} s, {trips} round trips "
-                        f"({trips / blocks:.4f}/block), {size / 1e6:.2f} MB received, CPU {cpu_s:.2f} s; "
+                        f"({trips / blocks:.4f}/block, {calls} calls), {size / 1e6:.2f} MB received, "
+                        f"CPU {cpu_s:.2f} s; "
                         f"{confirmed}/{expected} donations confirmed",
                         flush=True,
                     )
