@@ -74,6 +74,9 @@ __all__ = [
 logger = logging.getLogger("dws.crawlers")
 
 REORG_REWIND_BLOCKS = 64  # how far back the latest crawler re-crawls after noticing a re-org
+# The per-run cap (`max_blocks`) counts blocks read in full; a block a sparse range skips costs a
+# twentieth of one (a 2,000-block quiet range is one post, about what 50 full blocks cost in time).
+SPARSE_BLOCKS_PER_UNIT = 20
 
 
 # --- the crawl loop -------------------------------------------------------------------------------
@@ -121,18 +124,25 @@ def crawl(
     budget = max_blocks if max_blocks is not None else float("inf")
     sparse_below = _sparse_ceiling(client, label, tip)
     span = client.log_span  # a sparse range starts as wide as the provider's log span, and adapts
-    while position < tip and result.blocks < budget and not shutdown.requested():
-        end = int(min(tip, position + min(span, client.log_span), position + budget - result.blocks))
+    used = 0.0  # of the budget: a block read in full costs 1, a block skipped 1 / SPARSE_BLOCKS_PER_UNIT
+    while position < tip and used < budget and not shutdown.requested():
+        left = budget - used
+        end = max(
+            position + 1, int(min(tip, position + min(span, client.log_span), position + left * SPARSE_BLOCKS_PER_UNIT))
+        )
         if position < sparse_below:
             end = min(end, sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
         scan = scan_sparse(client, config, position + 1, end, label) if end <= sparse_below else None
         if scan is not None:
+            used += (end - position) / SPARSE_BLOCKS_PER_UNIT + len(scan.read)
             blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
             # The range grows while the chain is quiet (up to the provider's log span), shrinks where busy.
             busy = len(scan.read)
             span = min(client.log_span, span * 2) if busy <= 2 else max(RANGE_BLOCKS, span // 2) if busy > 8 else span
         else:
-            blocks, held = scan_range(client, config, position + 1, min(end, position + RANGE_BLOCKS), label)
+            end = int(min(end, position + RANGE_BLOCKS, position + max(1, left)))
+            blocks, held = scan_range(client, config, position + 1, end, label)
+            used += end - position
             first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
         if first_parent and position_hash and first_parent != position_hash:
             if label == LATEST:

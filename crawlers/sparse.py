@@ -24,6 +24,7 @@ cursor, which the end header alone cannot show).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ from django.conf import settings
 
 from crawlers import detection
 from crawlers.balances import (
+    ETH,
     Balances,
     StateUnavailable,
     _note_proven,
@@ -40,7 +42,7 @@ from crawlers.balances import (
 )
 from crawlers.detection import BlockHeader
 from crawlers.models import FINALIZED
-from crawlers.ranges import BlockHeld, ScannedBlock, read_range, transfer_logs
+from crawlers.ranges import NONCE, BlockHeld, ScannedBlock, read_range, transfer_logs
 from crawlers.rpc import Answer, NoEvidenceError, RpcClient
 from donations.models import Donation
 from dws_project.config import Config
@@ -111,13 +113,13 @@ def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: 
     logs = _logs(client, config, start, end, outcomes[len(edges) + 3 :] if with_logs else None)
     if logs is None:
         return None
-    try:
-        changed = _bisect(client, config, before, after)
-    except (StateUnavailable, NoEvidenceError):
-        return None
     named = {int(log.get("blockNumber") or "0x0", 16) for found in logs for log in found}
     if any(not start <= n <= end for n in named):
         return None  # a log outside what we asked: the full scan holds on it
+    try:
+        changed = _bisect(client, config, before, after, coins_too=not _coins_close(config, before, after, logs))
+    except (StateUnavailable, NoEvidenceError):
+        return None
     if label == FINALIZED:
         # A row of ours in the range (seen by the latest crawler) is confirmed or failed only by reading
         # its block: a reverted transfer changes no balance.
@@ -144,8 +146,32 @@ def _logs(client: RpcClient, config: Config, start: int, end: int, answers: list
         return None
 
 
-def _bisect(client: RpcClient, config: Config, before: Balances, after: Balances) -> list[int]:
-    """The blocks after `before` up to `after` where any balance (or the nonce) changed."""
+def _coins_close(config: Config, before: Balances, after: Balances, logs) -> bool:
+    """Whether each coin's balance moved by exactly what the range's Transfer logs say.
+
+    Then the blocks the logs name (read in full and proven one by one) hold every coin movement, and
+    the bisection need only look for ETH and the nonce (half the calls).
+    """
+    coins = {c.contract: c.asset for c in config.stable_coins}
+    moved = dict.fromkeys(coins.values(), 0)
+    for found, sign in zip(logs, (1, -1), strict=True):
+        for log in found:
+            asset = coins.get((log.get("address") or "").lower())
+            if asset is None or log.get("removed"):
+                return False
+            data = log.get("data") or "0x"
+            moved[asset] += sign * (int(data, 16) if data not in ("0x", "") else 0)
+    return all(after.values[asset] - before.values[asset] == raw for asset, raw in moved.items())
+
+
+def _bisect(client: RpcClient, config: Config, before: Balances, after: Balances, *, coins_too: bool) -> list[int]:
+    """The blocks after `before` up to `after` where the ETH balance or the nonce changed (and any coin
+    balance, with `coins_too`)."""
+    if not coins_too:
+        config = dataclasses.replace(config, stable_coins=())
+        keep = (ETH, NONCE)
+        before = Balances(before.block, {k: before.values[k] for k in keep})
+        after = Balances(after.block, {k: after.values[k] for k in keep})
     changed: list[int] = []
     level = [(before, after)]
     while level:

@@ -90,6 +90,20 @@ def test_a_quiet_range_costs_a_few_round_trips(node, proxy, settings):
     assert proxy.requests_for("eth_getBlockByNumber") <= 3  # the tip and two headers: no block bodies
 
 
+def test_the_per_run_cap_counts_a_skipped_block_as_a_twentieth_of_one_read(node, settings):
+    start = node.head() + 1
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=start)
+    node.mine(502)
+
+    first = crawl(FINALIZED, max_blocks=10)
+
+    assert first.held is None
+    assert first.blocks == 200
+    assert first.more_to_do
+    assert cursor_get(FINALIZED).value == start + 199
+    assert crawl(FINALIZED).cursor == node.finalized()
+
+
 def test_an_address_with_code_is_scanned_in_full(node, proxy, settings):
     node.set_code(DONATION_ADDRESS, "0x00")  # a smart account: its nonce proves nothing
     node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER)
