@@ -140,6 +140,7 @@ def crawl(
             busy = len(scan.read)
             span = min(client.log_span, span * 2) if busy <= 2 else max(RANGE_BLOCKS, span // 2) if busy > 8 else span
         else:
+            span = RANGE_BLOCKS  # read in full (busy, or no evidence for the sparse path): start small again
             end = int(min(end, position + RANGE_BLOCKS, position + max(1, left)))
             blocks, held = scan_range(client, config, position + 1, end, label)
             used += end - position

@@ -50,6 +50,13 @@ from dws_project.config import Config
 logger = logging.getLogger("dws.crawlers")
 
 
+BUSY_INTERVALS = 8  # open intervals at one bisection level beyond which a range is read in full
+
+
+class _TooBusy(Exception):
+    pass
+
+
 @dataclass
 class SparseScan:
     """A range read the sparse way: its proven blocks with something in them, and how far it reaches."""
@@ -118,7 +125,7 @@ def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: 
         return None  # a log outside what we asked: the full scan holds on it
     try:
         changed = _bisect(client, config, before, after, coins_too=not _coins_close(config, before, after, logs))
-    except (StateUnavailable, NoEvidenceError):
+    except (StateUnavailable, NoEvidenceError, _TooBusy):
         return None
     if label == FINALIZED:
         # A row of ours in the range (seen by the latest crawler) is confirmed or failed only by reading
@@ -185,6 +192,8 @@ def _bisect(client: RpcClient, config: Config, before: Balances, after: Balances
                 split.append((low, (low.block + high.block) // 2, high))
         if not split:
             break
+        if len(split) > max(BUSY_INTERVALS, (after.block - before.block) // 16):
+            raise _TooBusy  # a busy stretch: reading every block costs fewer calls than bisecting it
         calls = [call for _, mid, _ in split for call in balance_calls(config, mid)]
         outcomes = client.batch(calls)
         size = len(calls) // len(split)
