@@ -39,8 +39,8 @@ from crawlers.ranges import (
     stuck_message,
 )
 from crawlers.rpc import NoEvidenceError, RpcClient, require
-from crawlers.sparse import scan_sparse
-from crawlers.writing import CrawlResult, record_blocks
+from crawlers.sparse import TOO_BUSY, scan_sparse
+from crawlers.writing import CrawlResult, quiet, record_blocks
 from dws_project import shutdown
 from dws_project.config import Config
 
@@ -124,6 +124,7 @@ def crawl(
     budget = max_blocks if max_blocks is not None else float("inf")
     sparse_below = _sparse_ceiling(client, label, tip)
     span = client.log_span  # a sparse range starts as wide as the provider's log span, and adapts
+    dense = False  # a busy stretch: read in full, the sparse path would cost more
     used = 0.0  # of the budget: a block read in full costs 1, a block skipped 1 / SPARSE_BLOCKS_PER_UNIT
     while position < tip and used < budget and not shutdown.requested():
         left = budget - used
@@ -132,19 +133,26 @@ def crawl(
         )
         if position < sparse_below:
             end = min(end, sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
-        scan = scan_sparse(client, config, position + 1, end, label) if end <= sparse_below else None
-        if scan is not None:
+        sparse = end <= sparse_below and not dense
+        scan = scan_sparse(client, config, position + 1, end, label) if sparse else None
+        if scan is not None and scan is not TOO_BUSY:
             used += (end - position) / SPARSE_BLOCKS_PER_UNIT + len(scan.read)
             blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
             # The range grows while the chain is quiet (up to the provider's log span), shrinks where busy.
             busy = len(scan.read)
             span = min(client.log_span, span * 2) if busy <= 2 else max(RANGE_BLOCKS, span // 2) if busy > 8 else span
+            dense = busy > 8 and span == RANGE_BLOCKS  # busy even at the smallest span: read in full a while
         else:
-            span = RANGE_BLOCKS  # read in full (busy, or no evidence for the sparse path): start small again
+            # Read in full: no evidence for the sparse path, or a busy stretch (then the following ranges
+            # too are read in full, until one holds at most one block with something for us).
+            dense = dense or scan is TOO_BUSY
+            span = RANGE_BLOCKS
             end = int(min(end, position + RANGE_BLOCKS, position + max(1, left)))
             blocks, held = scan_range(client, config, position + 1, end, label)
             used += end - position
             first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
+            if dense and held is None and sum(not quiet(b) for b in blocks) <= 1:
+                dense = False
         if first_parent and position_hash and first_parent != position_hash:
             if label == LATEST:
                 position, position_hash = _rewind_after_reorg(client, position, config)

@@ -68,6 +68,9 @@ class SparseScan:
     read: list[int] = field(default_factory=list)  # the blocks read in full (for the span's growth)
 
 
+TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
+
+
 def enabled() -> bool:
     """The sparse path is on unless a Django setting (tests comparing it with the full scan) turns it off."""
     return bool(getattr(settings, "CRAWLER_SPARSE", True))
@@ -92,7 +95,8 @@ def _log_calls(config: Config, start: int, end: int) -> list[tuple[str, list]]:
 
 
 def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: str) -> SparseScan | None:
-    """The range start..end the sparse way; None when it must be scanned in full (see the module doc)."""
+    """The range start..end the sparse way; None when it must be scanned in full (see the module doc),
+    TOO_BUSY when reading it in full is cheaper."""
     if start == 0 or not enabled():
         return None
     us = config.donation_address
@@ -125,8 +129,10 @@ def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: 
         return None  # a log outside what we asked: the full scan holds on it
     try:
         changed = _bisect(client, config, before, after, coins_too=not _coins_close(config, before, after, logs))
-    except (StateUnavailable, NoEvidenceError, _TooBusy):
+    except (StateUnavailable, NoEvidenceError):
         return None
+    except _TooBusy:
+        return TOO_BUSY
     if label == FINALIZED:
         # A row of ours in the range (seen by the latest crawler) is confirmed or failed only by reading
         # its block: a reverted transfer changes no balance.
