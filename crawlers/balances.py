@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from eth_utils import keccak
+from eth_hash.auto import keccak
 
 from crawlers import traces
 from crawlers.detection import TRANSFER_TOPIC, donation_address_topic

@@ -101,6 +101,8 @@ def read_range(
     label: str = LATEST,
     *,
     extra: Sequence[tuple[str, Sequence[Any]]] = (),
+    numbers: Sequence[int] | None = None,
+    logs: tuple[list[dict], list[dict]] | None = None,
 ) -> RangeRead:
     """Blocks start..end with their donations and raw flows; stops at the first block it cannot prove.
 
@@ -108,11 +110,14 @@ def read_range(
     fetched: a re-org between our requests shows up as a mismatch, which is no evidence either. Besides
     the donations, each block carries its raw flows at the donation address (`ScannedBlock.flows`):
     what arrived and left in wei / coin base units, for the balance proof.
+
+    `numbers` (the sparse path, crawlers/sparse.py) reads only those blocks of the range, with the
+    range's Transfer `logs` already in hand; only blocks next to each other must chain.
     """
     eth_scale = amount_scale("eth")
     coin_scale = amount_scale("usdt")
     us = config.donation_address
-    numbers = range(start, end + 1)
+    numbers = list(numbers) if numbers is not None else range(start, end + 1)
     outcomes, extra_outcomes = fetch_blocks_with(
         client, config, numbers, finalized=label in (FINALIZED, RECONCILE), extra=extra
     )
@@ -128,7 +133,11 @@ def read_range(
         if not block_well_formed(outcome.value, number):
             held = BlockHeld(number, "the provider's block is malformed (wrong number, no hash or no transactions)")
             break
-        if blocks and outcome.value["parentHash"].lower() != blocks[-1]["hash"].lower():
+        if (
+            blocks
+            and int(blocks[-1]["number"], 16) == number - 1
+            and outcome.value["parentHash"].lower() != blocks[-1]["hash"].lower()
+        ):
             held = BlockHeld(number, "block does not build on the previous one fetched (re-org under way)")
             break
         blocks.append(outcome.value)
@@ -145,10 +154,14 @@ def read_range(
         candidates += detection.eth_candidates(block, us, eth_scale)
         moves += _moves(block, us)
 
-    try:
-        to_us, from_us = _transfer_logs(client, config, start, last)
-    except NoEvidenceError as exc:
-        return RangeRead([], BlockHeld(start, f"no Transfer logs for blocks {start}..{last} ({exc})"), extra_outcomes)
+    if logs is not None:  # the sparse path asked them for the whole range: keep those of the blocks read
+        to_us, from_us = ([log for log in found if int(log.get("blockNumber") or "0x0", 16) <= last] for found in logs)
+    else:
+        try:
+            to_us, from_us = transfer_logs(client, config, start, last)
+        except NoEvidenceError as exc:
+            held = BlockHeld(start, f"no Transfer logs for blocks {start}..{last} ({exc})")
+            return RangeRead([], held, extra_outcomes)
     coins = {c.contract: c.asset for c in config.stable_coins}
     for logs, sign in ((to_us, 1), (from_us, -1)):
         for log in logs:
@@ -251,7 +264,7 @@ def _fee(receipt: dict) -> int:
     return fee
 
 
-def _transfer_logs(client: RpcClient, config: Config, start: int, last: int) -> tuple[list[dict], list[dict]]:
+def transfer_logs(client: RpcClient, config: Config, start: int, last: int) -> tuple[list[dict], list[dict]]:
     """The coins' Transfer logs to and from the donation address: two filters in one round trip.
 
     A provider that refuses the span (or either filter) is asked again through `get_logs`, which

@@ -39,7 +39,8 @@ from crawlers.ranges import (
     stuck_message,
 )
 from crawlers.rpc import NoEvidenceError, RpcClient, require
-from crawlers.writing import CrawlResult, record_blocks
+from crawlers.sparse import TOO_BUSY, scan_sparse
+from crawlers.writing import CrawlResult, quiet, record_blocks
 from dws_project import shutdown
 from dws_project.config import Config
 
@@ -73,6 +74,9 @@ __all__ = [
 logger = logging.getLogger("dws.crawlers")
 
 REORG_REWIND_BLOCKS = 64  # how far back the latest crawler re-crawls after noticing a re-org
+# The per-run cap (`max_blocks`) counts blocks read in full; a block a sparse range skips costs a
+# twentieth of one (a 2,000-block quiet range is one post, about what 50 full blocks cost in time).
+SPARSE_BLOCKS_PER_UNIT = 20
 
 
 # --- the crawl loop -------------------------------------------------------------------------------
@@ -118,25 +122,68 @@ def crawl(
         return result
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
-    while position < tip and result.blocks < budget and not shutdown.requested():
-        end = int(min(tip, position + RANGE_BLOCKS, position + budget - result.blocks))
-        blocks, held = scan_range(client, config, position + 1, end, label)
-        if blocks and position_hash and blocks[0].header.parent_hash != position_hash:
+    sparse_below = _sparse_ceiling(client, label, tip)
+    span = client.log_span  # a sparse range starts as wide as the provider's log span, and adapts
+    dense = False  # a busy stretch: read in full, the sparse path would cost more
+    used = 0.0  # of the budget: a block read in full costs 1, a block skipped 1 / SPARSE_BLOCKS_PER_UNIT
+    while position < tip and used < budget and not shutdown.requested():
+        left = budget - used
+        end = max(
+            position + 1, int(min(tip, position + min(span, client.log_span), position + left * SPARSE_BLOCKS_PER_UNIT))
+        )
+        if position < sparse_below:
+            end = min(end, sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
+        sparse = end <= sparse_below and not dense
+        scan = scan_sparse(client, config, position + 1, end, label) if sparse else None
+        if scan is not None and scan is not TOO_BUSY:
+            used += (end - position) / SPARSE_BLOCKS_PER_UNIT + len(scan.read)
+            blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
+            # The range grows while the chain is quiet (up to the provider's log span), shrinks where busy.
+            busy = len(scan.read)
+            span = min(client.log_span, span * 2) if busy <= 2 else max(RANGE_BLOCKS, span // 2) if busy > 8 else span
+            dense = busy > 8 and span == RANGE_BLOCKS  # busy even at the smallest span: read in full a while
+        else:
+            # Read in full: no evidence for the sparse path, or a busy stretch (then the following ranges
+            # too are read in full, until one holds at most one block with something for us).
+            dense = dense or scan is TOO_BUSY
+            span = RANGE_BLOCKS
+            end = int(min(end, position + RANGE_BLOCKS, position + max(1, left)))
+            blocks, held = scan_range(client, config, position + 1, end, label)
+            used += end - position
+            first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
+            if dense and held is None and sum(not quiet(b) for b in blocks) <= 1:
+                dense = False
+        if first_parent and position_hash and first_parent != position_hash:
             if label == LATEST:
                 position, position_hash = _rewind_after_reorg(client, position, config)
+                result.cursor = position
                 continue
             result.held = f"finalized block {position + 1} does not build on the finalized block {position} we recorded"
             logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
             return result
-        held = record_blocks(label, blocks, held, config, result, move_cursor=True)
+        held = record_blocks(label, blocks, held, config, result, move_cursor=True, reach=reach)
         if held is not None:
             (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
             return result
-        if blocks:
-            position, position_hash = blocks[-1].header.number, blocks[-1].header.hash
+        last = reach or (blocks[-1].header if blocks else None)
+        if last is None or result.cursor != last.number:
+            break  # stopped part-way (shutdown): the next run continues from the cursor
+        position, position_hash = last.number, last.hash
     if shutdown.requested() and (result.cursor or 0) < tip:
         result.held = f"shutdown requested; stopped between blocks at {result.cursor}, the next run continues"
     return result
+
+
+def _sparse_ceiling(client: RpcClient, label: str, tip: int) -> int:
+    """The last block a sparse range may end at: the tip for the finalized crawler; for the latest one the
+    finalized block (the end header alone cannot show that the blocks in between build on our cursor,
+    the finalized chain can), or -1 (never sparse) when the provider will not say which that is."""
+    if label == FINALIZED:
+        return tip
+    try:
+        return tip_of(client, FINALIZED)
+    except NoEvidenceError:
+        return -1
 
 
 def _rewind_after_reorg(client: RpcClient, position: int, config: Config) -> tuple[int, str | None]:

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 
 from crawlers.cursors import cursor_set
-from crawlers.detection import Transfer
+from crawlers.detection import BlockHeader, Transfer
 from crawlers.inflows import inflow_record
 from crawlers.models import LATEST
 from crawlers.ranges import BlockHeld, ScannedBlock
@@ -173,6 +173,11 @@ def _write_block(label: str, block: ScannedBlock, config: Config, result: CrawlR
         result.failed += failed
 
 
+def quiet(block: ScannedBlock) -> bool:
+    """A block with nothing to write: no donation, no revert, no unexplained inflow."""
+    return not block.transfers and not block.reverted and not block.unexplained
+
+
 def record_blocks(
     label: str,
     blocks: Sequence[ScannedBlock],
@@ -181,25 +186,54 @@ def record_blocks(
     result: CrawlResult,
     *,
     move_cursor: bool,
+    reach: BlockHeader | None = None,
 ) -> BlockHeld | None:
-    """Write each scanned block in a transaction of its own (with the cursor, when it moves), stopping at
-    the first block that cannot be proven; return that hold, or the scan's own, already reported."""
+    """Write the scanned blocks, stopping at the first that cannot be proven; return that hold, or the
+    scan's own, already reported.
+
+    A block with something to write gets a transaction of its own, which moves the cursor too (past
+    the quiet blocks before it). A run of quiet blocks costs one cursor UPDATE at its end, and `reach`
+    (the end of a sparse range, proven quiet after the last block written) one more. SIGTERM stops
+    between blocks, never inside one.
+    """
+    pending: BlockHeader | None = None  # the last quiet block passed, the cursor not yet moved over it
+    stopped = False
     try:
         for block in blocks:
-            if shutdown.requested():  # SIGTERM: between two blocks, never inside one
-                return None
+            if shutdown.requested():
+                stopped = True
+                break
+            if move_cursor and quiet(block):
+                pending = block.header
+                continue
             with transaction.atomic():
                 _write_block(label, block, config, result)
                 if move_cursor:
                     cursor_set(label, block.header.number, block.header.hash)
-            if move_cursor:
-                result.cursor = block.header.number
-            result.blocks += 1
+            pending = None
+            _passed(result, block.header.number, move_cursor)
+        else:
+            if held is None and reach is not None:
+                pending = reach
     except BlockHeld as exc:
         held = exc
+    if pending is not None:
+        cursor_set(label, pending.number, pending.hash)
+        _passed(result, pending.number, move_cursor)
+    if stopped:
+        return None
     if held is not None:
         # Outside the rolled-back block transaction: ask for the missing price, so the hold resolves.
         if held.price_minute is not None:
             price_request_file(held.price_minute)
         result.held = held.describe()
     return held
+
+
+def _passed(result: CrawlResult, number: int, move_cursor: bool) -> None:
+    """Count the blocks the cursor moved over (one for a single-block re-crawl)."""
+    if not move_cursor:
+        result.blocks += 1
+        return
+    result.blocks += number - (result.cursor if result.cursor is not None else number - 1)
+    result.cursor = number

@@ -32,5 +32,8 @@ CRAWLER_RPC_READ_TIMEOUT = float(os.environ.get("TEST_RPC_READ_TIMEOUT", "15"))
 CRAWLER_LOCK_TTL = float(os.environ.get("TEST_CRAWLER_LOCK_TTL", "120"))
 # Blocks per crawler run (production: 1000); the catch-up test makes runs small so it needs several.
 CRAWLER_RUN_MAX_BLOCKS = int(os.environ.get("TEST_CRAWL_RUN_MAX_BLOCKS", "1000"))
+# The sparse path (crawlers/sparse.py) is on; a test (or a test worker, through its environment) can force
+# the full scan of every block.
+CRAWLER_SPARSE = os.environ.get("TEST_CRAWLER_SPARSE", "1") != "0"
 # Tests look at /health right after changing the chain; the cache has a test of its own.
 HEALTH_CACHE_SECONDS = int(os.environ.get("TEST_HEALTH_CACHE_SECONDS", "0"))

@@ -80,7 +80,8 @@ def test_finalized_blocks_are_cached_0600_and_served_from_the_cache_afterwards(n
 
     cursor_set(FINALIZED, block - 1)  # the same blocks again: from disk, not from the provider
     crawl(FINALIZED)
-    assert proxy.requests_for("eth_getBlockByNumber") == fetched + 1  # only the "finalized" tag
+    # Only the "finalized" tag and the sparse range's two headers (start and end, without bodies).
+    assert proxy.requests_for("eth_getBlockByNumber") == fetched + 3
     assert Donation.objects.get().status == "confirmed"
 
 

@@ -1,0 +1,274 @@
+"""Catch-up of the finalized crawler over a sparse chain, run as an operator runs it.
+
+Builds (seeded) an anvil chain of --blocks blocks holding --donations ETH and as many 6-decimal coin
+donations, and an unrelated ETH transfer every 10 blocks, then lets the finalized crawler catch up from
+the first block, once per way:
+
+* once:   `manage.py crawl finalized --once`, run again until the cursor reaches the finalized block
+* loop:   `manage.py crawl finalized` (the deployed loop), stopped once it is there
+* worker: a Celery worker (`-Q crawlers,prices,celery`) and one `crawl_finalized.delay()`
+
+Each reports the wall time (process start-up included), JSON-RPC round trips (HTTP posts through a
+counting proxy), bytes of answers received, and the crawler processes' CPU time.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/dws_x REDIS_URL=redis://127.0.0.1:6379/14 \\
+        .venv/bin/python bench/crawl_sparse.py --blocks 20000 --donations 100 --ways once,loop,worker
+
+Runs against a throw-away test database (test_<name>), created and dropped by the script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.test.utils import setup_databases, teardown_databases  # noqa: E402
+
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
+from tests.rpc_proxy import RpcProxy  # noqa: E402
+
+DONORS = ACCOUNTS[1:9]
+USDT = 10**6
+
+
+class CountingProxy(RpcProxy):
+    """The test proxy, also adding up the bytes of the answers it passes on (JSON of each reply)."""
+
+    bytes_out = 0
+
+    def _forward(self, batch: list[dict]) -> dict:
+        by_id = super()._forward(batch)
+        self.bytes_out += sum(len(json.dumps(reply)) for reply in by_id.values())
+        return by_id
+
+
+def build_chain(anvil: Anvil, blocks: int, donations: int, seed: int) -> int:
+    """`blocks` blocks from the next one on; returns the number of donations sent."""
+    rng = random.Random(seed)
+    usdt = anvil.coins["usdt"]
+    for donor in DONORS:
+        anvil.mint(usdt, donor, 10**15)
+    first = anvil.head() + 1
+    events: dict[int, str] = {n: "unrelated" for n in range(first, first + blocks, 10)}
+    spots = rng.sample([n for n in range(first + 1, first + blocks) if n not in events], 2 * donations)
+    events.update({n: "eth" for n in spots[:donations]})
+    events.update({n: "usdt" for n in spots[donations:]})
+    started = time.monotonic()
+    for i, number in enumerate(sorted(events)):
+        gap = number - anvil.head() - 1
+        if gap > 0:
+            anvil.mine(gap)
+        donor, other = rng.choice(DONORS), ACCOUNTS[0]
+        kind = events[number]
+        if kind == "eth":
+            anvil.send_eth(donor, DONATION_ADDRESS, rng.randrange(10**16, 10**18))
+        elif kind == "usdt":
+            anvil.transfer_token(usdt, donor, DONATION_ADDRESS, rng.randrange(1, 500) * USDT)
+        else:
+            anvil.send_eth(donor, other, 10**12)
+        if i and i % 500 == 0:
+            print(f"  built up to block {number} ({time.monotonic() - started:.0f} s)", flush=True)
+    tail = first + blocks - 1 - anvil.head()
+    if tail > 0:
+        anvil.mine(tail)
+    anvil.mine(2)  # so the last built block is finalized
+    return 2 * donations
+
+
+def add_prices(anvil: Anvil, first: int) -> None:
+    """An ETH price for every minute the chain's blocks span (anvil stamps bulk-mined blocks 1 s apart)."""
+    from prices.models import ETH, Price
+
+    stamp = lambda n: datetime.fromtimestamp(int(anvil.block(n)["timestamp"], 16), tz=UTC)  # noqa: E731
+    begin = stamp(first).replace(second=0, microsecond=0) - timedelta(minutes=3)
+    minutes = int((stamp(anvil.head()) - begin).total_seconds() // 60) + 4
+    Price.objects.bulk_create(
+        Price(asset=ETH, price=Decimal("2000"), created_at=begin + timedelta(minutes=m), sources={"bench": True})
+        for m in range(minutes)
+    )
+
+
+def reset_ledger() -> None:
+    from crawlers.models import Completeness, LastBlock, UnexplainedInflow
+    from donations.models import Donation, DonationStats, UserData
+    from prices.models import TOKEN, Price
+
+    Donation.objects.all().delete()
+    UserData.objects.all().delete()
+    LastBlock.objects.all().delete()
+    Completeness.objects.all().delete()
+    UnexplainedInflow.objects.all().delete()
+    Price.objects.filter(asset=TOKEN).delete()
+    DonationStats.objects.update(total=0, tokens=0, status="open")
+
+
+def environment(proxy_url: str, start: int) -> dict[str, str]:
+    db = settings.DATABASES["default"]
+    password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DWS_", "DATABASE_", "ETH_"))}
+    return {
+        **env,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+        "REDIS_URL": settings.CONFIG.redis_url,
+        "ETH_RPC_URL": proxy_url,
+        "DWS_START_BLOCK": str(start),
+    }
+
+
+def cursor() -> int:
+    from crawlers.services import cursor_get
+
+    row = cursor_get("finalized")
+    return row.value if row else -1
+
+
+def wait_for(tip: int, process: subprocess.Popen, limit: float) -> None:
+    deadline = time.monotonic() + limit
+    while cursor() < tip:
+        if process.poll() is not None and cursor() < tip:
+            raise SystemExit(f"the crawler exited at cursor {cursor()} of {tip}")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not caught up after {limit:.0f} s (cursor {cursor()} of {tip})")
+        time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def run_way(way: str, env: dict[str, str], tip: int, log: Path) -> float:
+    """Catch up one way; returns the wall time. Child CPU is read by the caller (RUSAGE_CHILDREN)."""
+    manage = [sys.executable, "manage.py"]
+    began = time.monotonic()
+    with log.open("ab") as out:
+        if way == "once":
+            runs = 0
+            while cursor() < tip:
+                subprocess.run([*manage, "crawl", "finalized", "--once"], cwd=ROOT, env=env, stdout=out, stderr=out)
+                runs += 1
+                if runs > 500:
+                    raise SystemExit("more than 500 runs of --once")
+            return time.monotonic() - began
+        if way == "loop":
+            command = [*manage, "crawl", "finalized"]
+        else:
+            command = [
+                sys.executable, "-m", "celery", "-A", "dws_project", "worker", "--pool=solo",
+                "-Q", "crawlers,prices,celery", "--without-mingle", "--without-gossip", "--without-heartbeat",
+                "-l", "INFO",
+            ]  # fmt: skip
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True)
+        try:
+            if way == "worker":
+                while b" ready." not in log.read_bytes():
+                    if process.poll() is not None:
+                        raise SystemExit("the worker exited")
+                    time.sleep(0.05)
+                from crawlers.tasks import crawl_finalized
+
+                crawl_finalized.delay()
+            wait_for(tip, process, 1800)
+            return time.monotonic() - began
+        finally:
+            stop(process)
+
+
+def idle_run(env: dict[str, str]) -> None:
+    """`crawl finalized --once` with nothing to do (the cursor at the finalized block), under /usr/bin/time."""
+    command = ["/usr/bin/time", "-f", "%e s wall, %U s user, %S s sys, %M KB max RSS"]
+    for _ in range(3):
+        done = subprocess.run(
+            [*command, sys.executable, "manage.py", "crawl", "finalized", "--once"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        print(f"idle   crawl finalized --once: {done.stderr.strip().splitlines()[-1]}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=20_000)
+    parser.add_argument("--donations", type=int, default=100, help="ETH donations, and as many coin donations")
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--ways", default="once,loop,worker")
+    args = parser.parse_args()
+
+    old_config = setup_databases(verbosity=0, interactive=False)
+    log = Path(tempfile.mkdtemp(prefix="crawl_sparse_")) / "crawler.log"
+    try:
+        # anvil keeps the state of only its recent blocks unless told to keep them all (on disk): the
+        # balance proof asks balances across the whole chain, as of an archive node.
+        with Anvil(extra_args=["--max-persisted-states", str(args.blocks + 1000)]) as anvil:
+            anvil.coins = deploy_stable_coins(anvil)
+            print(f"building {args.blocks} blocks, {2 * args.donations} donations (seed {args.seed}) ...", flush=True)
+            t0 = time.monotonic()
+            start = anvil.head() + 1
+            expected = build_chain(anvil, args.blocks, args.donations, args.seed)
+            tip = anvil.finalized()
+            print(f"built in {time.monotonic() - t0:.0f} s; blocks {start}..{tip}", flush=True)
+            add_prices(anvil, start)
+            from donations.models import Donation
+
+            with CountingProxy(anvil.url) as proxy:
+                env = environment(proxy.url("/rpc"), start)
+                for way in args.ways.split(","):
+                    reset_ledger()
+                    from dws_project.redis_client import get_redis
+
+                    for key in get_redis().scan_iter("dws:*"):
+                        get_redis().delete(key)
+                    posts, received = len(proxy.seen), proxy.bytes_out
+                    calls = sum(len(seen.methods) for seen in proxy.seen)
+                    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    wall = run_way(way, env, tip, log)
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    cpu_s = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
+                    trips, size = len(proxy.seen) - posts, proxy.bytes_out - received
+                    calls = sum(len(seen.methods) for seen in proxy.seen) - calls
+                    confirmed = Donation.objects.filter(status="confirmed").count()
+                    blocks = tip - start + 1
+                    print(
+                        f"{way:6} {blocks} blocks: wall {wall:.2f} s, {trips} round trips "
+                        f"({trips / blocks:.4f}/block, {calls} calls), {size / 1e6:.2f} MB received, "
+                        f"CPU {cpu_s:.2f} s; "
+                        f"{confirmed}/{expected} donations confirmed",
+                        flush=True,
+                    )
+                    if confirmed != expected:
+                        raise SystemExit(f"expected {expected} confirmed donations, see {log}")
+                idle_run(env)
+    finally:
+        teardown_databases(old_config, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
