@@ -6,22 +6,14 @@ so X-Forwarded-For counts only from DWS_TRUSTED_PROXIES) must be inside DWS_ADMI
 
 from __future__ import annotations
 
-import ipaddress
-
 from django.conf import settings
 from django.http import HttpRequest
 
-from dws_project.ratelimit import client_address
+from dws_project.ratelimit import client_address, client_ip
 
 
 def operator_allowed(request: HttpRequest) -> bool:
     """True when the request comes from a network allowed to reach operator surfaces."""
     config = settings.CONFIG
-    address = client_address(request, config.trusted_proxies)
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return any(ip in network for network in config.admin_allowed_networks)
+    ip = client_ip(client_address(request, config.trusted_proxies))
+    return ip is not None and any(ip in network for network in config.admin_allowed_networks)

@@ -76,19 +76,27 @@ def client_address(request: HttpRequest, trusted_proxies: Sequence[ipaddress._Ba
     return hops[0] if hops else peer
 
 
+def client_ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The client's IP, an IPv4-mapped IPv6 address being the IPv4 client; None when not an address."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
 def bucket_id(address: str) -> str:
     """Whose bucket a client address draws on: IPv4 as is, IPv6 by its /64 (one subscriber's network).
 
     An IPv6 host usually owns a whole /64 and can pick any of its 2^64 addresses per request; limiting
-    by exact address would give it that many buckets. An IPv4-mapped IPv6 address is the IPv4 client.
+    by exact address would give it that many buckets.
     """
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
+    ip = client_ip(address)
+    if ip is None:
         return address
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
         return str(ipaddress.IPv6Network((ip, 64), strict=False))
     return str(ip)
 
