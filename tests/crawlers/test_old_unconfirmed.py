@@ -286,9 +286,9 @@ def test_while_paused_it_confirms_nothing_and_after_resume_it_credits_the_backlo
     assert status(row)[0] == "confirmed"
 
 
-def test_a_run_takes_at_most_500_donations_oldest_first(node, proxy):
-    node.mine(3)  # block 1, where the rows claim to be, must be finalized whatever ran before
-    now = timezone.now()
+def absent_rows(count: int, *, now) -> None:
+    """`count` unconfirmed ETH rows of transactions the chain never saw, two hours old and older (the
+    higher n, the older), in block 1."""
     Donation.objects.bulk_create(
         Donation(
             tx_hash=f"0x{n:064x}",
@@ -301,10 +301,16 @@ def test_a_run_takes_at_most_500_donations_oldest_first(node, proxy):
             tokens=20_000,
             block_number=1,
             block_hash="0x" + "ab" * 32,
-            block_time=now - timedelta(hours=2, seconds=n),  # the higher n, the older
+            block_time=now - timedelta(hours=2, seconds=n),
         )
-        for n in range(BATCH_LIMIT + 1)
+        for n in range(count)
     )
+
+
+def test_a_run_takes_at_most_500_donations_oldest_first(node, proxy):
+    node.mine(3)  # block 1, where the rows claim to be, must be finalized whatever ran before
+    now = timezone.now()
+    absent_rows(BATCH_LIMIT + 1, now=now)
 
     result = crawl_old_unconfirmed(now=now)
 
@@ -325,22 +331,7 @@ def test_the_command_runs_the_judge_once(node, capsys):
 def test_a_batch_full_of_unresolvable_rows_no_longer_starves_a_resolvable_one(node, proxy):
     resolvable = recorded_but_missed_by_the_finalized_crawler(node)
     now = timezone.now()
-    Donation.objects.bulk_create(  # older than it, and absent from the chain: none can resolve for a day
-        Donation(
-            tx_hash=f"0x{n:064x}",
-            log_index=None,
-            address=ACCOUNTS[4],
-            asset="eth",
-            amount=Decimal("0.01"),
-            usd_amount=Decimal("20"),
-            price=Decimal("0.001"),
-            tokens=20_000,
-            block_number=1,
-            block_hash="0x" + "ab" * 32,
-            block_time=now - timedelta(hours=2, seconds=n),
-        )
-        for n in range(BATCH_LIMIT)
-    )
+    absent_rows(BATCH_LIMIT, now=now)  # older than it, and absent from the chain: none can resolve for a day
 
     first = judge()
     assert (first.examined, first.confirmed) == (BATCH_LIMIT, 0)
