@@ -171,6 +171,13 @@ class Anvil:
         """Replace the last `depth` blocks; `transactions` are (tx request or signed raw tx, block offset)."""
         self.rpc("anvil_reorg", depth, [[tx, offset] for tx, offset in transactions])
 
+    def remine_one_block_later(self, signed: str) -> None:
+        """Re-org the head block away (replaced by an empty one) and mine the signed raw transaction it
+        held again in the block after: the same transaction, now in another block."""
+        self.reorg(1, [])
+        self.mine(1)
+        self.reorg(1, [(signed, 0)])
+
     def set_code(self, address: str, code: str) -> None:
         self.rpc("anvil_setCode", address, code)
 

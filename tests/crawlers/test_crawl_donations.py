@@ -194,9 +194,7 @@ def test_a_transaction_remined_in_another_block_is_recorded_where_it_now_is(node
     first_hash = Donation.objects.get().block_hash
 
     # The block is re-orged away, and the very same signed transaction is mined again a block later.
-    node.reorg(1, [])
-    node.mine(1)
-    node.reorg(1, [(signed, 0)])
+    node.remine_one_block_later(signed)
     node.mine(1)
     crawl(LATEST)
 
@@ -238,9 +236,7 @@ def test_the_finalized_crawler_treats_a_row_from_an_orphaned_block_as_not_yet_se
     signed = node.rpc("eth_getRawTransactionByHash", tx_hash)
     crawl(LATEST)
     orphaned_hash = Donation.objects.get().block_hash
-    node.reorg(1, [])
-    node.mine(1)
-    node.reorg(1, [(signed, 0)])  # re-mined one block later; the latest crawler does not look again
+    node.remine_one_block_later(signed)  # re-mined one block later; the latest crawler does not look again
     finalize(node)
 
     result = crawl(FINALIZED)
@@ -262,9 +258,7 @@ def test_a_donation_remined_elsewhere_before_finality_keeps_the_tier_price_it_wa
     # The tier price in force changes (here: the operator's configuration), then the block is re-orged
     # and the same transaction mined in another block.
     settings.CONFIG = dataclasses.replace(settings.CONFIG, sale_tiers=(SaleTier(10**9, Decimal("0.004")),))
-    node.reorg(1, [])
-    node.mine(1)
-    node.reorg(1, [(signed, 0)])
+    node.remine_one_block_later(signed)
     node.mine(1)
     crawl(LATEST)
 

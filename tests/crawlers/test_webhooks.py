@@ -145,9 +145,7 @@ def test_a_reorg_produces_donation_moved_with_the_new_block(node):
         signed = node.rpc("eth_getRawTransactionByHash", tx)
         crawl(LATEST)
         first_block = Donation.objects.get().block_hash
-        node.reorg(1, [])
-        node.mine(1)
-        node.reorg(1, [(signed, 0)])
+        node.remine_one_block_later(signed)
         node.mine(1)
         crawl(LATEST)
         webhooks_drain()
