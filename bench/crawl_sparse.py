@@ -11,6 +11,11 @@ the first block, once per way:
 Each reports the wall time (process start-up included), JSON-RPC round trips (HTTP posts through a
 counting proxy), bytes of answers received, and the crawler processes' CPU time.
 
+--replay: every way runs twice, first against anvil through the proxy, which keeps every answer about a
+fixed block, then again answered from the proxy's memory (a provider that answers at once: the
+crawler's own cost). --latency MS delays every post by MS (a provider across the internet).
+--read-ahead off runs the crawler without pipelining (TEST_CRAWLER_READ_AHEAD=0), for comparison.
+
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/dws_x REDIS_URL=redis://127.0.0.1:6379/14 \\
         .venv/bin/python bench/crawl_sparse.py --blocks 20000 --donations 100 --ways once,loop,worker
 
@@ -123,6 +128,21 @@ def reset_ledger() -> None:
     DonationStats.objects.update(total=0, tokens=0, status="open")
 
 
+MEMOIZED = frozenset(
+    {
+        "eth_getBlockByNumber",
+        "eth_getLogs",
+        "eth_getTransactionReceipt",
+        "eth_getBalance",
+        "eth_getTransactionCount",
+        "eth_call",
+        "eth_getCode",
+        "debug_traceBlockByNumber",
+        "trace_block",
+    }
+)
+
+
 def environment(proxy_url: str, start: int) -> dict[str, str]:
     db = settings.DATABASES["default"]
     password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
@@ -220,6 +240,9 @@ def main() -> None:
     parser.add_argument("--donations", type=int, default=100, help="ETH donations, and as many coin donations")
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--ways", default="once,loop,worker")
+    parser.add_argument("--replay", action="store_true", help="each way again, answered from the proxy's memory")
+    parser.add_argument("--latency", type=float, default=0.0, help="milliseconds added to every post")
+    parser.add_argument("--read-ahead", choices=("on", "off"), default="on")
     args = parser.parse_args()
 
     old_config = setup_databases(verbosity=0, interactive=False)
@@ -238,9 +261,14 @@ def main() -> None:
             add_prices(anvil, start)
             from donations.models import Donation
 
-            with CountingProxy(anvil.url) as proxy:
+            with CountingProxy(anvil.url, memoize=MEMOIZED if args.replay else frozenset()) as proxy:
                 env = environment(proxy.url("/rpc"), start)
-                for way in args.ways.split(","):
+                if args.read_ahead == "off":
+                    env["TEST_CRAWLER_READ_AHEAD"] = "0"
+                if args.latency:
+                    proxy.arm("*", "hang", count=None, seconds=args.latency / 1000)
+                ways = args.ways.split(",")
+                for way, provider in [(w, p) for w in ways for p in (("anvil", "replay") if args.replay else ("",))]:
                     reset_ledger()
                     from dws_project.redis_client import get_redis
 
@@ -257,7 +285,7 @@ def main() -> None:
                     confirmed = Donation.objects.filter(status="confirmed").count()
                     blocks = tip - start + 1
                     print(
-                        f"{way:6} {blocks} blocks: wall {wall:.2f} s, {trips} round trips "
+                        f"{way:6} {provider:6} {blocks} blocks: wall {wall:.2f} s, {trips} round trips "
                         f"({trips / blocks:.4f}/block, {calls} calls), {size / 1e6:.2f} MB received, "
                         f"CPU {cpu_s:.2f} s; "
                         f"{confirmed}/{expected} donations confirmed",

@@ -39,7 +39,7 @@ from eth_hash.auto import keccak
 from crawlers import traces
 from crawlers.detection import TRANSFER_TOPIC, donation_address_topic
 from crawlers.models import FINALIZED, LATEST, Completeness
-from crawlers.ranges import NONCE, BlockHeld, ScannedBlock, read_range
+from crawlers.ranges import NONCE, BlockHeld, ScannedBlock, opening_calls, read_range
 from crawlers.rpc import NoEvidence, NoEvidenceError, RpcClient
 from crawlers.rpc import Outcome as RpcOutcome
 from dws_project.config import Config
@@ -120,7 +120,7 @@ def scan_range(
     that cannot be proven (returns the proven prefix and the hold)."""
     if start == 0:
         return _unproven(client, config, start, end, label)
-    calls = balance_calls(config, start - 1) + balance_calls(config, end)
+    calls = _edge_calls(config, start, end)
     read = read_range(client, config, start, end, label, extra=calls)
     if not read.blocks:
         return [], read.held
@@ -146,6 +146,18 @@ def scan_range(
     if blocks:
         _note_proven(label, start, blocks[-1].header.number)
     return blocks, held or read.held
+
+
+def _edge_calls(config: Config, start: int, end: int) -> list[tuple[str, list[Any]]]:
+    """The balances at the block before the range and at its end, riding in the blocks' batch."""
+    return balance_calls(config, start - 1) + balance_calls(config, end) if start else []
+
+
+def scan_range_opening(
+    client: RpcClient, config: Config, start: int, end: int, label: str
+) -> list[list[tuple[str, Sequence[Any]]]]:
+    """The batches `scan_range` posts first, for the crawl loop to read ahead."""
+    return opening_calls(client, config, start, end, label, _edge_calls(config, start, end))
 
 
 def _note_proven(label: str, start: int, last: int) -> None:

@@ -109,7 +109,7 @@ def fetch_blocks_with(
             if cached is not None:
                 outcomes[number] = Answer(cached)
     missing = [n for n in numbers if n not in outcomes]
-    calls = [("eth_getBlockByNumber", [hex(n), True]) for n in missing] + list(extra)
+    calls = _calls(missing, extra)
     answered = client.batch(calls) if calls else []
     fetched, extra_outcomes = answered[: len(missing)], answered[len(missing) :]
     for number, outcome in zip(missing, fetched, strict=True):
@@ -121,6 +121,20 @@ def fetch_blocks_with(
                 outcome = NoEvidence("eth_getBlockByNumber", "cache-write", f"fb-{number}.json: {type(exc).__name__}")
         outcomes[number] = outcome
     return [outcomes[n] for n in numbers], extra_outcomes
+
+
+def _calls(numbers: Sequence[int], extra: Sequence[tuple[str, Sequence[Any]]]) -> list[tuple[str, Sequence[Any]]]:
+    return [("eth_getBlockByNumber", [hex(n), True]) for n in numbers] + list(extra)
+
+
+def block_calls(
+    config: Config, numbers: Sequence[int], *, finalized: bool, extra: Sequence[tuple[str, Sequence[Any]]] = ()
+) -> list[tuple[str, Sequence[Any]]]:
+    """The batch `fetch_blocks_with` would post, judging the cache by its files alone (a read-ahead: a
+    cached file found corrupt later only means the batch read ahead goes unused)."""
+    if finalized and config.block_cache:
+        numbers = [n for n in numbers if not (Path(config.block_cache) / f"fb-{n}.json").exists()]
+    return _calls(numbers, extra)
 
 
 def block_well_formed(block: object, number: int) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 
 from crawlers import detection
-from crawlers.blocks import block_well_formed, debug_dump, fetch_blocks_with
+from crawlers.blocks import block_calls, block_well_formed, debug_dump, fetch_blocks_with
 from crawlers.detection import BlockHeader, EthCandidate, Transfer
 from crawlers.models import FINALIZED, LATEST
 from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient
@@ -272,18 +272,38 @@ def transfer_logs(client: RpcClient, config: Config, start: int, last: int) -> t
     """
     if not config.stable_coins:
         return [], []
-    us = detection.donation_address_topic(config.donation_address)
-    contracts = [c.contract for c in config.stable_coins]
-    filters = ([detection.TRANSFER_TOPIC, None, us], [detection.TRANSFER_TOPIC, us])
     if last - start + 1 <= client.log_span:
-        span = {"address": contracts, "fromBlock": hex(start), "toBlock": hex(last)}
-        outcomes = client.batch([("eth_getLogs", [{**span, "topics": topics}]) for topics in filters])
+        outcomes = client.batch(transfer_log_calls(config, start, last))
         if all(isinstance(o, Answer) and isinstance(o.value, list) for o in outcomes):
             return outcomes[0].value, outcomes[1].value
+    contracts = [c.contract for c in config.stable_coins]
     to_us, from_us = (
-        client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last) for topics in filters
+        client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last)
+        for topics in _transfer_filters(config)
     )
     return to_us, from_us
+
+
+def _transfer_filters(config: Config) -> tuple[list, list]:
+    """The topics of a coin Transfer to the donation address, and of one from it."""
+    us = detection.donation_address_topic(config.donation_address)
+    return [detection.TRANSFER_TOPIC, None, us], [detection.TRANSFER_TOPIC, us]
+
+
+def transfer_log_calls(config: Config, start: int, end: int) -> list[tuple[str, list]]:
+    """The two eth_getLogs filters (to and from us) over start..end, for one batch."""
+    span = {"address": [c.contract for c in config.stable_coins], "fromBlock": hex(start), "toBlock": hex(end)}
+    return [("eth_getLogs", [{**span, "topics": topics}]) for topics in _transfer_filters(config)]
+
+
+def opening_calls(
+    client: RpcClient, config: Config, start: int, end: int, label: str, extra: Sequence[tuple[str, Sequence[Any]]]
+) -> list[list[tuple[str, Sequence[Any]]]]:
+    """The batches `read_range(start, end, extra=extra)` posts first when nothing holds it (its blocks,
+    then its logs), for the crawl loop to read ahead; receipts depend on the blocks and are not here."""
+    blocks = block_calls(config, range(start, end + 1), finalized=label in (FINALIZED, RECONCILE), extra=extra)
+    logs = transfer_log_calls(config, start, end) if config.stable_coins and end - start + 1 <= client.log_span else []
+    return [blocks, logs]
 
 
 def _receipt_usable(receipt: object, block_hash: str) -> bool:

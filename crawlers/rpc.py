@@ -11,12 +11,20 @@ carry the full URL, so they are never passed on; we name the exception class ins
 
 A 429 or a rate-limit error object opens a back-off window in Redis (keyed by the provider's origin),
 and every worker on every machine asks nothing of that provider until it has passed.
+
+Read-ahead (pipelining): a crawler may ask for the next range's first requests while it writes the
+current one (`read_ahead`); the next `batch` of exactly those calls takes the answers. At most one
+read-ahead is in flight beside the caller's own request, it goes through the same back-off window, and
+an answer short of evidence is never taken from it: that batch is simply asked again.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -135,9 +143,10 @@ class RpcClient:
         register_secrets(parts.path if parts.path not in ("", "/") else None, parts.query, parts.password)
         self._timeout = (connect_timeout, read_timeout)
         self._max_batch = max_batch
-        self._session = requests.Session()
-        self._session.headers["Content-Type"] = "application/json"
-        self._next_id = 0
+        self._local = threading.local()  # one HTTP session per thread (the read-ahead posts from its own)
+        self._ids = itertools.count(1)  # request ids, unique across threads
+        self._ahead: _ReadAhead | None = None
+        self._counting = threading.Lock()
         self.log_span_max = log_span
         self.log_span = log_span
         self._log_span_ceiling = log_span  # lowered by refusals, lifted again after a run of successes
@@ -166,12 +175,21 @@ class RpcClient:
         logger.warning("provider %s rate-limited us (%s); every worker backs off for %.0f s", self.origin, why, seconds)
 
     # --- transport ---------------------------------------------------------------------------
+    @property
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+            session.headers["Content-Type"] = "application/json"
+        return session
+
     def _post(self, payload: Any, label: str) -> tuple[Any, NoEvidence | None]:
         """One HTTP round trip; returns (decoded body, None) or (None, why not)."""
         remaining = self.backoff_remaining()
         if remaining > 0:
             return None, NoEvidence(label, "backoff", f"{self.origin} backing off for {remaining:.0f} s more")
-        self.round_trips += 1
+        with self._counting:
+            self.round_trips += 1
         started = time.monotonic()
         try:
             response = self._session.post(self._url, json=payload, timeout=self._timeout)
@@ -192,8 +210,7 @@ class RpcClient:
             return None, NoEvidence(label, "malformed", f"{self.origin}: reply is not JSON")
 
     def _request(self, method: str, params: Sequence[Any]) -> dict[str, Any]:
-        self._next_id += 1
-        return {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": list(params)}
+        return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": list(params)}
 
     def _interpret(self, method: str, reply: Any, *, null_is_answer: bool) -> Outcome:
         if not isinstance(reply, dict):
@@ -220,7 +237,35 @@ class RpcClient:
         return outcome
 
     def batch(self, calls: Sequence[tuple[str, Sequence[Any]]], *, null_is_answer: bool = False) -> list[Outcome]:
-        """Many requests in as few round trips as the batch limit allows; outcomes in call order."""
+        """Many requests in as few round trips as the batch limit allows; outcomes in call order.
+
+        Calls read ahead (`read_ahead`) are answered from there when every answer is evidence."""
+        ahead = self._ahead
+        if ahead is not None and not null_is_answer:
+            taken = ahead.take(calls)
+            if taken is not None:
+                return taken
+        return self._batch_now(calls, null_is_answer=null_is_answer)
+
+    def read_ahead(self, *batches: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+        """Start asking `batches` (in order, one post each) in the background, for a later `batch` of the
+        same calls. Skipped (False) while an earlier read-ahead is still in flight, so no more than two
+        requests (the caller's and this one) are ever in flight; an unclaimed earlier one is dropped."""
+        previous = self._ahead
+        if previous is not None and previous.running():
+            return False
+        batches = tuple(b for b in batches if b)
+        if not batches:
+            self._ahead = None
+            return False
+        self._ahead = _ReadAhead(self, batches)
+        return True
+
+    def drop_read_ahead(self) -> None:
+        """Forget any answers read ahead (a crawl run ends, or went somewhere else)."""
+        self._ahead = None
+
+    def _batch_now(self, calls: Sequence[tuple[str, Sequence[Any]]], *, null_is_answer: bool) -> list[Outcome]:
         outcomes: list[Outcome] = []
         for start in range(0, len(calls), self._max_batch):
             chunk = calls[start : start + self._max_batch]
@@ -298,6 +343,48 @@ class RpcClient:
                 self._log_span_ceiling, self._log_successes = self.log_span_max, 0
             self.log_span = min(self.log_span_max, self._log_span_ceiling, self.log_span * 2)
         return logs
+
+
+def _calls_key(calls: Sequence[tuple[str, Sequence[Any]]]) -> str:
+    return json.dumps([[method, list(params)] for method, params in calls], sort_keys=True)
+
+
+class _ReadAhead:
+    """Batches posted one after another by a daemon thread (a run that ends never waits for it)."""
+
+    def __init__(self, client: RpcClient, batches: tuple[Sequence[tuple[str, Sequence[Any]]], ...]) -> None:
+        self._keys = [_calls_key(calls) for calls in batches]
+        self._answers: dict[str, list[Outcome]] = {}
+        self._ready = {key: threading.Event() for key in self._keys}
+        self._taken: set[str] = set()
+        self._thread = threading.Thread(target=self._run, args=(client, batches), name="rpc-read-ahead", daemon=True)
+        self._thread.start()
+
+    def _run(self, client: RpcClient, batches: tuple[Sequence[tuple[str, Sequence[Any]]], ...]) -> None:
+        try:
+            for key, calls in zip(self._keys, batches, strict=True):
+                self._answers[key] = client._batch_now(calls, null_is_answer=False)
+                self._ready[key].set()
+        finally:
+            for event in self._ready.values():
+                event.set()  # a failure leaves the rest unanswered: the caller asks them itself
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def take(self, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Outcome] | None:
+        """The answers read ahead for exactly these calls, once; None when there are none or any of them
+        is short of evidence (the caller asks again: a read-ahead never decides anything)."""
+        key = _calls_key(calls)
+        ready = self._ready.get(key)
+        if ready is None or key in self._taken:
+            return None
+        self._taken.add(key)
+        ready.wait()
+        answers = self._answers.get(key)
+        if answers is None or any(isinstance(a, NoEvidence) for a in answers):
+            return None
+        return answers
 
 
 def wait_for_backoff(client: RpcClient, limit: float) -> None:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 
 from django.conf import settings
 
-from crawlers.balances import scan_range
+from crawlers.balances import scan_range, scan_range_opening
 from crawlers.blocks import debug_dump, fetch_blocks
 from crawlers.cursors import LABELS, ChainTips, CursorRefused, chain_tips, cursor_get, cursor_set, job_name, set_cursor
 from crawlers.models import FINALIZED, LATEST, LastBlock
@@ -40,6 +41,8 @@ from crawlers.ranges import (
 )
 from crawlers.rpc import NoEvidenceError, RpcClient, require
 from crawlers.sparse import TOO_BUSY, scan_sparse
+from crawlers.sparse import enabled as sparse_enabled
+from crawlers.sparse import opening_calls as sparse_opening
 from crawlers.writing import CrawlResult, quiet, record_blocks
 from dws_project import shutdown
 from dws_project.config import Config
@@ -122,56 +125,101 @@ def crawl(
         return result
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
-    sparse_below = _sparse_ceiling(client, label, tip)
-    span = client.log_span  # a sparse range starts as wide as the provider's log span, and adapts
-    dense = False  # a busy stretch: read in full, the sparse path would cost more
-    used = 0.0  # of the budget: a block read in full costs 1, a block skipped 1 / SPARSE_BLOCKS_PER_UNIT
-    while position < tip and used < budget and not shutdown.requested():
-        left = budget - used
-        end = max(
-            position + 1, int(min(tip, position + min(span, client.log_span), position + left * SPARSE_BLOCKS_PER_UNIT))
-        )
-        if position < sparse_below:
-            end = min(end, sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
-        sparse = end <= sparse_below and not dense
-        scan = scan_sparse(client, config, position + 1, end, label) if sparse else None
-        if scan is not None and scan is not TOO_BUSY:
-            used += (end - position) / SPARSE_BLOCKS_PER_UNIT + len(scan.read)
-            blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
-            # The range grows while the chain is quiet (up to the provider's log span), shrinks where busy.
-            busy = len(scan.read)
-            span = min(client.log_span, span * 2) if busy <= 2 else max(RANGE_BLOCKS, span // 2) if busy > 8 else span
-            dense = busy > 8 and span == RANGE_BLOCKS  # busy even at the smallest span: read in full a while
-        else:
-            # Read in full: no evidence for the sparse path, or a busy stretch (then the following ranges
-            # too are read in full, until one holds at most one block with something for us).
-            dense = dense or scan is TOO_BUSY
-            span = RANGE_BLOCKS
-            end = int(min(end, position + RANGE_BLOCKS, position + max(1, left)))
-            blocks, held = scan_range(client, config, position + 1, end, label)
-            used += end - position
-            first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
-            if dense and held is None and sum(not quiet(b) for b in blocks) <= 1:
-                dense = False
-        if first_parent and position_hash and first_parent != position_hash:
-            if label == LATEST:
-                position, position_hash = _rewind_after_reorg(client, position, config)
-                result.cursor = position
-                continue
-            result.held = f"finalized block {position + 1} does not build on the finalized block {position} we recorded"
-            logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
-            return result
-        held = record_blocks(label, blocks, held, config, result, move_cursor=True, reach=reach)
-        if held is not None:
-            (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
-            return result
-        last = reach or (blocks[-1].header if blocks else None)
-        if last is None or result.cursor != last.number:
-            break  # stopped part-way (shutdown): the next run continues from the cursor
-        position, position_hash = last.number, last.hash
+    pace = _Pace(span=client.log_span, sparse_below=_sparse_ceiling(client, label, tip))
+    try:
+        while position < tip and pace.used < budget and not shutdown.requested():
+            end, sparse = pace.next_range(position, tip, budget, client.log_span)
+            scan = scan_sparse(client, config, position + 1, end, label) if sparse else None
+            if scan is not None and scan is not TOO_BUSY:
+                pace.after_sparse(end - position, len(scan.read), client.log_span)
+                blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
+            else:
+                # Read in full: no evidence for the sparse path, or a busy stretch (then the following
+                # ranges too are read in full, until one holds at most one block with something for us).
+                end = int(min(end, position + RANGE_BLOCKS, position + max(1, budget - pace.used)))
+                blocks, held = scan_range(client, config, position + 1, end, label)
+                pace.after_full(end - position, blocks, busy=scan is TOO_BUSY, whole=held is None)
+                first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
+            if first_parent and position_hash and first_parent != position_hash:
+                if label == LATEST:
+                    position, position_hash = _rewind_after_reorg(client, position, config)
+                    result.cursor = position
+                    continue
+                result.held = (
+                    f"finalized block {position + 1} does not build on the finalized block {position} we recorded"
+                )
+                logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
+                return result
+            if held is None and end < tip and pace.used < budget:
+                _read_ahead(client, config, label, end, tip, budget, pace)  # fetched while this range is written
+            held = record_blocks(label, blocks, held, config, result, move_cursor=True, reach=reach)
+            if held is not None:
+                (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
+                return result
+            last = reach or (blocks[-1].header if blocks else None)
+            if last is None or result.cursor != last.number:
+                break  # stopped part-way (shutdown): the next run continues from the cursor
+            position, position_hash = last.number, last.hash
+    finally:
+        client.drop_read_ahead()
     if shutdown.requested() and (result.cursor or 0) < tip:
         result.held = f"shutdown requested; stopped between blocks at {result.cursor}, the next run continues"
     return result
+
+
+@dataclass
+class _Pace:
+    """How the loop reads its next range: sparse ranges grow while the chain is quiet (up to the
+    provider's log span) and shrink where it is busy; a stretch busy even at the smallest span is read
+    in full for a while. `used` counts the run's budget: a block read in full costs 1, a block a sparse
+    range skips 1 / SPARSE_BLOCKS_PER_UNIT."""
+
+    span: int
+    sparse_below: int  # the last block a sparse range may end at (see _sparse_ceiling)
+    dense: bool = False
+    used: float = 0.0
+
+    def next_range(self, position: int, tip: int, budget: float, log_span: int) -> tuple[int, bool]:
+        """The next range's end after `position`, and whether to try it the sparse way."""
+        left = budget - self.used
+        end = max(
+            position + 1, int(min(tip, position + min(self.span, log_span), position + left * SPARSE_BLOCKS_PER_UNIT))
+        )
+        if position < self.sparse_below:
+            end = min(end, self.sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
+        sparse = end <= self.sparse_below and not self.dense and sparse_enabled() and position >= 0
+        if not sparse:
+            end = int(min(end, position + RANGE_BLOCKS, position + max(1, left)))
+        return end, sparse
+
+    def after_sparse(self, blocks: int, busy: int, log_span: int) -> None:
+        self.used += blocks / SPARSE_BLOCKS_PER_UNIT + busy
+        if busy <= 2:
+            self.span = min(log_span, self.span * 2)
+        elif busy > 8:
+            self.span = max(RANGE_BLOCKS, self.span // 2)
+        self.dense = busy > 8 and self.span == RANGE_BLOCKS  # busy even at the smallest span: read in full a while
+
+    def after_full(self, blocks: int, scanned: list, *, busy: bool, whole: bool) -> None:
+        self.used += blocks
+        self.span = RANGE_BLOCKS
+        self.dense = self.dense or busy
+        if self.dense and whole and sum(not quiet(b) for b in scanned) <= 1:
+            self.dense = False
+
+
+def _read_ahead(
+    client: RpcClient, config: Config, label: str, position: int, tip: int, budget: float, pace: _Pace
+) -> None:
+    """Ask for the next range's first batches now, so they arrive while this one is written (pipelining).
+    A Django setting (`CRAWLER_READ_AHEAD = False`, benchmarks comparing with and without) turns it off."""
+    if not getattr(settings, "CRAWLER_READ_AHEAD", True):
+        return
+    end, sparse = pace.next_range(position, tip, budget, client.log_span)
+    if sparse:
+        client.read_ahead(sparse_opening(client, config, position + 1, end))
+    else:
+        client.read_ahead(*scan_range_opening(client, config, position + 1, end, label))
 
 
 def _sparse_ceiling(client: RpcClient, label: str, tip: int) -> int:

@@ -42,7 +42,7 @@ from crawlers.balances import (
 )
 from crawlers.detection import BlockHeader
 from crawlers.models import FINALIZED
-from crawlers.ranges import NONCE, BlockHeld, ScannedBlock, read_range, transfer_logs
+from crawlers.ranges import NONCE, BlockHeld, ScannedBlock, read_range, transfer_log_calls, transfer_logs
 from crawlers.rpc import Answer, NoEvidenceError, RpcClient
 from donations.models import Donation
 from dws_project.config import Config
@@ -87,18 +87,9 @@ def _header(outcome: object, number: int) -> BlockHeader | None:
     return detection.block_header(block)
 
 
-def _log_calls(config: Config, start: int, end: int) -> list[tuple[str, list]]:
-    us = detection.donation_address_topic(config.donation_address)
-    span = {"address": [c.contract for c in config.stable_coins], "fromBlock": hex(start), "toBlock": hex(end)}
-    filters = ([detection.TRANSFER_TOPIC, None, us], [detection.TRANSFER_TOPIC, us])
-    return [("eth_getLogs", [{**span, "topics": topics}]) for topics in filters]
-
-
-def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: str) -> SparseScan | None:
-    """The range start..end the sparse way; None when it must be scanned in full (see the module doc),
-    TOO_BUSY when reading it in full is cheaper."""
-    if start == 0 or not enabled():
-        return None
+def opening_calls(client: RpcClient, config: Config, start: int, end: int) -> list[tuple[str, list]]:
+    """The one batch a sparse range starts with: the balances at both ends, the code, the two headers and
+    (within the provider's log span) the Transfer logs. The crawl loop reads it ahead too."""
     us = config.donation_address
     edges = balance_calls(config, start - 1) + balance_calls(config, end)
     heads = [
@@ -106,9 +97,21 @@ def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: 
         ("eth_getBlockByNumber", [hex(start), False]),
         ("eth_getBlockByNumber", [hex(end), False]),
     ]
-    with_logs = bool(config.stable_coins) and end - start + 1 <= client.log_span
-    calls = edges + heads + (_log_calls(config, start, end) if with_logs else [])
-    outcomes = client.batch(calls)
+    return edges + heads + (transfer_log_calls(config, start, end) if _with_logs(client, config, start, end) else [])
+
+
+def _with_logs(client: RpcClient, config: Config, start: int, end: int) -> bool:
+    return bool(config.stable_coins) and end - start + 1 <= client.log_span
+
+
+def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: str) -> SparseScan | None:
+    """The range start..end the sparse way; None when it must be scanned in full (see the module doc),
+    TOO_BUSY when reading it in full is cheaper."""
+    if start == 0 or not enabled():
+        return None
+    with_logs = _with_logs(client, config, start, end)
+    edges = balance_calls(config, start - 1) + balance_calls(config, end)
+    outcomes = client.batch(opening_calls(client, config, start, end))
     half = len(edges) // 2
     try:
         before = parse_balances(config, start - 1, outcomes[:half])

@@ -72,7 +72,8 @@ def _fixed(request: dict) -> bool:
 class Seen:
     path: str
     methods: list[str] = field(default_factory=list)
-    at: float = field(default_factory=time.monotonic)
+    at: float = field(default_factory=time.monotonic)  # when the request arrived
+    calls: list[list] = field(default_factory=list)  # [method, params] of each request in it
 
 
 class RpcProxy:
@@ -184,7 +185,8 @@ class RpcProxy:
         payload = json.loads(body)
         batch = payload if isinstance(payload, list) else [payload]
         with self._lock:
-            self.seen.append(Seen(handler.path, [r.get("method") for r in batch]))
+            calls = [[r.get("method"), r.get("params")] for r in batch]
+            self.seen.append(Seen(handler.path, [r.get("method") for r in batch], calls=calls))
         transport = None
         for request in batch:
             transport = self._take(request, ("status", "hang", "drop"))
