@@ -15,6 +15,8 @@ counting proxy), bytes of answers received, and the crawler processes' CPU time.
 fixed block, then again answered from the proxy's memory (a provider that answers at once: the
 crawler's own cost). --latency MS delays every post by MS (a provider across the internet).
 --read-ahead off runs the crawler without pipelining (TEST_CRAWLER_READ_AHEAD=0), for comparison.
+--ponder blocks,logs then lets Ponder (bench/ponder/, bench/ponder_way.py) index the same chain through
+the same proxy: "blocks" reads every block to see ETH, "logs" reads only the coin's Transfer logs.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/dws_x REDIS_URL=redis://127.0.0.1:6379/14 \\
         .venv/bin/python bench/crawl_sparse.py --blocks 20000 --donations 100 --ways once,loop,worker
@@ -234,6 +236,27 @@ def idle_run(env: dict[str, str]) -> None:
         print(f"idle   crawl finalized --once: {done.stderr.strip().splitlines()[-1]}", flush=True)
 
 
+def run_ponder_way(
+    proxy: CountingProxy, anvil: Anvil, mode: str, start: int, tip: int, donations: int, copies: int, log: Path
+) -> None:
+    from bench.ponder_way import run_ponder
+
+    proxy._memo.clear()  # Ponder asks anvil, as our crawler's first pass did
+    posts, received = len(proxy.seen), proxy.bytes_out
+    expected = 2 * donations if mode == "blocks" else donations  # "logs" cannot see the ETH donations
+    found = run_ponder(
+        mode, proxy.url("/rpc"), start, DONATION_ADDRESS, anvil.coins["usdt"], expected, tip=tip,
+        rpc_copies=copies, log=log,
+    )  # fmt: skip
+    trips, size = len(proxy.seen) - posts, proxy.bytes_out - received
+    print(
+        f"ponder {mode:6} {tip - start + 1} blocks: wall {found['wall']:.2f} s (ready {found['ready']:.2f} s), "
+        f"{trips} round trips, {size / 1e6:.2f} MB received, CPU {found['cpu']:.2f} s; "
+        f"{found['rows']}/{expected} donations indexed ({copies} RPC URL copies)",
+        flush=True,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=20_000)
@@ -243,6 +266,8 @@ def main() -> None:
     parser.add_argument("--replay", action="store_true", help="each way again, answered from the proxy's memory")
     parser.add_argument("--latency", type=float, default=0.0, help="milliseconds added to every post")
     parser.add_argument("--read-ahead", choices=("on", "off"), default="on")
+    parser.add_argument("--ponder", default="", help="Ponder modes to run after ours: blocks,logs")
+    parser.add_argument("--ponder-copies", type=int, default=64, help="RPC URL copies (Ponder's rate allowance)")
     args = parser.parse_args()
 
     old_config = setup_databases(verbosity=0, interactive=False)
@@ -269,6 +294,8 @@ def main() -> None:
                     proxy.arm("*", "hang", count=None, seconds=args.latency / 1000)
                 ways = args.ways.split(",")
                 for way, provider in [(w, p) for w in ways for p in (("anvil", "replay") if args.replay else ("",))]:
+                    if provider == "anvil":
+                        proxy._memo.clear()  # this pass asks anvil; the replay after it answers from memory
                     reset_ledger()
                     from dws_project.redis_client import get_redis
 
@@ -294,6 +321,8 @@ def main() -> None:
                     if confirmed != expected:
                         raise SystemExit(f"expected {expected} confirmed donations, see {log}")
                 idle_run(env)
+                for mode in filter(None, args.ponder.split(",")):
+                    run_ponder_way(proxy, anvil, mode, start, tip, args.donations, args.ponder_copies, log)
     finally:
         teardown_databases(old_config, verbosity=0)
 
