@@ -28,6 +28,9 @@ def test_a_crawler_behind_runs_again_at_once_until_it_is_current(stack_factory):
     donation = stack.donate_eth(ACCOUNTS[1], ETHER // 4)
     stack.anvil.mine(6 * RUN_BLOCKS)
     tip = stack.anvil.finalized()
+    # A provider a little slower than the local one (50 ms a post), so each run lasts long enough for
+    # this test to see the progress it reports while it is behind.
+    stack.proxy.arm("*", "hang", count=None, seconds=0.05)
 
     crawl_finalized.delay()  # once: beat is not playing, so every further run is the crawler's own doing
     deadline = time.monotonic() + 40
