@@ -16,7 +16,7 @@ from crawlers.inflows import inflow_record
 from crawlers.models import LATEST
 from crawlers.ranges import BlockHeld, ScannedBlock
 from donations.models import Donation, DonationStatus
-from donations.services import Outcome, Sighting, donation_record_unconfirmed, finalized_block_record
+from donations.services import Outcome, Sighting, block_record_unconfirmed, finalized_block_record
 from dws_project import shutdown
 from dws_project.config import Config
 from prices.models import ETH, Price, PriceRequest
@@ -92,26 +92,33 @@ def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sight
     return [Sighting(transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
 
 
-def _unrecorded(transfers: Sequence[Transfer], *, failed_too: bool = False) -> list[Transfer]:
-    """The transfers without a row seen in this very block (the rest need no price). `failed_too`: a
-    failed row counts as unrecorded, since the finalized crawler records it anew from this sighting."""
+def _key(transfer: Transfer) -> tuple:
+    return transfer.tx_hash, transfer.log_index, transfer.trace_address
+
+
+def _recorded_here(transfers: Sequence[Transfer], *, failed_too: bool = False) -> dict[tuple, Donation]:
+    """The rows already recorded from this very block for these transfers, by identity, in one query
+    (the rest need a price). `failed_too`: a failed row counts as not recorded, since the finalized
+    crawler records it anew from this sighting."""
     if not transfers:
-        return []
+        return {}
     rows = Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers})
     if failed_too:
         rows = rows.exclude(status=DonationStatus.FAILED)
-    known = set(rows.values_list("tx_hash", "log_index", "trace_address", "block_hash"))
-    return [t for t in transfers if (t.tx_hash, t.log_index, t.trace_address, t.block_hash) not in known]
+    here = {(r.tx_hash, r.log_index, r.trace_address, r.block_hash): r for r in rows}
+    return {_key(t): here[(*_key(t), t.block_hash)] for t in transfers if (*_key(t), t.block_hash) in here}
 
 
 # --- writing one block ----------------------------------------------------------------------------
 
 
 def _write_latest(block: ScannedBlock, config: Config) -> int:
-    transfers = _unrecorded(block.transfers)
+    recorded = _recorded_here(block.transfers)
+    sightings = _sightings(block, [t for t in block.transfers if _key(t) not in recorded])
     inserted = 0
-    for sighting in _sightings(block, transfers):
-        _, outcome = donation_record_unconfirmed(sighting=sighting, tiers=config.sale_tiers)
+    for sighting, (_, outcome) in zip(
+        sightings, block_record_unconfirmed(sightings=sightings, tiers=config.sale_tiers), strict=True
+    ):
         inserted += outcome != Outcome.UNCHANGED
         logger.info(
             "latest: %s donation %s of %s %s from %s in block %d (%s)",
@@ -130,23 +137,12 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep how they were priced; only new sightings need a price.
-    unrecorded = {(t.tx_hash, t.log_index, t.trace_address) for t in _unrecorded(block.transfers, failed_too=True)}
-    priced = {
-        (s.transfer.tx_hash, s.transfer.log_index, s.transfer.trace_address): s
-        for s in _sightings(
-            block, [t for t in block.transfers if (t.tx_hash, t.log_index, t.trace_address) in unrecorded]
-        )
-    }
-    sightings = []
-    for transfer in block.transfers:
-        key = (transfer.tx_hash, transfer.log_index, transfer.trace_address)
-        if key in priced:
-            sightings.append(priced[key])
-        else:
-            row = Donation.objects.get(
-                tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
-            )
-            sightings.append(Sighting(transfer=transfer, block_time=block.header.time, eth_price=row.eth_price))
+    recorded = _recorded_here(block.transfers, failed_too=True)
+    priced = {_key(s.transfer): s for s in _sightings(block, [t for t in block.transfers if _key(t) not in recorded])}
+    sightings = [
+        priced.get(_key(t)) or Sighting(transfer=t, block_time=block.header.time, eth_price=recorded[_key(t)].eth_price)
+        for t in block.transfers
+    ]
     result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
     if sightings or result.failed:
         logger.info(

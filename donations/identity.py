@@ -12,13 +12,16 @@ and its unconfirmed row moves there instead of a second row appearing. Only a ro
 transaction, asset, donor, amount (and frame) may be taken for it; a confirmed row never moves.
 
 Callers hold a transaction: the transaction's rows are locked here, in (log_index, trace_address, id)
-order, before anything is decided.
+order, before anything is decided (or by `transactions_rows`, for a whole block's transactions at once).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from django.db.models import QuerySet
 
 from crawlers.detection import Transfer
 from donations.models import Donation, DonationStatus
@@ -62,7 +65,21 @@ def _park(row: Donation, log_index: int | None) -> None:
     row.save(update_fields=["log_index", "modified_at"])
 
 
-def sighting_match(transfer: Transfer) -> Match:
+def transactions_rows(tx_hashes: Iterable[str]) -> dict[str, list[Donation]]:
+    """The rows of these transactions, locked, in one statement; each transaction's rows in the order
+    `sighting_match` reads them."""
+    by_tx: dict[str, list[Donation]] = {tx: [] for tx in tx_hashes}
+    if by_tx:
+        for row in _locked(Donation.objects.filter(tx_hash__in=by_tx), "tx_hash"):
+            by_tx[row.tx_hash].append(row)
+    return by_tx
+
+
+def _locked(rows: QuerySet[Donation], *first: str) -> QuerySet[Donation]:
+    return rows.select_for_update().order_by(*first, "log_index", "trace_address", "id")
+
+
+def sighting_match(transfer: Transfer, rows: list[Donation] | None = None) -> Match:
     """The row a sighting is, among its transaction's rows (locked):
 
     * the row at its identity, seen in this block: that row, unchanged;
@@ -74,11 +91,8 @@ def sighting_match(transfer: Transfer) -> Match:
       identical transfers of one transaction pair off in order. A stale row of another transfer
       holding the new slot swaps places with it (or is parked) and moves when its own sighting comes.
     """
-    rows = list(
-        Donation.objects.select_for_update()
-        .filter(tx_hash=transfer.tx_hash)
-        .order_by("log_index", "trace_address", "id")
-    )
+    if rows is None:
+        rows = list(_locked(Donation.objects.filter(tx_hash=transfer.tx_hash)))
     slot = (transfer.log_index, transfer.trace_address)
     at_slot = next((row for row in rows if _slot(row) == slot), None)
     if at_slot is not None and at_slot.block_hash == transfer.block_hash:

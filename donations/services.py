@@ -18,6 +18,7 @@ lock (donations/totals.py), so a block costs O(its donations) whatever is on rec
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,11 +29,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from crawlers.detection import Transfer
-from donations.identity import find_at_identity, sighting_match
+from donations.identity import find_at_identity, sighting_match, transactions_rows
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import donation_tokens, round_usd, sale_state, usd_value
 from donations.totals import Deltas, stats_recompute, stats_save
-from donations.webhooks import webhook_campaign_status, webhook_donation_event
+from donations.webhooks import webhook_campaign_status, webhook_donation_event, webhook_endpoints_once
 from dws_project.config import SaleTier
 
 logger = logging.getLogger("dws.donations")
@@ -139,7 +140,11 @@ def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
 
 
 def donation_record_unconfirmed(
-    *, sighting: Sighting, tiers: Sequence[SaleTier], confirmed_tokens: int | None = None
+    *,
+    sighting: Sighting,
+    tiers: Sequence[SaleTier],
+    confirmed_tokens: int | None = None,
+    rows: list[Donation] | None = None,
 ) -> tuple[Donation, str]:
     """Insert a sighting as unconfirmed (idempotent); the latest crawler's only write.
 
@@ -149,12 +154,14 @@ def donation_record_unconfirmed(
     left alone; an unconfirmed row from a block that is no longer canonical moves to where the transfer
     is seen now (log index included, see `donations/identity.py`): that block's hash, time and minute's
     ETH price, at the tier price it was first recorded with, so a re-org never makes a second row.
+    `rows`: the transaction's rows, already locked by the caller (`block_rows`).
     """
     if confirmed_tokens is None:
         confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
     state = sale_state(confirmed_tokens, tiers)
-    with transaction.atomic():
-        match = sighting_match(sighting.transfer)
+    # No savepoint of its own: whatever fails here fails the caller's whole block, which is retried.
+    with transaction.atomic(savepoint=False):
+        match = sighting_match(sighting.transfer, rows)
         if match.move:
             # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
             # was first recorded at (priced once), so only a changed ETH price moves its tokens.
@@ -171,6 +178,30 @@ def donation_record_unconfirmed(
                 return row, Outcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
             return find_at_identity(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
+
+
+def block_rows(sightings: Sequence[Sighting]) -> dict[str, list[Donation]]:
+    """A block's rows, locked in one statement, for the transactions with one sighting in it. A
+    transaction with several (a batch transfer) is read afresh for each: recording one may move
+    another's row."""
+    counts = Counter(s.transfer.tx_hash for s in sightings)
+    return transactions_rows(tx for tx, n in counts.items() if n == 1)
+
+
+def block_record_unconfirmed(*, sightings: Sequence[Sighting], tiers: Sequence[SaleTier]) -> list[tuple[Donation, str]]:
+    """The latest crawler's write for one block: each sighting as `donation_record_unconfirmed` records
+    it, with the confirmed total and the block's rows read once for the block, not per donation."""
+    if not sightings:
+        return []
+    with transaction.atomic(), webhook_endpoints_once():
+        confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
+        rows = block_rows(sightings)
+        return [
+            donation_record_unconfirmed(
+                sighting=s, tiers=tiers, confirmed_tokens=confirmed_tokens, rows=rows.get(s.transfer.tx_hash)
+            )
+            for s in sightings
+        ]
 
 
 def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequence[SaleTier]) -> str:
@@ -244,6 +275,7 @@ class FinalizedBlockResult:
 
 
 @transaction.atomic
+@webhook_endpoints_once()
 def finalized_block_record(
     *, sightings: Sequence[Sighting], reverted_tx_hashes: Sequence[str], tiers: Sequence[SaleTier]
 ) -> FinalizedBlockResult:
@@ -259,8 +291,11 @@ def finalized_block_record(
     stats = stats_lock()
     before = sale_state(stats.tokens, tiers)
     deltas = Deltas()
+    rows = block_rows(sightings)
     for sighting in sightings:
-        donation, outcome = donation_record_unconfirmed(sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens)
+        donation, outcome = donation_record_unconfirmed(
+            sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens, rows=rows.get(sighting.transfer.tx_hash)
+        )
         if outcome == Outcome.INSERTED:
             result.inserted += 1
         if donation.status == DonationStatus.FAILED:

@@ -105,7 +105,7 @@ def user_data_refresh(*, addresses: Iterable[str]) -> None:
 # only subtracts from a row its confirmation created, by a plain UPDATE: PostgreSQL checks the proposed
 # row of an INSERT ... ON CONFLICT against the constraints before it finds the conflict.
 _USER_DATA_ADD = """
-INSERT INTO user_data (address, total, tokens) VALUES (%s, %s, %s)
+INSERT INTO user_data (address, total, tokens) VALUES {values}
 ON CONFLICT (address) DO UPDATE
 SET total = user_data.total + EXCLUDED.total, tokens = user_data.tokens + EXCLUDED.tokens, modified_at = now()
 """
@@ -127,9 +127,13 @@ class Deltas:
 
     def apply(self) -> None:
         """Per-donor rows moved by their deltas, in address order (the fixed lock order)."""
+        moves = sorted(self.by_address.items())
+        # even 0/0 adds: a confirmed donation gives its donor a row
+        adds = [(address, total, tokens) for address, (total, tokens) in moves if total >= 0 and tokens >= 0]
         with connection.cursor() as cursor:
-            for address, (total, tokens) in sorted(self.by_address.items()):
-                if total >= 0 and tokens >= 0:  # even 0/0: a confirmed donation gives its donor a row
-                    cursor.execute(_USER_DATA_ADD, [address, total, tokens])
-                else:
+            if adds:  # one statement for the block's donors, in address order
+                values = ", ".join(["(%s, %s, %s)"] * len(adds))
+                cursor.execute(_USER_DATA_ADD.format(values=values), [v for row in adds for v in row])
+            for address, (total, tokens) in moves:
+                if total < 0 or tokens < 0:
                     cursor.execute(_USER_DATA_SUBTRACT, [total, tokens, address])

@@ -15,7 +15,9 @@ import hmac
 import json
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
@@ -35,6 +37,30 @@ def _chain() -> str:
     return str(chain_id) if chain_id is not None else "unset"
 
 
+# Inside one write (a block), the endpoints are read once, not once per event (webhook_endpoints_once).
+_endpoints_scope: ContextVar[dict[str, list[WebhookEndpoint]] | None] = ContextVar("webhook_endpoints", default=None)
+
+
+@contextmanager
+def webhook_endpoints_once() -> Iterator[None]:
+    """Within this block of code (one transaction), the active endpoints are read at the first event."""
+    token = _endpoints_scope.set({})
+    try:
+        yield
+    finally:
+        _endpoints_scope.reset(token)
+
+
+def _active_endpoints() -> list[WebhookEndpoint]:
+    scope = _endpoints_scope.get()
+    if scope is not None and "active" in scope:
+        return scope["active"]
+    endpoints = list(WebhookEndpoint.objects.filter(active=True).order_by("id"))
+    if scope is not None:
+        scope["active"] = endpoints
+    return endpoints
+
+
 def webhook_event_record(
     *, event: str, idempotency_key: str, order_key: str, data: Mapping[str, Any]
 ) -> WebhookEvent | None:
@@ -45,7 +71,7 @@ def webhook_event_record(
     """
     if event not in WebhookEventType.values:
         raise ValueError(f"unknown webhook event {event!r}")
-    endpoints = [e for e in WebhookEndpoint.objects.filter(active=True).order_by("id") if event in e.events]
+    endpoints = [e for e in _active_endpoints() if event in e.events]
     if not endpoints:
         return None
     now = timezone.now()
