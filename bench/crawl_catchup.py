@@ -35,7 +35,7 @@ from django.utils import timezone  # noqa: E402
 
 from crawlers.services import crawl  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
-from tests.rpc_proxy import RpcProxy  # noqa: E402
+from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
 
 SENDERS = ACCOUNTS[1:9]
 
@@ -151,17 +151,7 @@ def main() -> None:
             print("against anvil directly (anvil's own full-block serving is the bottleneck):")
             for label in (LATEST, FINALIZED):
                 run(label, lambda: RpcClient(anvil.url), start)
-            memo = frozenset(
-                {
-                    "eth_getBlockByNumber",
-                    "eth_getLogs",
-                    "eth_getTransactionReceipt",
-                    "eth_getBalance",
-                    "eth_getTransactionCount",
-                    "eth_call",
-                }
-            )
-            with RpcProxy(anvil.url, memoize=memo) as proxy:
+            with RpcProxy(anvil.url, memoize=REPLAYABLE) as proxy:
                 reset_ledger()
                 for label in (LATEST, FINALIZED):  # warm the proxy's memory
                     crawl(label, client=RpcClient(proxy.url()))

@@ -53,7 +53,7 @@ from django.conf import settings  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
-from tests.rpc_proxy import RpcProxy  # noqa: E402
+from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
 
 DONORS = ACCOUNTS[1:9]
 USDT = 10**6
@@ -128,21 +128,6 @@ def reset_ledger() -> None:
     UnexplainedInflow.objects.all().delete()
     Price.objects.filter(asset=TOKEN).delete()
     DonationStats.objects.update(total=0, tokens=0, status="open")
-
-
-MEMOIZED = frozenset(
-    {
-        "eth_getBlockByNumber",
-        "eth_getLogs",
-        "eth_getTransactionReceipt",
-        "eth_getBalance",
-        "eth_getTransactionCount",
-        "eth_call",
-        "eth_getCode",
-        "debug_traceBlockByNumber",
-        "trace_block",
-    }
-)
 
 
 def environment(proxy_url: str, start: int) -> dict[str, str]:
@@ -286,7 +271,7 @@ def main() -> None:
             add_prices(anvil, start)
             from donations.models import Donation
 
-            with CountingProxy(anvil.url, memoize=MEMOIZED if args.replay else frozenset()) as proxy:
+            with CountingProxy(anvil.url, memoize=REPLAYABLE if args.replay else frozenset()) as proxy:
                 env = environment(proxy.url("/rpc"), start)
                 if args.read_ahead == "off":
                     env["TEST_CRAWLER_READ_AHEAD"] = "0"

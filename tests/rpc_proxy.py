@@ -60,6 +60,22 @@ class Fault:
         return self.when is None or self.when(request.get("params") or [])
 
 
+# Methods whose answer about a fixed block never changes: a proxy memoizing them replays a chain (the
+# benchmarks' "provider that answers at once").
+REPLAYABLE = frozenset(
+    {
+        "eth_getBlockByNumber",
+        "eth_getLogs",
+        "eth_getTransactionReceipt",
+        "eth_getBalance",
+        "eth_getTransactionCount",
+        "eth_call",
+        "eth_getCode",
+        "debug_traceBlockByNumber",
+        "trace_block",
+    }
+)
+
 _MOVING_TAGS = ("latest", "finalized", "safe", "pending", "earliest")
 
 
