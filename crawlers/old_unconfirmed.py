@@ -45,14 +45,14 @@ from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
 from crawlers.services import crawl_single_block, tip_of
 from crawlers.trace_frames import donation_frames
 from crawlers.traces import TracesUnavailable, transaction_trace
-from donations.models import Donation, DonationStatus, amount_scale
-from donations.services import (
-    Outcome,
+from donations.judging import (
     donations_absence_record,
     donations_confirm,
     donations_fail_unconfirmed,
     donations_look_later,
 )
+from donations.models import Donation, DonationStatus, amount_scale
+from donations.services import Outcome
 from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")

@@ -1,9 +1,10 @@
 """The crediting writes: record a sighting, confirm, fail a revert, recompute the campaign and per-donor totals.
 
 Every rule here exists once and is shared by the latest crawler, the finalized crawler and the
-old-unconfirmed crawler (issue #4). Confirmation and the campaign totals change only under the
-donation_stats row lock, taken first and always in the same order (campaign row, then donation rows,
-then user_data rows by address), so two writers can never interleave a crediting decision.
+old-unconfirmed crawler (issue #4; its batch writes are in donations/judging.py). Confirmation and the
+campaign totals change only under the donation_stats row lock, taken first and always in the same
+order (campaign row, then donation rows, then user_data rows by address), so two writers can never
+interleave a crediting decision.
 
 Token counts (README "Crediting"): a donation is priced once, when it is first recorded, by
 `rules.donation_tokens` at the tier of the confirmed total at that moment. Confirmation never re-prices:
@@ -21,11 +22,10 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from crawlers.detection import Transfer
@@ -322,96 +322,6 @@ def finalized_block_record(
         stats_save(stats=stats, tiers=tiers, before=before)
         deltas.apply()
     return result
-
-
-@transaction.atomic
-def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier]) -> dict[int, str]:
-    """Confirm recorded donations (the old-unconfirmed crawler's path, issue #4), oldest first.
-
-    The caller has positive evidence that each one is in a finalized block. Same rule, same lock and
-    same deltas as the finalized crawler; returns each donation's outcome (a failed row is left out:
-    only the finalized path records it anew from the block that proves it).
-    """
-    stats = stats_lock()
-    rows = list(
-        Donation.objects.select_for_update()
-        .filter(id__in=donation_ids)
-        .exclude(status=DonationStatus.FAILED)
-        .order_by("block_number", "id")
-    )
-    before = sale_state(stats.tokens, tiers)
-    outcomes = {row.id: donation_confirm(stats=stats, donation=row, tiers=tiers) for row in rows}
-    deltas = Deltas()
-    for row in rows:
-        if outcomes[row.id] == Outcome.CONFIRMED:
-            deltas.add(row, +1)
-    if deltas.by_address:
-        stats_save(stats=stats, tiers=tiers, before=before)
-        deltas.apply()
-    return outcomes
-
-
-@transaction.atomic
-def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tiers: Sequence[SaleTier]) -> list[int]:
-    """The old-unconfirmed judge's failure: unconfirmed rows only (a confirmed one is never touched here).
-
-    Under the campaign lock like every crediting write; the rows are kept, only their status changes.
-    No total moves: unconfirmed rows were never in them.
-    """
-    stats_lock()
-    rows = list(
-        Donation.objects.select_for_update()
-        .filter(id__in=donation_ids, status=DonationStatus.UNCONFIRMED)
-        .order_by("block_number", "id")
-    )
-    for row in rows:
-        logger.warning("donation %s (%s, id %d) unconfirmed -> failed: %s", row.tx_hash, row.asset, row.id, reason)
-        row.status = DonationStatus.FAILED
-        row.save(update_fields=["status", "modified_at"])
-        webhook_donation_event(
-            row, "donation.failed", reason="reverted" if "revert" in reason else "dropped", detail=reason
-        )
-    return [row.id for row in rows]
-
-
-def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[int]) -> None:
-    """One old-unconfirmed run's observations: +1 for every transaction found neither on chain nor in the
-    mempool, back to 0 for every one seen anywhere. Unconfirmed rows only.
-
-    Under the campaign lock like every other write to donation rows, so it never interleaves its row
-    locks with a crawler's (which could deadlock).
-    """
-    with transaction.atomic():
-        stats_lock()
-        if absent_ids:
-            Donation.objects.filter(id__in=absent_ids, status=DonationStatus.UNCONFIRMED).update(
-                absent_count=F("absent_count") + 1, modified_at=timezone.now()
-            )
-        if seen_ids:
-            Donation.objects.filter(id__in=seen_ids, absent_count__gt=0).update(
-                absent_count=0, modified_at=timezone.now()
-            )
-
-
-_LOOK_LATER = """
-UPDATE donation
-SET next_look_at = %(now)s + LEAST(GREATEST((%(now)s - block_time) / 8, %(min)s), %(max)s), modified_at = now()
-WHERE id = ANY(%(ids)s) AND status = 'unconfirmed'
-"""
-
-
-def donations_look_later(
-    *, donation_ids: Sequence[int], now: datetime, min_delay: timedelta, max_delay: timedelta
-) -> None:
-    """Give the still-unconfirmed rows among `donation_ids` a next-look time: an eighth of their age from
-    `now`, within [min_delay, max_delay] (the old-unconfirmed crawler's back-off). Under the campaign
-    lock like every other write to donation rows."""
-    if not donation_ids:
-        return
-    with transaction.atomic():
-        stats_lock()
-        with connection.cursor() as cursor:
-            cursor.execute(_LOOK_LATER, {"now": now, "min": min_delay, "max": max_delay, "ids": sorted(donation_ids)})
 
 
 # --- the operator's lever: pause and resume -------------------------------------------------------

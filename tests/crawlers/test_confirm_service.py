@@ -8,8 +8,9 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 
+from donations.judging import donations_confirm
 from donations.models import Donation, DonationStats, UserData
-from donations.services import Outcome, donations_confirm
+from donations.services import Outcome
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = pytest.mark.django_db

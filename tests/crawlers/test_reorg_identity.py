@@ -12,8 +12,9 @@ from django.conf import settings
 from crawlers.detection import Transfer
 from crawlers.models import FINALIZED, LATEST
 from crawlers.services import crawl
+from donations.judging import donations_confirm
 from donations.models import Donation, DonationStats
-from donations.services import Outcome, Sighting, donation_record_unconfirmed, donations_confirm
+from donations.services import Outcome, Sighting, donation_record_unconfirmed
 from tests.chain import ACCOUNTS, DONATION_ADDRESS
 from tests.invariants import assert_ledger_invariants
 

@@ -19,14 +19,9 @@ from crawlers.models import FINALIZED, LATEST
 from crawlers.rpc import RpcClient
 from crawlers.services import crawl
 from crawlers.traces import internal_eth_transfers
+from donations.judging import donations_fail_unconfirmed
 from donations.models import Donation, DonationStats
-from donations.services import (
-    Sighting,
-    campaign_pause,
-    campaign_resume,
-    donation_record_unconfirmed,
-    donations_fail_unconfirmed,
-)
+from donations.services import Sighting, campaign_pause, campaign_resume, donation_record_unconfirmed
 from donations.tasks import deliver_webhooks
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
