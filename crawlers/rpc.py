@@ -253,6 +253,7 @@ class RpcClient:
         requests (the caller's and this one) are ever in flight; an unclaimed earlier one is dropped."""
         previous = self._ahead
         if previous is not None and previous.running():
+            self._ahead = None  # still posting what nobody took: not to be taken later either
             return False
         batches = tuple(b for b in batches if b)
         if not batches:

@@ -142,6 +142,7 @@ def crawl(
                 first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
             if first_parent and position_hash and first_parent != position_hash:
                 if label == LATEST:
+                    client.drop_read_ahead()  # read before the re-org: never to be taken for the re-crawl
                     position, position_hash = _rewind_after_reorg(client, position, config)
                     result.cursor = position
                     continue
