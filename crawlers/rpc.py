@@ -241,7 +241,7 @@ class RpcClient:
 
         Calls read ahead (`read_ahead`) are answered from there when every answer is evidence."""
         ahead = self._ahead
-        if ahead is not None and not null_is_answer:
+        if ahead is not None and not ahead.dropped and not null_is_answer:
             taken = ahead.take(calls)
             if taken is not None:
                 return taken
@@ -253,18 +253,20 @@ class RpcClient:
         requests (the caller's and this one) are ever in flight; an unclaimed earlier one is dropped."""
         previous = self._ahead
         if previous is not None and previous.running():
-            self._ahead = None  # still posting what nobody took: not to be taken later either
+            previous.dropped = True  # still posting what nobody took: not to be taken later either
             return False
         batches = tuple(b for b in batches if b)
         if not batches:
-            self._ahead = None
+            self.drop_read_ahead()
             return False
         self._ahead = _ReadAhead(self, batches)
         return True
 
     def drop_read_ahead(self) -> None:
-        """Forget any answers read ahead (a crawl run ends, or went somewhere else)."""
-        self._ahead = None
+        """Forget any answers read ahead (a crawl run ends, or went somewhere else). The thread is kept
+        in view until it ends, so that no new read-ahead starts beside it."""
+        if self._ahead is not None:
+            self._ahead.dropped = True
 
     def _batch_now(self, calls: Sequence[tuple[str, Sequence[Any]]], *, null_is_answer: bool) -> list[Outcome]:
         outcomes: list[Outcome] = []
@@ -358,6 +360,7 @@ class _ReadAhead:
         self._answers: dict[str, list[Outcome]] = {}
         self._ready = {key: threading.Event() for key in self._keys}
         self._taken: set[str] = set()
+        self.dropped = False  # nothing is taken from it any more
         self._thread = threading.Thread(target=self._run, args=(client, batches), name="rpc-read-ahead", daemon=True)
         self._thread.start()
 
