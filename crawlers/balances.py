@@ -120,7 +120,7 @@ def scan_range(
     that cannot be proven (returns the proven prefix and the hold)."""
     if start == 0:
         return _unproven(client, config, start, end, label)
-    calls = _edge_calls(config, start, end)
+    calls = edge_calls(config, start, end)
     read = read_range(client, config, start, end, label, extra=calls)
     if not read.blocks:
         return [], read.held
@@ -148,7 +148,7 @@ def scan_range(
     return blocks, held or read.held
 
 
-def _edge_calls(config: Config, start: int, end: int) -> list[tuple[str, list[Any]]]:
+def edge_calls(config: Config, start: int, end: int) -> list[tuple[str, list[Any]]]:
     """The balances at the block before the range and at its end, riding in the blocks' batch."""
     return balance_calls(config, start - 1) + balance_calls(config, end) if start else []
 
@@ -157,7 +157,7 @@ def scan_range_opening(
     client: RpcClient, config: Config, start: int, end: int, label: str
 ) -> list[list[tuple[str, Sequence[Any]]]]:
     """The batches `scan_range` posts first, for the crawl loop to read ahead."""
-    return opening_calls(client, config, start, end, label, _edge_calls(config, start, end))
+    return opening_calls(client, config, start, end, label, edge_calls(config, start, end))
 
 
 def _note_proven(label: str, start: int, last: int) -> None:

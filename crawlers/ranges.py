@@ -272,7 +272,7 @@ def transfer_logs(client: RpcClient, config: Config, start: int, last: int) -> t
     """
     if not config.stable_coins:
         return [], []
-    if last - start + 1 <= client.log_span:
+    if logs_in_one_batch(client, config, start, last):
         outcomes = client.batch(transfer_log_calls(config, start, last))
         if all(isinstance(o, Answer) and isinstance(o.value, list) for o in outcomes):
             return outcomes[0].value, outcomes[1].value
@@ -290,6 +290,12 @@ def _transfer_filters(config: Config) -> tuple[list, list]:
     return [detection.TRANSFER_TOPIC, None, us], [detection.TRANSFER_TOPIC, us]
 
 
+def logs_in_one_batch(client: RpcClient, config: Config, start: int, end: int) -> bool:
+    """Whether both Transfer filters over start..end go in one batch: there are coins to ask about, and
+    the span is within what the provider accepts (else `get_logs` splits it)."""
+    return bool(config.stable_coins) and end - start + 1 <= client.log_span
+
+
 def transfer_log_calls(config: Config, start: int, end: int) -> list[tuple[str, list]]:
     """The two eth_getLogs filters (to and from us) over start..end, for one batch."""
     span = {"address": [c.contract for c in config.stable_coins], "fromBlock": hex(start), "toBlock": hex(end)}
@@ -302,7 +308,7 @@ def opening_calls(
     """The batches `read_range(start, end, extra=extra)` posts first when nothing holds it (its blocks,
     then its logs), for the crawl loop to read ahead; receipts depend on the blocks and are not here."""
     blocks = block_calls(config, range(start, end + 1), finalized=label in (FINALIZED, RECONCILE), extra=extra)
-    logs = transfer_log_calls(config, start, end) if config.stable_coins and end - start + 1 <= client.log_span else []
+    logs = transfer_log_calls(config, start, end) if logs_in_one_batch(client, config, start, end) else []
     return [blocks, logs]
 
 

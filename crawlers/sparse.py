@@ -38,11 +38,20 @@ from crawlers.balances import (
     _note_proven,
     _settle,
     balance_calls,
+    edge_calls,
     parse_balances,
 )
 from crawlers.detection import BlockHeader
 from crawlers.models import FINALIZED
-from crawlers.ranges import NONCE, BlockHeld, ScannedBlock, read_range, transfer_log_calls, transfer_logs
+from crawlers.ranges import (
+    NONCE,
+    BlockHeld,
+    ScannedBlock,
+    logs_in_one_batch,
+    read_range,
+    transfer_log_calls,
+    transfer_logs,
+)
 from crawlers.rpc import Answer, NoEvidenceError, RpcClient
 from donations.models import Donation
 from dws_project.config import Config
@@ -91,17 +100,13 @@ def opening_calls(client: RpcClient, config: Config, start: int, end: int) -> li
     """The one batch a sparse range starts with: the balances at both ends, the code, the two headers and
     (within the provider's log span) the Transfer logs. The crawl loop reads it ahead too."""
     us = config.donation_address
-    edges = balance_calls(config, start - 1) + balance_calls(config, end)
     heads = [
         ("eth_getCode", [us, hex(end)]),
         ("eth_getBlockByNumber", [hex(start), False]),
         ("eth_getBlockByNumber", [hex(end), False]),
     ]
-    return edges + heads + (transfer_log_calls(config, start, end) if _with_logs(client, config, start, end) else [])
-
-
-def _with_logs(client: RpcClient, config: Config, start: int, end: int) -> bool:
-    return bool(config.stable_coins) and end - start + 1 <= client.log_span
+    logs = transfer_log_calls(config, start, end) if logs_in_one_batch(client, config, start, end) else []
+    return edge_calls(config, start, end) + heads + logs
 
 
 def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: str) -> SparseScan | None:
@@ -109,8 +114,8 @@ def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: 
     TOO_BUSY when reading it in full is cheaper."""
     if start == 0 or not enabled():
         return None
-    with_logs = _with_logs(client, config, start, end)
-    edges = balance_calls(config, start - 1) + balance_calls(config, end)
+    with_logs = logs_in_one_batch(client, config, start, end)
+    edges = edge_calls(config, start, end)
     outcomes = client.batch(opening_calls(client, config, start, end))
     half = len(edges) // 2
     try:
@@ -217,7 +222,7 @@ def _read_proven(
     client: RpcClient, config: Config, start: int, end: int, label: str, wanted: list[int], logs
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """The `wanted` blocks in full, each proven against its own balances; stops at the first it cannot prove."""
-    extra = [call for n in wanted for call in balance_calls(config, n - 1) + balance_calls(config, n)]
+    extra = [call for n in wanted for call in edge_calls(config, n, n)]
     read = read_range(client, config, start, end, label, extra=extra, numbers=wanted, logs=logs)
     size = len(extra) // len(wanted) // 2
     proven: list[ScannedBlock] = []
