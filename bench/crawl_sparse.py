@@ -39,7 +39,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -49,10 +48,10 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
+from tests.ops.processes import process_environment  # noqa: E402
 from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
 
 DONORS = ACCOUNTS[1:9]
@@ -131,17 +130,8 @@ def reset_ledger() -> None:
 
 
 def environment(proxy_url: str, start: int) -> dict[str, str]:
-    db = settings.DATABASES["default"]
-    password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DWS_", "DATABASE_", "ETH_"))}
-    return {
-        **env,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "DATABASE_URL": f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
-        "REDIS_URL": settings.CONFIG.redis_url,
-        "ETH_RPC_URL": proxy_url,
-        "DWS_START_BLOCK": str(start),
-    }
+    """The crawler processes' environment: this script's throw-away database and Redis db."""
+    return process_environment(ETH_RPC_URL=proxy_url, DWS_START_BLOCK=str(start))
 
 
 def cursor() -> int:
@@ -226,7 +216,7 @@ def run_ponder_way(
 ) -> None:
     from bench.ponder_way import run_ponder
 
-    proxy._memo.clear()  # Ponder asks anvil, as our crawler's first pass did
+    proxy.forget_answers()  # Ponder asks anvil, as our crawler's first pass did
     posts, received = len(proxy.seen), proxy.bytes_out
     expected = 2 * donations if mode == "blocks" else donations  # "logs" cannot see the ETH donations
     found = run_ponder(
@@ -280,7 +270,7 @@ def main() -> None:
                 ways = args.ways.split(",")
                 for way, provider in [(w, p) for w in ways for p in (("anvil", "replay") if args.replay else ("",))]:
                     if provider == "anvil":
-                        proxy._memo.clear()  # this pass asks anvil; the replay after it answers from memory
+                        proxy.forget_answers()  # this pass asks anvil; the replay after it answers from memory
                     reset_ledger()
                     from dws_project.redis_client import get_redis
 

@@ -163,6 +163,11 @@ class RpcProxy:
             for namespace in ("debug_*", "trace_*")
         ]
 
+    def forget_answers(self) -> None:
+        """Drop the memoized answers: the next requests go upstream again."""
+        with self._lock:
+            self._memo.clear()
+
     def disarm(self) -> None:
         with self._lock:
             self.faults.clear()

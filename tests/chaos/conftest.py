@@ -18,13 +18,11 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings as django_settings
@@ -42,6 +40,7 @@ from prices.models import ETH, Price
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, ROOT, Anvil, deploy_stable_coins
 from tests.detection_oracle import chain_donations
 from tests.invariants import assert_ledger_invariants
+from tests.ops.processes import celery_worker_command, process_environment
 from tests.rpc_proxy import RpcProxy
 
 CHAIN_LAG = timedelta(hours=2)
@@ -66,25 +65,7 @@ class Worker:
         self.log = log
         self._out = log.open("ab")
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "dws_project",
-                "worker",
-                "--pool=prefork",
-                "--concurrency=1",
-                "-Q",
-                "crawlers,prices,celery",
-                "-n",
-                f"{name}@chaos",
-                "--without-mingle",
-                "--without-gossip",
-                "--without-heartbeat",
-                "-l",
-                "INFO",
-            ],
+            celery_worker_command(f"{name}@chaos", "crawlers,prices,celery"),
             cwd=ROOT,
             env=env,
             stdout=self._out,
@@ -128,20 +109,14 @@ class Stack:
         self.workers: list[Worker] = []
         self.sent: dict[str, str] = {}  # tx hash -> asset, every donation this scenario sent
         self.settings = settings
-        db = django_settings.DATABASES["default"]
-        password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
-        self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("DWS_", "DATABASE_", "ETH_", "PYTEST"))},
-            "DJANGO_SETTINGS_MODULE": "tests.settings",
-            "DATABASE_URL": f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
-            "REDIS_URL": django_settings.CONFIG.redis_url,
-            "ETH_RPC_URL": proxy.url("/rpc"),
-            "DWS_START_BLOCK": str(self.start_block),
-            "DWS_SALE_PARAMS": sale,
-            "DWS_STABLE_COINS": os.environ.get("DWS_STABLE_COINS", ""),
-            "TEST_RPC_READ_TIMEOUT": "1",
-            "TEST_CRAWLER_LOCK_TTL": "6",
-        }
+        self.env = process_environment(
+            ETH_RPC_URL=proxy.url("/rpc"),
+            DWS_START_BLOCK=str(self.start_block),
+            DWS_SALE_PARAMS=sale,
+            DWS_STABLE_COINS=os.environ.get("DWS_STABLE_COINS", ""),
+            TEST_RPC_READ_TIMEOUT="1",
+            TEST_CRAWLER_LOCK_TTL="6",
+        )
         if not self.env["DWS_STABLE_COINS"]:
             del self.env["DWS_STABLE_COINS"]  # tests.settings fills in deploy/env.local's
         self.use_sale(sale)

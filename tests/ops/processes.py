@@ -77,8 +77,9 @@ class Process:
         self._out.close()
 
 
-def worker(name: str, queues: str, env: Mapping[str, str], log_dir: Path, *, concurrency: int = 1) -> Process:
-    command = [
+def celery_worker_command(node: str, queues: str, *, concurrency: int = 1) -> list[str]:
+    """A prefork Celery worker as deployed, named `node`, without the chatter a test has no use for."""
+    return [
         sys.executable,
         "-m",
         "celery",
@@ -90,13 +91,17 @@ def worker(name: str, queues: str, env: Mapping[str, str], log_dir: Path, *, con
         "-Q",
         queues,
         "-n",
-        f"{name}@ops",
+        node,
         "--without-mingle",
         "--without-gossip",
         "--without-heartbeat",
         "-l",
         "INFO",
     ]
+
+
+def worker(name: str, queues: str, env: Mapping[str, str], log_dir: Path, *, concurrency: int = 1) -> Process:
+    command = celery_worker_command(f"{name}@ops", queues, concurrency=concurrency)
     started = Process(name, command, env, log_dir / f"{name}.log")
     started.wait_log(" ready.")
     return started
