@@ -125,10 +125,10 @@ def crawl(
         return result
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
-    pace = _Pace(span=client.log_span, sparse_below=_sparse_ceiling(client, label, tip))
+    pace = _Pace(tip, budget, span=client.log_span, sparse_below=_sparse_ceiling(client, label, tip))
     try:
         while position < tip and pace.used < budget and not shutdown.requested():
-            end, sparse = pace.next_range(position, tip, budget, client.log_span)
+            end, sparse = pace.next_range(position, client.log_span)
             scan = scan_sparse(client, config, position + 1, end, label) if sparse else None
             if scan is not None and scan is not TOO_BUSY:
                 pace.after_sparse(end - position, len(scan.read), client.log_span)
@@ -136,7 +136,7 @@ def crawl(
             else:
                 # Read in full: no evidence for the sparse path, or a busy stretch (then the following
                 # ranges too are read in full, until one holds at most one block with something for us).
-                end = int(min(end, position + RANGE_BLOCKS, position + max(1, budget - pace.used)))
+                end = pace.full_range_end(position, end)
                 blocks, held = scan_range(client, config, position + 1, end, label)
                 pace.after_full(end - position, blocks, busy=scan is TOO_BUSY, whole=held is None)
                 first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
@@ -152,7 +152,7 @@ def crawl(
                 logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
                 return result
             if held is None and end < tip and pace.used < budget:
-                _read_ahead(client, config, label, end, tip, budget, pace)  # fetched while this range is written
+                _read_ahead(client, config, label, end, pace)  # fetched while this range is written
             held = record_blocks(label, blocks, held, config, result, move_cursor=True, reach=reach)
             if held is not None:
                 (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
@@ -175,23 +175,26 @@ class _Pace:
     in full for a while. `used` counts the run's budget: a block read in full costs 1, a block a sparse
     range skips 1 / SPARSE_BLOCKS_PER_UNIT."""
 
+    tip: int
+    budget: float  # the run's cap (`max_blocks`)
     span: int
     sparse_below: int  # the last block a sparse range may end at (see _sparse_ceiling)
     dense: bool = False
     used: float = 0.0
 
-    def next_range(self, position: int, tip: int, budget: float, log_span: int) -> tuple[int, bool]:
+    def next_range(self, position: int, log_span: int) -> tuple[int, bool]:
         """The next range's end after `position`, and whether to try it the sparse way."""
-        left = budget - self.used
-        end = max(
-            position + 1, int(min(tip, position + min(self.span, log_span), position + left * SPARSE_BLOCKS_PER_UNIT))
-        )
+        left = self.budget - self.used
+        reach = min(self.span, log_span, left * SPARSE_BLOCKS_PER_UNIT)
+        end = max(position + 1, int(min(self.tip, position + reach)))
         if position < self.sparse_below:
             end = min(end, self.sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
         sparse = end <= self.sparse_below and not self.dense and sparse_enabled() and position >= 0
-        if not sparse:
-            end = int(min(end, position + RANGE_BLOCKS, position + max(1, left)))
-        return end, sparse
+        return (end if sparse else self.full_range_end(position, end)), sparse
+
+    def full_range_end(self, position: int, end: int) -> int:
+        """`end` cut to a range read in full: RANGE_BLOCKS at most, and what the budget has left."""
+        return int(min(end, position + RANGE_BLOCKS, position + max(1, self.budget - self.used)))
 
     def after_sparse(self, blocks: int, busy: int, log_span: int) -> None:
         self.used += blocks / SPARSE_BLOCKS_PER_UNIT + busy
@@ -209,14 +212,12 @@ class _Pace:
             self.dense = False
 
 
-def _read_ahead(
-    client: RpcClient, config: Config, label: str, position: int, tip: int, budget: float, pace: _Pace
-) -> None:
+def _read_ahead(client: RpcClient, config: Config, label: str, position: int, pace: _Pace) -> None:
     """Ask for the next range's first batches now, so they arrive while this one is written (pipelining).
     A Django setting (`CRAWLER_READ_AHEAD = False`, benchmarks comparing with and without) turns it off."""
     if not getattr(settings, "CRAWLER_READ_AHEAD", True):
         return
-    end, sparse = pace.next_range(position, tip, budget, client.log_span)
+    end, sparse = pace.next_range(position, client.log_span)
     if sparse:
         client.read_ahead(sparse_opening(client, config, position + 1, end))
     else:
