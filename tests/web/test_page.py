@@ -105,6 +105,15 @@ def test_the_page_carries_the_rest_of_the_presale_site_below_the_widget(page) ->
     assert "$0.0015" in body
 
 
+def test_the_tiers_section_says_a_donation_is_priced_when_first_recorded(page) -> None:
+    # DESIGN.md "Crediting": the tier is fixed when the donation is first recorded (shown as pending);
+    # confirmation never re-prices it, so the page must not promise the tier of the confirmation.
+    body = page[0].content.decode()
+    tiers = re.search(r'<section class="section" id="tiers".*?</section>', body, flags=re.DOTALL).group(0)
+    assert "priced at the tier in force when it is first recorded" in tiers
+    assert "when it is confirmed" not in tiers
+
+
 def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings) -> None:
     response, _ = page
     config = json.loads(
