@@ -48,7 +48,7 @@ def inflow_record(config: Config, *, block: BlockHeader, asset: str, raw: int) -
         )
         logger.error(
             "unexplained inflow: %s %s (%d raw units) reached the donation address in block %d (%s) and no "
-            "transfer we can see explains it; see 'an unexplained inflow' in the README",
+            'transfer we can see explains it; see docs/operating.md, "an unexplained inflow"',
             inflow.amount,
             asset,
             raw,

@@ -33,7 +33,7 @@ logger = logging.getLogger("dws.crawlers")
 RECONCILE = "reconcile"  # the debug-store name of blocks read by `reconcile` (finalized, so cached too)
 NONCE = "nonce"  # the pseudo-asset of the balance proof counting transactions sent from the address
 RANGE_BLOCKS = 50  # blocks fetched per batch: one round trip for the blocks, one for the logs
-STUCK_POINTER = "if this persists see 'a crawler is stuck on a block' in the README"
+STUCK_POINTER = 'if this persists see docs/operating.md, "a crawler is stuck on a block"'
 
 
 class BlockHeld(Exception):

@@ -182,7 +182,7 @@ def reconcile(
     for inflow in inflows_open().order_by("block_number"):
         report.discrepancies.append(
             f"block {inflow.block_number}: unexplained inflow {inflow.pk} of {inflow.amount} {inflow.asset} is open "
-            "(see 'an unexplained inflow' in the README)"
+            '(see docs/operating.md, "an unexplained inflow")'
         )
         report.awaiting_operator.append(report.discrepancies[-1])
     ReconcileRun.objects.create(

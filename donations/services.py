@@ -6,7 +6,7 @@ campaign totals change only under the donation_stats row lock, taken first and a
 order (campaign row, then donation rows, then user_data rows by address), so two writers can never
 interleave a crediting decision.
 
-Token counts (README "Crediting"): a donation is priced once, when it is first recorded, by
+Token counts (docs/detection.md, "Crediting"): a donation is priced once, when it is first recorded, by
 `rules.donation_tokens` at the tier of the confirmed total at that moment. Confirmation never re-prices:
 it only applies the closed rule (0 tokens once the confirmed total has reached the cap). A confirmed
 donation never changes.

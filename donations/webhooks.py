@@ -192,7 +192,7 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
 
 
 def verify(secret: str, header: str, body: bytes, *, now: int, tolerance: int = 300) -> bool:
-    """What a receiver does (the README's recipe): parse, check the window, compare in constant time."""
+    """What a receiver does (the recipe in docs/webhooks.md): parse, check the window, compare in constant time."""
     try:
         fields = dict(part.split("=", 1) for part in header.split(","))
         timestamp = int(fields["t"])

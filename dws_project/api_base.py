@@ -20,7 +20,7 @@ from dws_project.ratelimit import check_budget
 
 
 class ErrorSerializer(serializers.Serializer):
-    code = serializers.IntegerField(help_text="the numbered error; see the README's error table")
+    code = serializers.IntegerField(help_text="the numbered error; see the error table in docs/api.md")
     message = serializers.CharField(help_text="a fixed, generic message for the code")
 
 

@@ -141,7 +141,7 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 CSRF_TRUSTED_ORIGINS = list(CONFIG.csrf_trusted_origins)
 if CONFIG.https:
-    # DWS_HTTPS=on: the site is served over TLS by a proxy in front (see the README's security section).
+    # DWS_HTTPS=on: the site is served over TLS by a proxy in front (see docs/security.md).
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = True

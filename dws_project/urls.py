@@ -20,7 +20,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # the donation page (web app)
     path("", web_views.index, name="index"),
-    # delphi (see the README's "API (delphi)" section)
+    # delphi (see docs/api.md)
     path("user/data/<str:address>", UserDataApi.as_view(), name="user-data"),
     path("donation/data", DonationDataApi.as_view(), name="donation-data"),
     path("price/eth", EthPriceApi.as_view(), name="price-eth"),

@@ -1,5 +1,5 @@
 """The chaos matrix: each scenario on the real stack, then `Stack.verify()` (nothing lost, nothing twice,
-invariants, reconcile clean). The README's "Chaos matrix" table lists what each one proves."""
+invariants, reconcile clean). The "Chaos matrix" table in docs/development.md lists what each one proves."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookEndpoint
 from tests.api.contract_wallets import act_as, contract_headers, deploy_wallet
 from tests.chain import DONATION_ADDRESS
-from tests.crawlers.test_webhooks import SECRET, readme_verifier
+from tests.crawlers.test_webhooks import SECRET, documented_verifier
 from tests.invariants import assert_ledger_invariants
 from tests.webhook_receiver import webhook_receiver
 
@@ -34,7 +34,7 @@ ETHER = 10**18
 def test_a_contract_wallet_donates_signs_by_contract_stakes_and_the_receiver_hears_seen_then_confirmed(
     node, crawl_config, eth_prices
 ):
-    verify = readme_verifier()
+    verify = documented_verifier()
     api = Client()
     owner = Account.create()
     wallet = deploy_wallet(node, owner)

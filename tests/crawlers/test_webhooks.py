@@ -7,7 +7,6 @@ import json
 import re
 from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -28,6 +27,7 @@ from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEnd
 from donations.webhooks import webhook_inflow_unexplained
 from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.manual import page_text
 from tests.webhook_receiver import Receiver, webhook_receiver
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -36,13 +36,13 @@ SECRET = "whsec-test-0123456789abcdef"
 ALL_DONATION_EVENTS = ["donation.seen", "donation.confirmed", "donation.failed", "donation.moved"]
 
 
-def readme_verifier():
-    """The receiver example exactly as the README documents it."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = re.search(r"<!-- webhook-receiver-example -->\n```python\n(.*?)```", readme, re.S)
-    assert block, "the README's receiver example is missing"
+def documented_verifier():
+    """The receiver example exactly as docs/webhooks.md documents it."""
+    manual = page_text("docs/webhooks.md")
+    block = re.search(r"<!-- webhook-receiver-example -->\n```python\n(.*?)```", manual, re.S)
+    assert block, "the receiver example in docs/webhooks.md is missing"
     namespace: dict = {}
-    exec(block.group(1), namespace)  # noqa: S102 - our own README, under test
+    exec(block.group(1), namespace)  # noqa: S102 - our own manual, under test
     return namespace["verify_dws_signature"]
 
 
@@ -94,8 +94,8 @@ def test_a_delivery_retries_through_a_500_and_a_time_out_then_lands_once(node, s
     ]
 
 
-def test_the_signature_verifies_with_the_readme_recipe_and_fails_with_a_wrong_secret(node):
-    verify = readme_verifier()
+def test_the_signature_verifies_with_the_documented_recipe_and_fails_with_a_wrong_secret(node):
+    verify = documented_verifier()
     with webhook_receiver() as receiver:
         endpoint(receiver, ["donation.seen"])
         node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
@@ -187,7 +187,7 @@ def test_pause_and_resume_are_sent_as_campaign_status_and_inactive_endpoints_get
 
 
 def test_webhook_test_sends_a_signed_sample_and_never_prints_the_secret(monkeypatch, capsys):
-    verify = readme_verifier()
+    verify = documented_verifier()
     monkeypatch.setenv("DWS_WEBHOOK_TEST_SECRET", SECRET)
     with webhook_receiver(["200", "500"]) as receiver:
         call_command("webhook_test", receiver.url)

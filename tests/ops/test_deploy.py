@@ -16,6 +16,7 @@ from django.urls import reverse
 
 from dws_project import metrics
 from tests.chain import ROOT
+from tests.manual import page_text
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
@@ -129,8 +130,8 @@ def test_the_dashboard_and_the_alerts_use_exported_metrics(path):
     assert used - exported_metric_names() == set()
 
 
-def test_the_readme_documents_every_metric():
-    readme = (ROOT / "README.md").read_text()
+def test_the_operating_manual_documents_every_metric():
+    manual = page_text("docs/operating.md")
     assert len(defined_metric_names()) >= 20
     for name in defined_metric_names():
-        assert f"`{name}" in readme, name
+        assert f"`{name}" in manual, name

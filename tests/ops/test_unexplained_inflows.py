@@ -7,9 +7,7 @@ The inflow is made the way production makes one: ETH forwarded to the donation a
 from __future__ import annotations
 
 import logging
-import re
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -23,6 +21,7 @@ from crawlers.services import crawl
 from donations.models import Donation, DonationStats
 from donations.webhook_models import WebhookEndpoint, WebhookEvent
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.manual import has_heading, pointed_section
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -156,12 +155,11 @@ def test_credit_this_transaction_credits_it_through_the_traces_and_reconcile_the
     assert status == 0, output
 
 
-def test_the_error_line_points_at_a_readme_runbook_that_exists(forwarded, caplog):
+def test_the_error_line_points_at_the_runbook(forwarded, caplog):
     recorded = caplog.get_records("setup")  # the inflow was recorded while the fixture crawled
     line = next(r.getMessage() for r in recorded if r.getMessage().startswith("unexplained inflow:"))
-    heading = re.search(r"see '(.+)' in the README", line).group(1)
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert re.search(rf"^#+ {re.escape(heading)}\s*$", readme, re.MULTILINE | re.IGNORECASE)
+    assert pointed_section(line) == ("docs/operating.md", "an unexplained inflow")
+    assert has_heading(*pointed_section(line))
 
 
 def test_credit_refuses_a_donation_already_recorded_in_that_block(operator, node, proxy):

@@ -47,12 +47,13 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-# This checkout's share of TCP ports for servers the tests start (see the README's Tests section).
+# This checkout's share of TCP ports for servers the tests start (TEST_PORT_RANGE: see
+# docs/development.md, "Crawler test infrastructure (reusable)").
 PORT_RANGE = range(19000, 19100)
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 # Test artifacts, outside the tracked tree: `make test` never rewrites docs/screenshots/, whose copies
-# are refreshed by hand (see the README's "The donation page").
+# are refreshed by hand (see docs/page.md).
 SCREENSHOTS = Path(os.environ.get("DWS_SCREENSHOT_DIR", ROOT / "var" / "screenshots"))
 API_PREFIXES = ("/donation/", "/price/", "/user/", "/affiliate/", "/wallet/")
 

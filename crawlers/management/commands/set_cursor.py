@@ -15,7 +15,7 @@ class Command(JobCommand):
     help = (
         "Set a crawler's cursor to block N (the last block it has processed): its next run starts at N+1. "
         "Refused beyond the chain head. Set only the cursor of the crawler that is stuck; see "
-        "'a crawler is stuck on a block' in the README."
+        'docs/operating.md, "a crawler is stuck on a block".'
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
