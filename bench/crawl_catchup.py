@@ -33,7 +33,7 @@ from django.conf import settings  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from crawlers.services import crawl  # noqa: E402
+from crawlers.runs.crawl import crawl  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
 from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
 
@@ -103,7 +103,7 @@ def reset_ledger() -> None:
 
 def run(label: str, client_factory, start: int) -> tuple[float, int, int]:
     from crawlers.models import FINALIZED
-    from crawlers.services import cursor_set
+    from crawlers.runs.crawl import cursor_set
 
     client = client_factory()
     cursor_set(label, start - 1)
@@ -138,8 +138,8 @@ def main() -> None:
             donations = build_chain(anvil, args.blocks, args.txs, args.donation_every)
             print(f"built in {time.monotonic() - t0:.0f} s; {donations} donations", flush=True)
 
+            from crawlers.chain.rpc import RpcClient
             from crawlers.models import FINALIZED, LATEST
-            from crawlers.rpc import RpcClient
             from prices.models import ETH, Price
 
             now = timezone.now().replace(second=0, microsecond=0)

@@ -135,7 +135,7 @@ def environment(proxy_url: str, start: int) -> dict[str, str]:
 
 
 def cursor() -> int:
-    from crawlers.services import cursor_get
+    from crawlers.runs.crawl import cursor_get
 
     row = cursor_get("finalized")
     return row.value if row else -1

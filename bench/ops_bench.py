@@ -35,11 +35,11 @@ from django.conf import settings  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from crawlers.chain.rpc import RpcClient  # noqa: E402
 from crawlers.models import FINALIZED, LATEST  # noqa: E402
-from crawlers.old_unconfirmed import crawl_old_unconfirmed  # noqa: E402
-from crawlers.reconcile import reconcile  # noqa: E402
-from crawlers.rpc import RpcClient  # noqa: E402
-from crawlers.services import crawl, cursor_set  # noqa: E402
+from crawlers.runs.crawl import crawl, cursor_set  # noqa: E402
+from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed  # noqa: E402
+from crawlers.runs.reconcile import reconcile  # noqa: E402
 from donations.models import Donation  # noqa: E402
 from prices.models import ETH, Price  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402

@@ -18,10 +18,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from crawlers.cursors import CursorRefused, chain_tips, set_cursor
-from crawlers.inflows import InflowRefused, inflow_credit, inflow_dismiss
 from crawlers.models import InflowStatus, LastBlock, ReconcileRun, UnexplainedInflow
-from crawlers.ranges import make_probe_client
+from crawlers.record.cursors import CursorRefused, chain_tips, set_cursor
+from crawlers.record.inflows import InflowRefused, inflow_credit, inflow_dismiss
+from crawlers.scan.ranges import make_probe_client
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")

@@ -63,7 +63,7 @@ class UnexplainedInflow(models.Model):
     """Value that reached the donation address in a finalized block and that no transfer we can see explains
     (a withdrawal, a self-destruct, a block reward, internal ETH from a provider without traces).
 
-    Recorded by the balance proof (crawlers/balances.py) and closed by an operator in the admin: "credit
+    Recorded by the balance proof (crawlers/scan/proof.py) and closed by an operator in the admin: "credit
     this transaction" (re-examined through the detection and crediting path) or "not a donation".
     """
 

@@ -8,15 +8,15 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from crawlers.cursors import job_name
+from crawlers.chain.rpc import RpcClient
 from crawlers.models import FINALIZED, LATEST
-from crawlers.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
-from crawlers.progress import catch_up_clear, catch_up_record
-from crawlers.ranges import make_client
-from crawlers.reconcile import reconcile_last_day
-from crawlers.rpc import RpcClient
-from crawlers.services import crawl
-from crawlers.writing import CrawlResult
+from crawlers.record.blocks import CrawlResult
+from crawlers.record.cursors import job_name
+from crawlers.runs.crawl import crawl
+from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
+from crawlers.runs.progress import catch_up_clear, catch_up_record
+from crawlers.runs.reconcile import reconcile_last_day
+from crawlers.scan.ranges import make_client
 from dws_project import metrics
 from dws_project.locks import non_overlapping
 

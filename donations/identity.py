@@ -3,7 +3,7 @@
 A donation's identity is (tx_hash, log_index, trace_address), unique with NULLs not distinct:
 
 * ETH sent by a transaction to the donation address: (tx_hash, NULL, NULL);
-* ETH sent in an internal call: (tx_hash, NULL, the frame's path, e.g. "0.1"; see crawlers/trace_frames.py);
+* ETH sent in an internal call: (tx_hash, NULL, the frame's path, e.g. "0.1"; see crawlers/decode/frames.py);
 * a coin Transfer log: (tx_hash, log index, NULL).
 
 The first two do not depend on the block. A log index does: it is a position in the whole block, so
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from crawlers.detection import Transfer
+from crawlers.decode.transfers import Transfer
 from donations.models import Donation, DonationStatus
 
 logger = logging.getLogger("dws.donations")

@@ -1,4 +1,4 @@
-"""The old-unconfirmed crawler's writes (crawlers/old_unconfirmed.py): confirm rows it found in finalized
+"""The old-unconfirmed crawler's writes (crawlers/runs/old_unconfirmed.py): confirm rows it found in finalized
 blocks, fail rows it proved gone, count absences and schedule the next look.
 
 The same crediting rule, lock order and deltas as the crawlers' block writes (donations/services.py):

@@ -56,7 +56,7 @@ class Donation(models.Model):
     block_number = models.BigIntegerField()
     block_hash = models.CharField(max_length=66)
     block_time = models.DateTimeField()
-    # Internal ETH (crawlers/traces.py): the call frame's path in its transaction's call tree, e.g. "0.1".
+    # Internal ETH (crawlers/scan/traces.py): the call frame's path in its transaction's call tree, e.g. "0.1".
     # NULL for a top-level ETH transaction and for a coin Transfer.
     trace_address = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL: not an internal transfer
     absent_count = models.IntegerField(default=0, db_default=0)

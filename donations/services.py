@@ -28,7 +28,7 @@ from decimal import Decimal
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from crawlers.detection import Transfer
+from crawlers.decode.transfers import Transfer
 from donations.identity import find_at_identity, sighting_match, transactions_rows
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import donation_tokens, round_usd, sale_state, usd_value

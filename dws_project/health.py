@@ -12,8 +12,8 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from redis.exceptions import LockError, RedisError
 
-from crawlers.ranges import PROBE_TIMEOUT
-from crawlers.status import health_report
+from crawlers.scan.ranges import PROBE_TIMEOUT
+from crawlers.selectors import health_report
 from dws_project import __version__
 from dws_project.access import operator_allowed
 from dws_project.redis_client import get_redis

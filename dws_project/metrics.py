@@ -26,8 +26,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 if TYPE_CHECKING:
-    from crawlers.rpc import Outcome, RpcClient
-    from crawlers.services import CrawlResult
+    from crawlers.chain.rpc import Outcome, RpcClient
+    from crawlers.runs.crawl import CrawlResult
     from prices.services import CycleResult
 
 logger = logging.getLogger("dws.metrics")
@@ -89,7 +89,7 @@ PRICE_CYCLES = Counter(
 RATE_LIMIT_REFUSALS = Counter("dws_ratelimit_refusals", "API requests refused by the per-client rate limit (429).")
 
 # The held reasons, by what they ask of an operator (a free text label would explode the series).
-_HELD_REASONS = (  # first match wins: the hold texts of crawlers/services.py, ranges.py and balances.py
+_HELD_REASONS = (  # first match wins: the hold texts of crawlers/runs/crawl.py, ranges.py and balances.py
     ("shutdown", "shutdown"),
     ("eth_getlogs answered short", "logs-short"),
     ("no balance evidence", "no-evidence"),
@@ -159,7 +159,7 @@ def crawl_observed(result: CrawlResult | None, *, client: RpcClient, trips_befor
 
 def _seconds_between(client: RpcClient, first: int, last: int) -> int | None:
     """The timestamps of two blocks, in one round trip."""
-    from crawlers.rpc import Answer
+    from crawlers.chain.rpc import Answer
 
     outcomes = client.batch([("eth_getBlockByNumber", [hex(n), False]) for n in (first, last)])
     stamps = [int(o.value["timestamp"], 16) for o in outcomes if isinstance(o, Answer) and isinstance(o.value, dict)]
@@ -169,7 +169,7 @@ def _seconds_between(client: RpcClient, first: int, last: int) -> int | None:
 @_never_raise
 def rpc_observed(methods: Sequence[str], outcomes: Sequence[Outcome]) -> None:
     """Each request's outcome, by method: a batch counts each of its requests."""
-    from crawlers.rpc import NoEvidence
+    from crawlers.chain.rpc import NoEvidence
 
     for method, outcome in zip(methods, outcomes, strict=False):
         label = _RPC_OUTCOMES.get(outcome.kind, outcome.kind) if isinstance(outcome, NoEvidence) else "answer"

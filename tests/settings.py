@@ -32,7 +32,7 @@ CRAWLER_RPC_READ_TIMEOUT = float(os.environ.get("TEST_RPC_READ_TIMEOUT", "15"))
 CRAWLER_LOCK_TTL = float(os.environ.get("TEST_CRAWLER_LOCK_TTL", "120"))
 # Blocks per crawler run (production: 1000); the catch-up test makes runs small so it needs several.
 CRAWLER_RUN_MAX_BLOCKS = int(os.environ.get("TEST_CRAWL_RUN_MAX_BLOCKS", "1000"))
-# The sparse path (crawlers/sparse.py) is on; a test (or a test worker, through its environment) can force
+# The sparse path (crawlers/scan/sparse.py) is on; a test (or a test worker, through its environment) can force
 # the full scan of every block.
 CRAWLER_SPARSE = os.environ.get("TEST_CRAWLER_SPARSE", "1") != "0"
 CRAWLER_READ_AHEAD = os.environ.get("TEST_CRAWLER_READ_AHEAD", "1") != "0"  # benchmarks compare without it

@@ -30,8 +30,8 @@ from django.db import connection
 from django.utils import timezone
 
 from crawlers.models import FINALIZED, InflowStatus, UnexplainedInflow
-from crawlers.reconcile import reconcile
-from crawlers.services import cursor_get
+from crawlers.runs.crawl import cursor_get
+from crawlers.runs.reconcile import reconcile
 from crawlers.tasks import crawl_finalized, crawl_latest, crawl_old_unconfirmed_task
 from donations.models import Donation, DonationStats, DonationStatus
 from dws_project.config import parse_sale_params

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from crawlers.models import FINALIZED
-from crawlers.progress import catch_up_status
-from crawlers.services import cursor_get
+from crawlers.runs.crawl import cursor_get
+from crawlers.runs.progress import catch_up_status
 from crawlers.tasks import crawl_finalized
 from donations.models import Donation, DonationStatus
 from tests.chain import ACCOUNTS, ETHER

@@ -11,10 +11,10 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from crawlers.inflows import inflow_credit
 from crawlers.models import FINALIZED, LATEST, UnexplainedInflow
-from crawlers.old_unconfirmed import crawl_old_unconfirmed
-from crawlers.services import cursor_get
+from crawlers.record.inflows import inflow_credit
+from crawlers.runs.crawl import cursor_get
+from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.tasks import crawl_latest
 from donations.models import Donation, DonationStats
 from donations.services import campaign_pause, campaign_resume
@@ -248,7 +248,7 @@ def test_a_lagging_provider_answering_no_logs_for_the_newest_blocks(stack_factor
 
 def test_a_provider_refusing_every_trace_method(stack_factory):
     """ETH paid on by a contract while no trace method answers: an unexplained inflow of exactly that amount,
-    credited by the operator afterwards (through the call traces: needs crawlers/traces.py of issue #10)."""
+    credited by the operator afterwards (through the call traces: needs crawlers/scan/traces.py of issue #10)."""
     stack = stack_factory()
     stack.proxy.refuse_traces()
     relay = stack.anvil.deploy("EthRelay")

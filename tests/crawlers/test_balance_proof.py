@@ -10,7 +10,7 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from crawlers.models import FINALIZED, LATEST, Completeness, UnexplainedInflow
-from crawlers.services import STUCK_POINTER, crawl, cursor_get
+from crawlers.runs.crawl import STUCK_POINTER, crawl, cursor_get
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.invariants import assert_ledger_invariants

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from crawlers.detection import Transfer
+from crawlers.decode.transfers import Transfer
 from donations.models import Donation, DonationStats, UserData
 from donations.services import Sighting, block_record_unconfirmed, finalized_block_record
 from donations.webhook_models import WebhookEndpoint, WebhookEvent

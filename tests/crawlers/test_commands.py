@@ -9,7 +9,7 @@ from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.services import cursor_get
+from crawlers.runs.crawl import cursor_get
 from crawlers.tasks import crawl_finalized, crawl_latest, job_name
 from donations.models import Donation
 from dws_project.locks import exclusive_run

@@ -7,9 +7,9 @@ from decimal import Decimal
 
 import pytest
 
+from crawlers.chain.rpc import ChainMismatchError
 from crawlers.models import FINALIZED, LATEST
-from crawlers.rpc import ChainMismatchError
-from crawlers.services import crawl, cursor_get
+from crawlers.runs.crawl import crawl, cursor_get
 from donations.models import Donation, DonationStats, UserData
 from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER

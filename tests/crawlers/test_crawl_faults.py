@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.services import STUCK_POINTER, crawl, crawl_single_block, cursor_get
+from crawlers.runs.crawl import STUCK_POINTER, crawl, crawl_single_block, cursor_get
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.invariants import assert_ledger_invariants

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.services import crawl, cursor_get
+from crawlers.runs.crawl import crawl, cursor_get
 from donations.models import Donation, DonationStats, UserData
 from dws_project.config import SaleTier
 from prices.models import ETH, TOKEN, Price, PriceRequest

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from crawlers.detection import TRANSFER_TOPIC, eth_candidates, scaled_amount, token_transfers
+from crawlers.decode.transfers import TRANSFER_TOPIC, eth_candidates, scaled_amount, token_transfers
 from donations.models import amount_scale
 from dws_project.config import StableCoin
 

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.old_unconfirmed import crawl_old_unconfirmed
-from crawlers.services import crawl, cursor_get, cursor_set
+from crawlers.runs.crawl import crawl, cursor_get, cursor_set
+from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 

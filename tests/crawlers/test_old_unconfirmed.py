@@ -15,11 +15,11 @@ from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 
+from crawlers.chain.rpc import RpcClient
 from crawlers.models import FINALIZED, LATEST
-from crawlers.old_unconfirmed import BATCH_LIMIT, LOOK_AGAIN_MAX, crawl_old_unconfirmed
-from crawlers.rpc import RpcClient
-from crawlers.services import crawl, cursor_set
-from crawlers.traces import internal_eth_transfers
+from crawlers.runs.crawl import crawl, cursor_set
+from crawlers.runs.old_unconfirmed import BATCH_LIMIT, LOOK_AGAIN_MAX, crawl_old_unconfirmed
+from crawlers.scan.traces import internal_eth_transfers
 from donations.models import Donation, DonationStats
 from donations.services import Sighting, campaign_pause, campaign_resume, donation_record_unconfirmed
 from prices.models import ETH, Price

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection, transaction
 
 from crawlers.models import FINALIZED
-from crawlers.services import RANGE_BLOCKS, crawl, cursor_get
+from crawlers.runs.crawl import RANGE_BLOCKS, crawl, cursor_get
 from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 

@@ -9,9 +9,9 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 
-from crawlers.detection import Transfer
+from crawlers.decode.transfers import Transfer
 from crawlers.models import FINALIZED, LATEST
-from crawlers.services import crawl
+from crawlers.runs.crawl import crawl
 from donations.judging import donations_confirm
 from donations.models import Donation, DonationStats
 from donations.services import Outcome, Sighting, donation_record_unconfirmed

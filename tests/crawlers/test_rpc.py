@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from crawlers.detection import TRANSFER_TOPIC, donation_address_topic
-from crawlers.rpc import Answer, ChainMismatchError, NoEvidence, NoEvidenceError, RpcClient, require
+from crawlers.chain.rpc import Answer, ChainMismatchError, NoEvidence, NoEvidenceError, RpcClient, require
+from crawlers.decode.transfers import TRANSFER_TOPIC, donation_address_topic
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.rpc_proxy import RpcProxy
 

@@ -15,7 +15,7 @@ from django.test import Client
 from eth_account import Account
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.services import crawl
+from crawlers.runs.crawl import crawl
 from donations.models import Donation, UserData
 from donations.rules import donation_tokens
 from donations.webhook_delivery import webhooks_drain

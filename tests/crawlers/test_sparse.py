@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.services import crawl, cursor_get
+from crawlers.runs.crawl import crawl, cursor_get
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from crawlers.trace_frames import (
+from crawlers.decode.frames import (
     MalformedTrace,
     call_tracer_frames,
     donation_frames,

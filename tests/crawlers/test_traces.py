@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
-from crawlers.rpc import NoEvidenceError, RpcClient
-from crawlers.traces import TracesUnavailable, internal_eth_transfers, memory_key, remembered_family
+from crawlers.chain.rpc import NoEvidenceError, RpcClient
+from crawlers.scan.traces import TracesUnavailable, internal_eth_transfers, memory_key, remembered_family
 from dws_project.redis_client import get_redis
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 

@@ -14,10 +14,10 @@ from django.core.management.base import CommandError
 from django.db import transaction
 from django.utils import timezone
 
+from crawlers.chain.rpc import RpcClient
 from crawlers.models import FINALIZED, LATEST
-from crawlers.rpc import RpcClient
-from crawlers.services import crawl
-from crawlers.traces import internal_eth_transfers
+from crawlers.runs.crawl import crawl
+from crawlers.scan.traces import internal_eth_transfers
 from donations.judging import donations_fail_unconfirmed
 from donations.models import Donation, DonationStats
 from donations.services import Sighting, campaign_pause, campaign_resume, donation_record_unconfirmed

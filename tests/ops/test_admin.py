@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST, LastBlock, ReconcileRun
-from crawlers.services import crawl, cursor_get
+from crawlers.runs.crawl import crawl, cursor_get
 from donations.models import Donation, DonationStats
 from donations.totals import stats_recompute
 from dws_project.config import SaleTier

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.urls import reverse
 
-from crawlers.reconcile import reconcile
+from crawlers.runs.reconcile import reconcile
 from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS
 from tests.ops.test_reconcile import donated, run

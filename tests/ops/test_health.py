@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST, LastBlock, ReconcileRun
-from crawlers.services import crawl
+from crawlers.runs.crawl import crawl
 from prices.models import PriceRequest
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 

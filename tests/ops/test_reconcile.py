@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from crawlers.models import FINALIZED, LATEST, ReconcileRun
-from crawlers.reconcile import reconcile_last_day
-from crawlers.services import crawl
+from crawlers.runs.crawl import crawl
+from crawlers.runs.reconcile import reconcile_last_day
 from donations.models import Donation, DonationStats, UserData
 from donations.services import campaign_pause
 from donations.totals import user_data_refresh

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from crawlers.models import LATEST
-from crawlers.services import crawl, cursor_get
+from crawlers.runs.crawl import crawl, cursor_get
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]

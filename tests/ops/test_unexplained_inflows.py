@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from crawlers.models import FINALIZED, LATEST, UnexplainedInflow
-from crawlers.services import crawl
+from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats
 from donations.webhook_models import WebhookEndpoint, WebhookEvent
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -127,7 +127,7 @@ def test_credit_refuses_a_transaction_the_detection_does_not_find_in_that_block(
 def test_credit_this_transaction_credits_it_through_the_traces_and_reconcile_then_exits_0(
     operator, forwarded, proxy, caplog
 ):
-    """Needs call traces (crawlers/traces.py, from the traces work of issue #10): anvil answers
+    """Needs call traces (crawlers/scan/traces.py, from the traces work of issue #10): anvil answers
     debug_traceBlockByNumber once the proxy stops refusing it."""
     inflow = forwarded["inflow"]
     proxy.refuse_traces()

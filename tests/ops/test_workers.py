@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 
 from crawlers.models import LATEST, LastBlock
-from crawlers.services import crawl, job_name
+from crawlers.runs.crawl import crawl, job_name
 from crawlers.tasks import crawl_latest
 from donations.models import Donation, DonationStats
 from dws_project.locks import is_running

@@ -21,7 +21,7 @@ from playwright.sync_api import Page, expect
 
 from affiliates.models import AffiliateDonation
 from affiliates.services import affiliate_donations_resolve
-from crawlers.services import crawl
+from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats, DonationStatus, UserData
 from prices.models import ETH
 from prices.services import fetch_prices, minute_of, price_insert

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlers.services import crawl
+from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 from prices.services import fetch_prices, serve_price_requests

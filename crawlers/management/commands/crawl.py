@@ -7,9 +7,9 @@ import time
 from django.core.management.base import CommandError, CommandParser
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.old_unconfirmed import OLD_UNCONFIRMED
-from crawlers.ranges import make_client
-from crawlers.services import crawl_single_block
+from crawlers.runs.crawl import crawl_single_block
+from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED
+from crawlers.scan.ranges import make_client
 from crawlers.tasks import INTERVALS, run_crawler, run_old_unconfirmed
 from dws_project.commands import JobCommand
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError, CommandParser
 
-from crawlers.reconcile import ReconcileError, reconcile
+from crawlers.runs.reconcile import ReconcileError, reconcile
 from dws_project.commands import JobCommand
 from dws_project.locks import exclusive_run
 

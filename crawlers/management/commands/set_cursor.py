@@ -6,8 +6,8 @@ import getpass
 
 from django.core.management.base import CommandError, CommandParser
 
-from crawlers.cursors import CursorRefused, set_cursor
 from crawlers.models import FINALIZED, LATEST
+from crawlers.record.cursors import CursorRefused, set_cursor
 from dws_project.commands import JobCommand
 
 

@@ -45,7 +45,7 @@ class Transfer:
     block_number: int
     block_hash: str
     # ETH moved by an internal call: the call frame's position in its transaction's call tree (see
-    # crawlers/traces.py); None for a top-level ETH transaction and for coin Transfer logs.
+    # crawlers/scan/traces.py); None for a top-level ETH transaction and for coin Transfer logs.
     trace_address: str | None = None
 
 

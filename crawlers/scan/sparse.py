@@ -13,7 +13,7 @@ with a Transfer log, which the log filters see even where the balance nets out.
 
 Where a balance changed, the range is bisected (balances at midpoints, every open interval of one
 level in one batch) down to the single blocks where it changed; those blocks, the blocks the logs name
-and the blocks our own rows name are read in full and proven one by one (crawlers/balances.py).
+and the blocks our own rows name are read in full and proven one by one (crawlers/scan/proof.py).
 
 Never sparse (the caller scans in full): an address with code (a Safe, an EIP-7702 account can move
 value without its nonce), a provider without historical state, the genesis block, any answer short of
@@ -30,8 +30,11 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from crawlers import detection
-from crawlers.balances import (
+from crawlers.chain.rpc import Answer, NoEvidenceError, RpcClient
+from crawlers.decode import transfers as detection
+from crawlers.decode.transfers import BlockHeader
+from crawlers.models import FINALIZED
+from crawlers.scan.proof import (
     ETH,
     Balances,
     StateUnavailable,
@@ -41,9 +44,7 @@ from crawlers.balances import (
     edge_calls,
     parse_balances,
 )
-from crawlers.detection import BlockHeader
-from crawlers.models import FINALIZED
-from crawlers.ranges import (
+from crawlers.scan.ranges import (
     NONCE,
     BlockHeld,
     ScannedBlock,
@@ -52,7 +53,6 @@ from crawlers.ranges import (
     transfer_log_calls,
     transfer_logs,
 )
-from crawlers.rpc import Answer, NoEvidenceError, RpcClient
 from donations.models import Donation
 from dws_project.config import Config
 

@@ -24,11 +24,22 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from crawlers.balances import scan_range, scan_range_opening
-from crawlers.blocks import debug_dump, fetch_blocks
-from crawlers.cursors import LABELS, ChainTips, CursorRefused, chain_tips, cursor_get, cursor_set, job_name, set_cursor
+from crawlers.chain.block_store import debug_dump, fetch_blocks
+from crawlers.chain.rpc import NoEvidenceError, RpcClient, require
 from crawlers.models import FINALIZED, LATEST, LastBlock
-from crawlers.ranges import (
+from crawlers.record.blocks import CrawlResult, quiet, record_blocks
+from crawlers.record.cursors import (
+    LABELS,
+    ChainTips,
+    CursorRefused,
+    chain_tips,
+    cursor_get,
+    cursor_set,
+    job_name,
+    set_cursor,
+)
+from crawlers.scan.proof import scan_range, scan_range_opening
+from crawlers.scan.ranges import (
     PROBE_TIMEOUT,
     RANGE_BLOCKS,
     RECONCILE,
@@ -39,11 +50,9 @@ from crawlers.ranges import (
     make_probe_client,
     stuck_message,
 )
-from crawlers.rpc import NoEvidenceError, RpcClient, require
-from crawlers.sparse import TOO_BUSY, scan_sparse
-from crawlers.sparse import enabled as sparse_enabled
-from crawlers.sparse import opening_calls as sparse_opening
-from crawlers.writing import CrawlResult, quiet, record_blocks
+from crawlers.scan.sparse import TOO_BUSY, scan_sparse
+from crawlers.scan.sparse import enabled as sparse_enabled
+from crawlers.scan.sparse import opening_calls as sparse_opening
 from dws_project import shutdown
 from dws_project.config import Config
 

@@ -16,7 +16,7 @@ from django.conf import settings
 from donations.services import campaign_pause
 
 if TYPE_CHECKING:
-    from crawlers.reconcile import ReconcileReport
+    from crawlers.runs.reconcile import ReconcileReport
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -26,7 +26,7 @@ SHOWN = 3  # discrepancies quoted in the log line and the reason; all of them ar
 
 def drift_of(report: ReconcileReport) -> list[str]:
     """The discrepancies that are drift: everything but blocks left unchecked for want of evidence and open
-    unexplained inflows (waiting for an operator, see crawlers/inflows.py)."""
+    unexplained inflows (waiting for an operator, see crawlers/record/inflows.py)."""
     unchecked = set(report.unchecked) | set(report.awaiting_operator)
     return [line for line in report.discrepancies if line not in unchecked]
 

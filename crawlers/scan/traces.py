@@ -1,7 +1,7 @@
 """Internal ETH transfers: value that reaches the donation address inside a transaction, from a contract.
 
 The balance proof calls `internal_eth_transfers` for a block whose ETH balance change no top-level
-transaction explains. The decoding and the rule of what counts live in `crawlers/trace_frames.py`;
+transaction explains. The decoding and the rule of what counts live in `crawlers/decode/frames.py`;
 this module asks the provider.
 
 Which trace method: `DWS_TRACE` (config.trace_mode).
@@ -9,7 +9,7 @@ Which trace method: `DWS_TRACE` (config.trace_mode).
 * `debug`: `debug_traceBlockByNumber(n, {"tracer": "callTracer"})` only; `trace`: `trace_block(n)` only;
   `off`: never ask, `TracesUnavailable`.
 * `auto`: the method the provider answered last time, else debug then trace. What it answers is
-  remembered in Redis per provider origin (like the rate-limit back-off in `crawlers/rpc.py`), so every
+  remembered in Redis per provider origin (like the rate-limit back-off in `crawlers/chain/rpc.py`), so every
   worker shares one discovery; when the remembered method starts refusing, the others are tried again.
 
 A refusal ("method not found", "not supported", "not available on your plan", JSON-RPC code -32601)
@@ -23,7 +23,7 @@ block's transactions, in order.
 
 Identity of an internal ETH donation: `(tx_hash, trace_address)`, the call frame's path in its
 transaction's call tree ("0.1"); it does not depend on the block, so it survives a re-org. Both
-methods give the same path to the same frame (see `crawlers/trace_frames.py`).
+methods give the same path to the same frame (see `crawlers/decode/frames.py`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,8 @@ from typing import TypeVar
 
 from redis.exceptions import RedisError
 
-from crawlers.detection import Transfer
-from crawlers.rpc import NoEvidence, NoEvidenceError, Outcome, RpcClient, require
-from crawlers.trace_frames import (
+from crawlers.chain.rpc import NoEvidence, NoEvidenceError, Outcome, RpcClient, require
+from crawlers.decode.frames import (
     Frame,
     MalformedTrace,
     call_tracer_frames,
@@ -45,11 +44,12 @@ from crawlers.trace_frames import (
     parity_frames,
     transaction_frames,
 )
+from crawlers.decode.transfers import Transfer
 from donations.models import amount_scale
 from dws_project.config import Config
 from dws_project.redis_client import get_redis
 
-logger = logging.getLogger("dws.crawlers.traces")
+logger = logging.getLogger("dws.crawlers.scan.traces")
 
 DEBUG = "debug"
 TRACE = "trace"

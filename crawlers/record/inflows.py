@@ -13,9 +13,9 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
-from crawlers.detection import BlockHeader
+from crawlers.chain.rpc import RpcClient
+from crawlers.decode.transfers import BlockHeader
 from crawlers.models import FINALIZED, InflowStatus, UnexplainedInflow
-from crawlers.rpc import RpcClient
 from donations.webhooks import webhook_inflow_unexplained
 from dws_project.config import Config
 
@@ -29,7 +29,7 @@ class InflowRefused(Exception):
 def inflow_record(config: Config, *, block: BlockHeader, asset: str, raw: int) -> UnexplainedInflow:
     """Record (once per block hash and asset) what the balance proof could not explain; logs an ERROR and
     queues the `inflow.unexplained` webhook. Called inside the finalized block's transaction."""
-    from crawlers.balances import display_amount
+    from crawlers.scan.proof import display_amount
 
     inflow, created = UnexplainedInflow.objects.get_or_create(
         block_hash=block.hash,
@@ -91,7 +91,7 @@ def inflow_credit(
     """ "Credit this transaction": the inflow's block is crawled again by the finalized crawler's single-block
     path (top-level transactions, call traces, logs: the same detection and crediting), and the inflow
     closes once that transaction is recorded there as a donation of the inflow's asset."""
-    from crawlers.services import crawl_single_block
+    from crawlers.runs.crawl import crawl_single_block
     from donations.models import Donation
 
     tx_hash = tx_hash.strip().lower()

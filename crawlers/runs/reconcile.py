@@ -5,7 +5,7 @@
    the chain's amount and donor, and is confirmed (unconfirmed is legitimate only while paused).
 2. Nothing confirmed in the range is absent from its block, and no reverted transaction is confirmed.
 3. donation_stats and every user_data row equal the sums of the confirmed donations.
-4. The balance identity closes in every block (crawlers/balances.py): the donation address's ETH, nonce
+4. The balance identity closes in every block (crawlers/scan/proof.py): the donation address's ETH, nonce
    and coin balances change by exactly what its transactions and logs explain; a block where they do
    not is drift unless its unexplained inflow was closed by an operator; an open inflow is drift.
 
@@ -26,14 +26,14 @@ from django.conf import settings
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from crawlers.balances import scan_range
-from crawlers.cursors import chain_tips, cursor_get
-from crawlers.detection import Transfer
-from crawlers.drift import freeze_on_drift
-from crawlers.inflows import inflows_open
+from crawlers.chain.rpc import RpcClient
+from crawlers.decode.transfers import Transfer
 from crawlers.models import FINALIZED, InflowStatus, ReconcileRun, UnexplainedInflow
-from crawlers.ranges import RANGE_BLOCKS, RECONCILE, make_client
-from crawlers.rpc import RpcClient
+from crawlers.record.cursors import chain_tips, cursor_get
+from crawlers.record.inflows import inflows_open
+from crawlers.runs.drift import freeze_on_drift
+from crawlers.scan.proof import scan_range
+from crawlers.scan.ranges import RANGE_BLOCKS, RECONCILE, make_client
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, UserData
 from dws_project.config import Config
 

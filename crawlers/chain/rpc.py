@@ -38,7 +38,7 @@ from dws_project import metrics
 from dws_project.redaction import redact, redact_url, register_secrets
 from dws_project.redis_client import get_redis
 
-logger = logging.getLogger("dws.crawlers.rpc")
+logger = logging.getLogger("dws.crawlers.chain.rpc")
 
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0

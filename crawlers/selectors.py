@@ -12,13 +12,13 @@ from typing import Any
 
 from django.utils import timezone
 
-from crawlers.cursors import LABELS, cursor_get
-from crawlers.inflows import inflows_open
+from crawlers.chain.rpc import Answer, RpcClient
 from crawlers.models import FINALIZED, LATEST, Completeness, ReconcileRun
-from crawlers.old_unconfirmed import MIN_AGE
-from crawlers.progress import catch_up_status
-from crawlers.ranges import make_probe_client
-from crawlers.rpc import Answer, RpcClient
+from crawlers.record.cursors import LABELS, cursor_get
+from crawlers.record.inflows import inflows_open
+from crawlers.runs.old_unconfirmed import MIN_AGE
+from crawlers.runs.progress import catch_up_status
+from crawlers.scan.ranges import make_probe_client
 from donations.models import Donation, DonationStats, DonationStatus
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 

@@ -1,6 +1,6 @@
 """Call traces as pure data: the two JSON shapes providers answer in, decoded into one list of frames.
 
-Nothing here talks to the node. `crawlers/traces.py` fetches; these functions decide.
+Nothing here talks to the node. `crawlers/scan/traces.py` fetches; these functions decide.
 
 A *frame* is one message call (or create, or self-destruct) inside a transaction. Its *trace address*
 is its path in the transaction's call tree: the top-level call is `()`, its second sub-call `(1,)`,
@@ -25,7 +25,7 @@ the caller's own account, so no value leaves it. CREATE/CREATE2 cannot target an
 and a SELFDESTRUCT's beneficiary receives the balance of a contract that no longer exists: neither is
 counted here; such value shows up in the balance proof as an unexplained inflow for the operator.
 The top-level frame is left out: a transaction paying us directly is the ETH detector's business
-(`crawlers/detection.py`), proven by its receipt.
+(`crawlers/decode/transfers.py`), proven by its receipt.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from crawlers.detection import ETH_DECIMALS, Transfer, scaled_amount
+from crawlers.decode.transfers import ETH_DECIMALS, Transfer, scaled_amount
 
 # Precompiled contracts: 0x01-0x11 (up to Prague's BLS set) and 0x100 (P-256 verification).
 _PRECOMPILES = frozenset([*range(1, 0x12), 0x100])

@@ -1,11 +1,11 @@
 """Reading a range of blocks: one batched request for the range's full blocks (the balance evidence riding
 along), one batched request for the coins' Transfer logs to and from the donation address, and one for the
-receipts of the transactions moving ETH at it (only when there are any); see crawlers/blocks.py for the
+receipts of the transactions moving ETH at it (only when there are any); see crawlers/chain/block_store.py for the
 block cache and the debug store.
 
 `read_range` returns the blocks it could prove and, if it stopped early, the `BlockHeld` saying why: the
 blocks' parent hashes must chain together and every log and receipt must name the block we fetched. Each
-block carries its donations and its raw flows at the donation address, which crawlers/balances.py checks
+block carries its donations and its raw flows at the donation address, which crawlers/scan/proof.py checks
 against the balances.
 """
 
@@ -19,12 +19,12 @@ from typing import Any
 
 from django.conf import settings
 
-from crawlers import detection
-from crawlers.blocks import block_calls, block_well_formed, debug_dump, fetch_blocks_with
-from crawlers.detection import BlockHeader, EthCandidate, Transfer
+from crawlers.chain.block_store import block_calls, block_well_formed, debug_dump, fetch_blocks_with
+from crawlers.chain.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient
+from crawlers.chain.rpc import Outcome as RpcOutcome
+from crawlers.decode import transfers as detection
+from crawlers.decode.transfers import BlockHeader, EthCandidate, Transfer
 from crawlers.models import FINALIZED, LATEST
-from crawlers.rpc import READ_TIMEOUT, Answer, NoEvidence, NoEvidenceError, RpcClient
-from crawlers.rpc import Outcome as RpcOutcome
 from donations.models import amount_scale
 from dws_project.config import Config
 
@@ -111,7 +111,7 @@ def read_range(
     the donations, each block carries its raw flows at the donation address (`ScannedBlock.flows`):
     what arrived and left in wei / coin base units, for the balance proof.
 
-    `numbers` (the sparse path, crawlers/sparse.py) reads only those blocks of the range, with the
+    `numbers` (the sparse path, crawlers/scan/sparse.py) reads only those blocks of the range, with the
     range's Transfer `logs` already in hand; only blocks next to each other must chain.
     """
     eth_scale = amount_scale("eth")
@@ -225,7 +225,7 @@ def read_range(
 def scan_range(
     client: RpcClient, config: Config, start: int, end: int, label: str = LATEST
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
-    """Blocks start..end with their donations, without the balance proof (see crawlers.balances)."""
+    """Blocks start..end with their donations, without the balance proof (see crawlers.scan.proof)."""
     read = read_range(client, config, start, end, label)
     return read.blocks, read.held
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from crawlers.chain.rpc import Answer, RpcClient
 from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock
-from crawlers.ranges import make_client
-from crawlers.rpc import Answer, RpcClient
+from crawlers.scan.ranges import make_client
 from dws_project.locks import exclusive_run
 
 logger = logging.getLogger("dws.crawlers")

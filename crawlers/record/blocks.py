@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from crawlers.cursors import cursor_set
-from crawlers.detection import BlockHeader, Transfer
-from crawlers.inflows import inflow_record
+from crawlers.decode.transfers import BlockHeader, Transfer
 from crawlers.models import LATEST
-from crawlers.ranges import BlockHeld, ScannedBlock
+from crawlers.record.cursors import cursor_set
+from crawlers.record.inflows import inflow_record
+from crawlers.scan.ranges import BlockHeld, ScannedBlock
 from donations.models import Donation, DonationStatus
 from donations.services import Outcome, Sighting, block_record_unconfirmed, finalized_block_record
 from dws_project import shutdown

@@ -12,7 +12,7 @@ and the nonce must grow by the number of transactions we saw leave. A range that
 complete*. Where it does not, balances at midpoints (pinned by block hash) bisect it down to the single
 blocks where it breaks, and each is settled:
 
-* ETH that arrived unexplained: internal transfers from call traces (`crawlers.traces`), credited like
+* ETH that arrived unexplained: internal transfers from call traces (`crawlers.scan.traces`), credited like
   any ETH donation; what traces cannot show is an *unexplained inflow* (recorded for finalized blocks),
   and the cursor moves on. A trace provider giving no evidence right now holds the block.
 * Coins that arrived unexplained while the block's logsBloom says a Transfer of that coin involving us
@@ -36,12 +36,12 @@ from typing import Any
 
 from eth_hash.auto import keccak
 
-from crawlers import traces
-from crawlers.detection import TRANSFER_TOPIC, donation_address_topic
+from crawlers.chain.rpc import NoEvidence, NoEvidenceError, RpcClient
+from crawlers.chain.rpc import Outcome as RpcOutcome
+from crawlers.decode.transfers import TRANSFER_TOPIC, donation_address_topic
 from crawlers.models import FINALIZED, LATEST, Completeness
-from crawlers.ranges import NONCE, BlockHeld, ScannedBlock, opening_calls, read_range
-from crawlers.rpc import NoEvidence, NoEvidenceError, RpcClient
-from crawlers.rpc import Outcome as RpcOutcome
+from crawlers.scan import traces
+from crawlers.scan.ranges import NONCE, BlockHeld, ScannedBlock, opening_calls, read_range
 from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from crawlers.rpc import Answer, NoEvidence, RpcClient
-from crawlers.rpc import Outcome as RpcOutcome
+from crawlers.chain.rpc import Answer, NoEvidence, RpcClient
+from crawlers.chain.rpc import Outcome as RpcOutcome
 from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")

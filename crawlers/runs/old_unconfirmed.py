@@ -37,14 +37,14 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from crawlers import detection
-from crawlers.blocks import debug_dump, fetch_blocks
+from crawlers.chain.block_store import debug_dump, fetch_blocks
+from crawlers.chain.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
+from crawlers.decode import transfers as detection
+from crawlers.decode.frames import donation_frames
 from crawlers.models import FINALIZED
-from crawlers.ranges import make_client
-from crawlers.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
-from crawlers.services import crawl_single_block, tip_of
-from crawlers.trace_frames import donation_frames
-from crawlers.traces import TracesUnavailable, transaction_trace
+from crawlers.runs.crawl import crawl_single_block, tip_of
+from crawlers.scan.ranges import make_client
+from crawlers.scan.traces import TracesUnavailable, transaction_trace
 from donations.judging import (
     donations_absence_record,
     donations_confirm,
