@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from eth_abi import decode, encode
 from eth_utils import keccak
 
-from crawlers.chain.rpc import Answer, NoEvidence, RpcClient
+from crawlers.chain.outcomes import Answer, NoEvidence
+from crawlers.chain.rpc import RpcClient
 
 ERC1271_MAGIC = "1626ba7e"
 ERC6492_SUFFIX = bytes.fromhex("6492" * 16)

@@ -33,6 +33,7 @@ from django.conf import settings  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from crawlers.models import CHAIN  # noqa: E402
 from crawlers.runs.crawl import crawl  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
 from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
@@ -103,10 +104,10 @@ def reset_ledger() -> None:
 
 def run(label: str, client_factory, start: int) -> tuple[float, int, int]:
     from crawlers.models import FINALIZED
-    from crawlers.runs.crawl import cursor_set
+    from crawlers.record.cursors import cursor_write
 
     client = client_factory()
-    cursor_set(label, start - 1)
+    cursor_write(chain=CHAIN, label=label, value=start - 1)
     began = time.monotonic()
     result = crawl(label, client=client)
     elapsed = time.monotonic() - began

@@ -50,6 +50,7 @@ django.setup()
 
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 
+from crawlers.models import CHAIN  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
 from tests.ops.processes import process_environment  # noqa: E402
 from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
@@ -135,9 +136,9 @@ def environment(proxy_url: str, start: int) -> dict[str, str]:
 
 
 def cursor() -> int:
-    from crawlers.runs.crawl import cursor_get
+    from crawlers.record.cursors import cursor_get
 
-    row = cursor_get("finalized")
+    row = cursor_get(chain=CHAIN, label="finalized")
     return row.value if row else -1
 
 

@@ -31,7 +31,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from prometheus_client import generate_latest  # noqa: E402
 
-from dws_project.metrics import DATABASE_CACHE_KEY, scrape_registry  # noqa: E402
+from dws_project.metrics_collectors import DATABASE_CACHE_KEY, scrape_registry  # noqa: E402
 
 
 def main() -> None:

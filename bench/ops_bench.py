@@ -36,8 +36,9 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from crawlers.chain.rpc import RpcClient  # noqa: E402
-from crawlers.models import FINALIZED, LATEST  # noqa: E402
-from crawlers.runs.crawl import crawl, cursor_set  # noqa: E402
+from crawlers.models import CHAIN, FINALIZED, LATEST  # noqa: E402
+from crawlers.record.cursors import cursor_write  # noqa: E402
+from crawlers.runs.crawl import crawl  # noqa: E402
 from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed  # noqa: E402
 from crawlers.runs.reconcile import reconcile  # noqa: E402
 from donations.models import Donation  # noqa: E402
@@ -82,7 +83,9 @@ def main() -> None:
             mine_donations(anvil, args.donations)
             anvil.mine(3)
             crawl(LATEST)
-            cursor_set(FINALIZED, anvil.finalized())  # the finalized crawler skipped them all
+            cursor_write(
+                chain=CHAIN, label=FINALIZED, value=anvil.finalized()
+            )  # the finalized crawler skipped them all
 
             client = RpcClient(anvil.url)
             began = time.monotonic()
@@ -96,7 +99,7 @@ def main() -> None:
 
             for _ in range(0, args.blocks, 400):  # anvil_mine of thousands at once outlasts the RPC time-out
                 anvil.mine(400)
-            cursor_set(FINALIZED, anvil.finalized())
+            cursor_write(chain=CHAIN, label=FINALIZED, value=anvil.finalized())
             client = RpcClient(anvil.url)
             began = time.monotonic()
             report = reconcile(start, anvil.finalized(), client=client)

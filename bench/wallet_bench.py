@@ -39,8 +39,8 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from eth_account import Account  # noqa: E402
 
 from affiliates import signing  # noqa: E402
-from crawlers.decode.transfers import Transfer  # noqa: E402
-from donations.services import Sighting, donation_record_unconfirmed  # noqa: E402
+from donations.services import donation_record_unconfirmed  # noqa: E402
+from donations.sightings import Sighting, Transfer  # noqa: E402
 from donations.webhook_delivery import webhooks_drain  # noqa: E402
 from donations.webhook_models import WebhookEndpoint  # noqa: E402
 from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet  # noqa: E402

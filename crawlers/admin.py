@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -18,11 +19,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from crawlers.chain.clients import make_probe_client
+from crawlers.chain.tips import chain_tips
 from crawlers.models import InflowStatus, LastBlock, ReconcileRun, UnexplainedInflow
-from crawlers.record.cursors import CursorRefused, chain_tips, set_cursor
-from crawlers.record.inflows import InflowRefused, inflow_credit, inflow_dismiss
-from crawlers.scan.ranges import make_probe_client
+from crawlers.record.inflows import InflowRefused, inflow_dismiss
+from crawlers.runs.operator import CursorRefused, inflow_credit, set_cursor
 from dws_project.admin_base import ReadOnlyAdmin
+from dws_project.chain_settings import chain_settings
 
 logger = logging.getLogger("dws.admin")
 
@@ -48,7 +51,7 @@ class LastBlockAdmin(ReadOnlyAdmin):
         if not request.user.has_perm("crawlers.change_lastblock"):
             raise PermissionDenied
         cursor = get_object_or_404(LastBlock, pk=object_id)
-        client = make_probe_client()
+        client = make_probe_client(chain_settings(settings.CONFIG))
         form = SetCursorForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             block = form.cleaned_data["block"]

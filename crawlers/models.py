@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
-CHAIN = "eth"
+from dws_project.chain_settings import FIRST_CHAIN
+
+CHAIN = FIRST_CHAIN  # the default of `last_block.chain` (the rows of the one chain configured today)
 LATEST = "latest"
 FINALIZED = "finalized"
 
@@ -63,8 +65,9 @@ class UnexplainedInflow(models.Model):
     """Value that reached the donation address in a finalized block and that no transfer we can see explains
     (a withdrawal, a self-destruct, a block reward, internal ETH from a provider without traces).
 
-    Recorded by the balance proof (crawlers/scan/proof.py) and closed by an operator in the admin: "credit
-    this transaction" (re-examined through the detection and crediting path) or "not a donation".
+    Recorded with a finalized block the balance proof (crawlers/scan/proof.py) could not close, and closed
+    by an operator in the admin: "credit this transaction" (re-examined through the detection and
+    crediting path) or "not a donation".
     """
 
     block_number = models.BigIntegerField()

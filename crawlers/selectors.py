@@ -1,4 +1,5 @@
-"""What `GET /health` reports: where each crawler is against the chain, the price feed, reconcile.
+"""What the crawlers' readers see: `GET /health`'s report (where each crawler is against the chain, the
+price feed, reconcile) and the open unexplained inflows (the admin, reconcile, /health).
 
 The provider is asked once (one batched request, a short time-out): the head, the finalized block and
 the cursors' blocks (for the lag in seconds). When it does not answer, the chain fields say "unknown"
@@ -10,16 +11,21 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
-from crawlers.chain.rpc import Answer, RpcClient
-from crawlers.models import FINALIZED, LATEST, Completeness, ReconcileRun
-from crawlers.record.cursors import LABELS, cursor_get
-from crawlers.record.inflows import inflows_open
+from crawlers.chain.calls import header_call
+from crawlers.chain.clients import make_probe_client
+from crawlers.chain.outcomes import Answer, RpcOutcome
+from crawlers.chain.rpc import RpcClient
+from crawlers.decode.blocks import BlockHeader, header_of
+from crawlers.models import FINALIZED, LATEST, Completeness, InflowStatus, ReconcileRun, UnexplainedInflow
+from crawlers.record.cursors import cursor_get
 from crawlers.runs.old_unconfirmed import MIN_AGE
+from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import catch_up_status
-from crawlers.scan.ranges import make_probe_client
 from donations.models import Donation, DonationStats, DonationStatus
+from dws_project.chain_settings import chain_settings
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
 UNKNOWN = "unknown"
@@ -32,22 +38,25 @@ def _iso(when: datetime | None) -> str | None:
     return when.isoformat() if when else None
 
 
-def _header(outcome: object) -> tuple[int, int] | None:
-    """(number, timestamp) of a block answer, or None."""
-    if isinstance(outcome, Answer) and isinstance(outcome.value, dict):
-        try:
-            return int(outcome.value["number"], 16), int(outcome.value["timestamp"], 16)
-        except (KeyError, TypeError, ValueError):
-            return None
-    return None
+def inflows_open():
+    return UnexplainedInflow.objects.filter(status=InflowStatus.OPEN)
+
+
+def _header(outcome: RpcOutcome) -> BlockHeader | None:
+    return header_of(outcome.value) if isinstance(outcome, Answer) else None
+
+
+def _lag_seconds(tip: BlockHeader, at_cursor: BlockHeader) -> int:
+    return int((tip.time - at_cursor.time).total_seconds())
 
 
 def health_report(*, client: RpcClient | None = None, now: datetime | None = None) -> dict[str, Any]:
-    client = client or make_probe_client()
+    chain = chain_settings(settings.CONFIG)
+    client = client or make_probe_client(chain)
     now = now or timezone.now()
-    cursors = {label: cursor_get(label) for label in LABELS}
-    calls = [("eth_getBlockByNumber", ["latest", False]), ("eth_getBlockByNumber", ["finalized", False])]
-    calls += [("eth_getBlockByNumber", [hex(c.value), False]) for c in cursors.values() if c is not None]
+    cursors = {label: cursor_get(chain=chain.name, label=label) for label in LABELS}
+    calls = [header_call("latest"), header_call("finalized")]
+    calls += [header_call(c.value) for c in cursors.values() if c is not None]
     outcomes = client.batch(calls)
     head, finalized = _header(outcomes[0]), _header(outcomes[1])
     cursor_blocks = iter(outcomes[2:])
@@ -65,9 +74,9 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
         since = now - cursor.modified_at
         entry: dict[str, Any] = {
             "cursor": cursor.value,
-            "tip": tip[0] if tip else UNKNOWN,
-            "lag_blocks": tip[0] - cursor.value if tip else UNKNOWN,
-            "lag_seconds": tip[1] - at_cursor[1] if tip and at_cursor else UNKNOWN,
+            "tip": tip.number if tip else UNKNOWN,
+            "lag_blocks": tip.number - cursor.value if tip else UNKNOWN,
+            "lag_seconds": _lag_seconds(tip, at_cursor) if tip and at_cursor else UNKNOWN,
             "last_advanced_at": _iso(cursor.modified_at),
             "seconds_since_advanced": int(since.total_seconds()),
             "catch_up": catch_up_status(label),  # null when current; else behind, speed and expected end
@@ -75,7 +84,7 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
         if tip is None:
             entry["stuck"] = UNKNOWN
         else:
-            entry["stuck"] = tip[0] > cursor.value and since > STUCK_AFTER[label]
+            entry["stuck"] = tip.number > cursor.value and since > STUCK_AFTER[label]
             degraded = degraded or entry["stuck"]
         crawlers[label] = entry
 
@@ -98,8 +107,8 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
         },
         "status": "degraded" if degraded else "ok",
         "chain": {
-            "head": head[0] if head else UNKNOWN,
-            "finalized": finalized[0] if finalized else UNKNOWN,
+            "head": head.number if head else UNKNOWN,
+            "finalized": finalized.number if finalized else UNKNOWN,
             "provider": client.origin,
         },
         "crawlers": crawlers,

@@ -2,79 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-import time
-
 from celery import shared_task
-from django.conf import settings
 
-from crawlers.chain.rpc import RpcClient
 from crawlers.models import FINALIZED, LATEST
-from crawlers.record.blocks import CrawlResult
-from crawlers.record.cursors import job_name
-from crawlers.runs.crawl import crawl
-from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
-from crawlers.runs.progress import catch_up_clear, catch_up_record
+from crawlers.runs.jobs import run_crawler, run_old_unconfirmed
 from crawlers.runs.reconcile import reconcile_last_day
-from crawlers.scan.ranges import make_client
-from dws_project import metrics
 from dws_project.locks import non_overlapping
-
-logger = logging.getLogger("dws.crawlers")
-
-# Seconds between runs (the beat schedule in settings uses the same numbers).
-INTERVALS = {LATEST: 12, FINALIZED: 60, OLD_UNCONFIRMED: 15 * 60}
-# Extended while a run works; frees itself this long after a dead holder (a Django setting, so a test
-# stack can shorten it).
-LOCK_TTL = float(getattr(settings, "CRAWLER_LOCK_TTL", 120.0))
-# Blocks per run: a long catch-up proceeds in runs well inside the task's time limit (the next run
-# continues from the cursor), instead of being cut off by it.
-RUN_MAX_BLOCKS = int(getattr(settings, "CRAWLER_RUN_MAX_BLOCKS", 1000))
-
-
-def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult | None:
-    """One run under the crawler's non-overlap lock; None when another run holds it."""
-    client = client or make_client()
-    trips_before = client.round_trips
-
-    @non_overlapping(job_name(label), ttl=LOCK_TTL)
-    def guarded() -> CrawlResult:
-        return crawl(label, client=client, max_blocks=RUN_MAX_BLOCKS)
-
-    started = time.monotonic()
-    result = guarded()
-    _log(result)
-    metrics.crawl_observed(result, client=client, trips_before=trips_before)
-    if result is not None:
-        if result.more_to_do:
-            catch_up_record(
-                label=label,
-                cursor=result.cursor,  # type: ignore[arg-type]
-                tip=result.tip,  # type: ignore[arg-type]
-                blocks=result.blocks,
-                seconds=time.monotonic() - started,
-            )
-        elif result.held is None:
-            catch_up_clear(label)
-    return result
-
-
-def run_old_unconfirmed(*, client: RpcClient | None = None) -> JudgeResult | None:
-    """One run of the judge under its non-overlap lock; None when another run holds it."""
-
-    @non_overlapping(job_name(OLD_UNCONFIRMED), ttl=LOCK_TTL)
-    def guarded() -> JudgeResult:
-        return crawl_old_unconfirmed(client=client)
-
-    result = guarded()
-    _log(result)
-    return result
-
-
-def _log(result: CrawlResult | JudgeResult | None) -> None:
-    if result is not None:
-        log = logger.warning if result.held else logger.info
-        log("%s", result.summary())
 
 
 @shared_task(name="crawlers.crawl_latest", soft_time_limit=300, time_limit=360)

@@ -13,11 +13,13 @@ from dws_project import api_errors
 from dws_project.api_base import PublicApi, SignedApi, StrictRegexField, amount_field, error_responses, whole_field
 from dws_project.api_errors import ApiException
 from dws_project.config import parse_address
+from prices.apis import PriceSerializer
 
 # Max-age of the polled answers. Donor and campaign figures change at most once a finalized block
 # (~12 s); a few seconds of reuse absorbs bursts without showing a donor stale totals for long.
 USER_DATA_MAX_AGE = 5
 DONATION_DATA_MAX_AGE = 10
+TOKEN_PRICE_MAX_AGE = 10  # the token price moves only with a finalized block
 
 
 class DonationSerializer(serializers.Serializer):
@@ -174,3 +176,13 @@ class UnstakeApi(SignedApi):
     def post(self, request: Request) -> Response:
         staking.unstake_request(address=request.user.address)
         return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)
+
+
+class TokenPriceApi(PublicApi):
+    """The current tier's token price, derived from the confirmed tokens sold."""
+
+    cache_seconds = TOKEN_PRICE_MAX_AGE
+
+    @extend_schema(operation_id="price_token", responses={200: PriceSerializer, **error_responses()})
+    def get(self, request: Request) -> Response:
+        return Response(selectors.current_token_price())

@@ -1,13 +1,8 @@
 """Which recorded row a sighted transfer is: a donation's identity, kept across re-orgs.
 
-A donation's identity is (tx_hash, log_index, trace_address), unique with NULLs not distinct:
-
-* ETH sent by a transaction to the donation address: (tx_hash, NULL, NULL);
-* ETH sent in an internal call: (tx_hash, NULL, the frame's path, e.g. "0.1"; see crawlers/decode/frames.py);
-* a coin Transfer log: (tx_hash, log index, NULL).
-
-The first two do not depend on the block. A log index does: it is a position in the whole block, so
-a Transfer re-mined in another block comes back at another index. It is still the same donation,
+A donation's identity is `donations.sightings.donation_key` (tx_hash, log_index, trace_address). For
+ETH, top-level or internal, it does not depend on the block. A log index does: it is a position in
+the whole block, so a Transfer re-mined in another block comes back at another index. It is still the same donation,
 and its unconfirmed row moves there instead of a second row appearing. Only a row of the same
 transaction, asset, donor, amount (and frame) may be taken for it; a confirmed row never moves.
 
@@ -23,8 +18,8 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from crawlers.decode.transfers import Transfer
 from donations.models import Donation, DonationStatus
+from donations.sightings import Transfer, donation_key
 
 logger = logging.getLogger("dws.donations")
 
@@ -52,10 +47,6 @@ def find_at_identity(transfer: Transfer, *, lock: bool) -> Donation | None:
     if lock:
         rows = rows.select_for_update()
     return rows.first()
-
-
-def _slot(row: Donation) -> tuple[int | None, str | None]:
-    return row.log_index, row.trace_address
 
 
 def _park(row: Donation, log_index: int | None) -> None:
@@ -93,8 +84,8 @@ def sighting_match(transfer: Transfer, rows: list[Donation] | None = None) -> Ma
     """
     if rows is None:
         rows = list(_locked(Donation.objects.filter(tx_hash=transfer.tx_hash)))
-    slot = (transfer.log_index, transfer.trace_address)
-    at_slot = next((row for row in rows if _slot(row) == slot), None)
+    identity = donation_key(transfer)
+    at_slot = next((row for row in rows if donation_key(row) == identity), None)
     if at_slot is not None and at_slot.block_hash == transfer.block_hash:
         return Match(at_slot)
     final = next(

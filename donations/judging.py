@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from donations.models import Donation, DonationStatus
 from donations.rules import sale_state
-from donations.services import Outcome, donation_confirm, stats_lock
+from donations.services import DonationOutcome, donation_confirm, stats_lock
 from donations.totals import Deltas, stats_save
 from donations.webhooks import webhook_donation_event
 from dws_project.config import SaleTier
@@ -44,7 +44,7 @@ def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier])
     outcomes = {row.id: donation_confirm(stats=stats, donation=row, tiers=tiers) for row in rows}
     deltas = Deltas()
     for row in rows:
-        if outcomes[row.id] == Outcome.CONFIRMED:
+        if outcomes[row.id] == DonationOutcome.CONFIRMED:
             deltas.add(row, +1)
     if deltas.by_address:
         stats_save(stats=stats, tiers=tiers, before=before)

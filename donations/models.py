@@ -8,11 +8,10 @@ from django.db import models
 from django.db.models import Q, Value
 from django.db.models.functions import Lower, Now
 
+from donations.sightings import AMOUNT_DECIMALS
 from dws_project.fields import PostgresEnumField
 
 ASSETS = ("eth", "usdt", "usdc")
-# ETH amounts are kept at 8 decimals: widening them would not preserve the donations on record.
-ETH_AMOUNT_SCALE = 8
 
 
 class DonationStatus(models.TextChoices):
@@ -38,7 +37,7 @@ class Donation(models.Model):
     log_index = models.IntegerField(null=True, blank=True, help_text="NULL for a native ETH transfer")
     address = models.CharField(max_length=42, help_text="the donor, lower case")
     asset = models.CharField(max_length=8, choices=[(a, a) for a in ASSETS])
-    amount = models.DecimalField(max_digits=20, decimal_places=10)
+    amount = models.DecimalField(max_digits=20, decimal_places=AMOUNT_DECIMALS)
     usd_amount = models.DecimalField(max_digits=12, decimal_places=2)
     price = models.DecimalField(max_digits=12, decimal_places=5, help_text="token price applied, USD")
     # The ETH price the row was priced with (the block minute's `price` row), kept so the token count
@@ -99,17 +98,6 @@ class Donation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.asset} {self.amount} from {self.address} ({self.status})"
-
-
-def amount_scale(asset: str) -> int:
-    """How many decimals a donation amount of `asset` is written with; read from the model field."""
-    if asset == "eth":
-        return ETH_AMOUNT_SCALE
-    return Donation._meta.get_field("amount").decimal_places
-
-
-def amount_quantum(asset: str) -> Decimal:
-    return Decimal(1).scaleb(-amount_scale(asset))
 
 
 class DonationStats(models.Model):

@@ -13,28 +13,14 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import connection
 
-from donations.models import CampaignStatus, DonationStats, StakeStatus
+from donations.models import CampaignStatus, Donation, DonationStats, StakeStatus
 from donations.rules import SaleState, sale_state, tokens_beyond_cap
 from donations.staking import unstake_completes_at
+from dws_project.wire import decimal_text, utc_text
+from prices.models import TOKEN
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 50
-
-
-def decimal_text(value: Decimal | int) -> str:
-    """A decimal as the API writes it: fixed point, all of the column's decimals, no exponent.
-
-    Integers go through str(): format(int, "f") would pass through a float and lose digits.
-    """
-    if isinstance(value, int):
-        return str(value)
-    return format(value, "f")
-
-
-def utc_text(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 # The hottest read of the API (the page polls it per connected wallet). PostgreSQL renders the amounts
@@ -140,3 +126,15 @@ def donation_data() -> dict[str, object]:
         ],
         "ts": utc_text(current.modified_at),
     }
+
+
+def recorded_block_numbers(start: int, end: int) -> set[int]:
+    """The blocks in start..end that a donation row of ours names (any status)."""
+    return set(Donation.objects.filter(block_number__range=(start, end)).values_list("block_number", flat=True))
+
+
+def current_token_price() -> dict[str, str | None]:
+    """The current tier's price (`GET /price/token`): from the confirmed tokens and DWS_SALE_PARAMS, so it
+    exists before any donation; `ts` is when the campaign totals that select the tier were last written."""
+    current = campaign()
+    return {"asset": TOKEN, "price": decimal_text(current.state.token_price), "ts": utc_text(current.modified_at)}

@@ -22,16 +22,15 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from crawlers.decode.transfers import Transfer
 from donations.identity import find_at_identity, sighting_match, transactions_rows
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
-from donations.rules import donation_tokens, round_usd, sale_state, usd_value
+from donations.rules import donation_tokens, sale_state
+from donations.sightings import Sighting
 from donations.totals import Deltas, stats_recompute, stats_save
 from donations.webhooks import webhook_campaign_status, webhook_donation_event, webhook_endpoints_once
 from dws_project.config import SaleTier
@@ -39,22 +38,9 @@ from dws_project.config import SaleTier
 logger = logging.getLogger("dws.donations")
 
 
-@dataclass(frozen=True)
-class Sighting:
-    """A transfer seen in a block, with the ETH price of that block's minute (None for a coin)."""
+class DonationOutcome:
+    """What recording or judging did to a donation row (the crawlers log and count these)."""
 
-    transfer: Transfer
-    block_time: datetime
-    eth_price: Decimal | None
-
-    @property
-    def usd_amount(self) -> Decimal:
-        """Rounded to cents: what the row shows and the totals add up, never an input to tokens."""
-        t = self.transfer
-        return round_usd(usd_value(t.asset, t.amount, self.eth_price if t.asset == "eth" else None))
-
-
-class Outcome:
     INSERTED = "inserted"
     MOVED = "moved"  # seen again in another block after a re-org: recorded anew
     UNCHANGED = "unchanged"
@@ -167,17 +153,17 @@ def donation_record_unconfirmed(
             # was first recorded at (priced once), so only a changed ETH price moves its tokens.
             _move_to(match.row, sighting, _priced(sighting, match.row.price))  # type: ignore[union-attr]
             webhook_donation_event(match.row, "donation.moved")
-            return match.row, Outcome.MOVED  # type: ignore[return-value]
+            return match.row, DonationOutcome.MOVED  # type: ignore[return-value]
         if match.row is not None:
-            return match.row, Outcome.UNCHANGED
+            return match.row, DonationOutcome.UNCHANGED
         try:
             with transaction.atomic():
                 row = _new_row(sighting, _priced(sighting, state.token_price))
                 row.save(force_insert=True)
                 webhook_donation_event(row, "donation.seen")
-                return row, Outcome.INSERTED
+                return row, DonationOutcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
-            return find_at_identity(sighting.transfer, lock=True), Outcome.UNCHANGED  # type: ignore[return-value]
+            return find_at_identity(sighting.transfer, lock=True), DonationOutcome.UNCHANGED  # type: ignore[return-value]
 
 
 def block_rows(sightings: Sequence[Sighting]) -> dict[str, list[Donation]]:
@@ -214,12 +200,12 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
     moved by the donation's delta; the caller saves it and applies the donors' deltas.
     """
     if donation.status == DonationStatus.CONFIRMED:
-        return Outcome.ALREADY_CONFIRMED
+        return DonationOutcome.ALREADY_CONFIRMED
     if donation.status == DonationStatus.FAILED:
         # A failed row is recorded anew from the sighting that proves it (finalized_block_record) first.
         raise ValueError(f"donation {donation.id} is failed; record it from its finalized sighting first")
     if stats.status == CampaignStatus.PAUSED:
-        return Outcome.HELD_PAUSED
+        return DonationOutcome.HELD_PAUSED
     update = ["status", "modified_at"]
     if sale_state(stats.tokens, tiers).closed and donation.tokens:
         logger.info(
@@ -232,7 +218,7 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
     webhook_donation_event(donation, "donation.confirmed")
-    return Outcome.CONFIRMED
+    return DonationOutcome.CONFIRMED
 
 
 def donation_fail_reverted(*, donation: Donation) -> bool:
@@ -296,7 +282,7 @@ def finalized_block_record(
         donation, outcome = donation_record_unconfirmed(
             sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens, rows=rows.get(sighting.transfer.tx_hash)
         )
-        if outcome == Outcome.INSERTED:
+        if outcome == DonationOutcome.INSERTED:
             result.inserted += 1
         if donation.status == DonationStatus.FAILED:
             # Positive evidence (the transfer in a finalized block) outweighs an earlier absence; the row
@@ -310,10 +296,10 @@ def finalized_block_record(
             donation.status = DonationStatus.UNCONFIRMED  # confirmed below, or held by a pause as unconfirmed
             donation.save(update_fields=["status", "modified_at"])
         decision = donation_confirm(stats=stats, donation=donation, tiers=tiers)
-        if decision == Outcome.CONFIRMED:
+        if decision == DonationOutcome.CONFIRMED:
             result.confirmed += 1
             deltas.add(donation, +1)
-        elif decision == Outcome.HELD_PAUSED:
+        elif decision == DonationOutcome.HELD_PAUSED:
             result.held_paused += 1
     for tx_hash in reverted_tx_hashes:
         for donation in Donation.objects.select_for_update().filter(tx_hash=tx_hash, log_index__isnull=True):

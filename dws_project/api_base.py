@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
@@ -13,10 +14,13 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from affiliates.authentication import SignedRequestAuthentication
 from dws_project import api_errors
 from dws_project.api_errors import ApiError
 from dws_project.ratelimit import check_budget
+
+# The signature check is an app's (affiliates verifies signed requests): the core names it by dotted
+# string and imports no app, so any app may build on these bases.
+SIGNED_REQUEST_AUTHENTICATION = "affiliates.authentication.SignedRequestAuthentication"
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -81,8 +85,10 @@ class PublicApi(APIView):
 class SignedApi(PublicApi):
     """A delphi endpoint that needs a signed request; `request.user.address` is the signer."""
 
-    authentication_classes = [SignedRequestAuthentication]
     permission_classes = [IsAuthenticated]
+
+    def get_authenticators(self) -> list[Any]:
+        return [import_string(SIGNED_REQUEST_AUTHENTICATION)()]
 
     def initial(self, request: Any, *args: Any, **kwargs: Any) -> None:
         # A wrong method is refused before the signature is checked (and its message used up).
@@ -105,7 +111,7 @@ class SignedApi(PublicApi):
 class SignedRequestScheme(OpenApiAuthenticationExtension):
     """Documents the three delphi headers; all three are required together."""
 
-    target_class = "affiliates.authentication.SignedRequestAuthentication"
+    target_class = SIGNED_REQUEST_AUTHENTICATION
     name = ["delphiKey", "delphiTs", "delphiSignature"]
 
     def get_security_definition(self, auto_schema: Any) -> list[dict[str, str]]:

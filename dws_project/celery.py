@@ -54,10 +54,10 @@ _add_heartbeat_step()
 def serve_worker_metrics(**_: object) -> None:
     from django.conf import settings
 
-    from dws_project import metrics
+    from dws_project import metrics_collectors
 
     if settings.CONFIG.metrics_port is not None:
-        metrics.serve(settings.CONFIG.metrics_port, settings.CONFIG.metrics_host)
+        metrics_collectors.serve(settings.CONFIG.metrics_port, settings.CONFIG.metrics_host)
 
 
 @signals.worker_process_init.connect

@@ -12,7 +12,7 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from redis.exceptions import LockError, RedisError
 
-from crawlers.scan.ranges import PROBE_TIMEOUT
+from crawlers.chain.clients import PROBE_TIMEOUT
 from crawlers.selectors import health_report
 from dws_project import __version__
 from dws_project.access import operator_allowed

@@ -4,11 +4,11 @@ from django.contrib import admin
 from django.urls import path
 
 from affiliates.apis import AffiliateCodeApi, AffiliateDonationApi, WalletConnectionApi
-from donations.apis import DonationDataApi, StakeApi, UnstakeApi, UserDataApi
+from donations.apis import DonationDataApi, StakeApi, TokenPriceApi, UnstakeApi, UserDataApi
 from dws_project import health
 from dws_project.metrics_view import metrics_endpoint
 from dws_project.openapi import SchemaView
-from prices.apis import EthPriceApi, TokenPriceApi
+from prices.apis import EthPriceApi
 from web import views as web_views
 
 urlpatterns = [

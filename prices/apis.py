@@ -11,9 +11,8 @@ from dws_project import api_errors
 from dws_project.api_base import PublicApi, amount_field, error_responses
 from prices import selectors
 
-# The ETH price gets a new row once a minute; the token price moves only with a finalized block.
+# The ETH price gets a new row once a minute.
 ETH_PRICE_MAX_AGE = 15
-TOKEN_PRICE_MAX_AGE = 10
 
 
 class PriceSerializer(serializers.Serializer):
@@ -32,13 +31,3 @@ class EthPriceApi(PublicApi):
     )
     def get(self, request: Request) -> Response:
         return Response(selectors.latest_eth_price())  # the wire shape; PriceSerializer documents it
-
-
-class TokenPriceApi(PublicApi):
-    """The current tier's token price, derived from the confirmed tokens sold."""
-
-    cache_seconds = TOKEN_PRICE_MAX_AGE
-
-    @extend_schema(operation_id="price_token", responses={200: PriceSerializer, **error_responses()})
-    def get(self, request: Request) -> Response:
-        return Response(selectors.current_token_price())

@@ -64,6 +64,22 @@ def price_near(*, asset: str, moment: datetime) -> bool:
     ).exists()
 
 
+def eth_price_near(minute: datetime) -> Decimal | None:
+    """The ETH price of the row nearest `minute` within MATCH_WINDOW (the price a block's ETH donation is
+    valued at), or None while there is none."""
+    rows = list(Price.objects.filter(asset=ETH, created_at__range=(minute - MATCH_WINDOW, minute + MATCH_WINDOW)))
+    row = min(rows, key=lambda r: (abs(r.created_at - minute), r.created_at), default=None)
+    return row.price if row is not None else None
+
+
+def price_request_file(minute: datetime) -> PriceRequest:
+    """Ask the price service for a historical ETH minute (a block waits for it); filing twice is a no-op."""
+    request, created = PriceRequest.objects.get_or_create(asset=ETH, requested_at=minute)
+    if created:
+        logger.info("filed a price request for ETH at %s", minute.isoformat())
+    return request
+
+
 # --- the minute cycle ---------------------------------------------------------------------------
 
 
@@ -72,6 +88,13 @@ class CycleResult:
     minute: datetime
     aggregate: Aggregate
     written: bool  # False when nothing was usable, or the minute was already on record
+
+    @property
+    def outcome(self) -> str:
+        """written; kept (a price, but the minute was already on record); nothing-written."""
+        if self.written:
+            return "written"
+        return "kept" if self.aggregate.price is not None else "nothing-written"
 
 
 def _ask(venue: Venue, urls: Mapping[str, str], timeout: float | None, now: datetime) -> VenueQuote:

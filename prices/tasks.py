@@ -33,8 +33,12 @@ def run_serve_price_requests() -> services.ServeResult:
 @shared_task(name="prices.fetch_prices", ignore_result=True, soft_time_limit=50, time_limit=58)
 def fetch_prices() -> None:
     result = run_fetch_prices()
-    metrics.price_cycle_observed(result)
     if result is not None:
+        metrics.price_cycle_observed(
+            used=[q.venue for q in result.aggregate.used],
+            dropped=[(d.venue, d.reason) for d in result.aggregate.dropped],
+            outcome=result.outcome,
+        )
         logger.info("fetch_prices: minute %s written=%s", result.minute.isoformat(), result.written)
 
 

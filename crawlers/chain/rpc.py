@@ -21,19 +21,19 @@ an answer short of evidence is never taken from it: that batch is simply asked a
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import re
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 from redis.exceptions import RedisError
 
+from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, outcome_label, require
+from crawlers.chain.read_ahead import ReadAhead
 from dws_project import metrics
 from dws_project.redaction import redact, redact_url, register_secrets
 from dws_project.redis_client import get_redis
@@ -62,44 +62,8 @@ _RANGE_TEXT = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Answer:
-    """A definite, non-null result from the provider."""
-
-    value: Any
-
-
-@dataclass(frozen=True)
-class NoEvidence:
-    """The provider told us nothing usable. Never a reason to fail or skip a donation."""
-
-    method: str
-    kind: str  # "null" | "error" | "rate-limited" | "backoff" | "timeout" | "connection" | "http" | "malformed"
-    detail: str
-
-    def describe(self) -> str:
-        return f"{self.method}: {self.kind} ({self.detail})"
-
-
-Outcome = Answer | NoEvidence
-
-
-class NoEvidenceError(Exception):
-    """Raised by `require()`: the caller must hold its position and retry later."""
-
-    def __init__(self, outcome: NoEvidence) -> None:
-        self.outcome = outcome
-        super().__init__(outcome.describe())
-
-
 class ChainMismatchError(Exception):
     """The provider serves another chain than DWS_CHAIN_ID: nothing it says may be recorded."""
-
-
-def require(outcome: Outcome) -> Any:
-    if isinstance(outcome, NoEvidence):
-        raise NoEvidenceError(outcome)
-    return outcome.value
 
 
 def _retry_after_seconds(header: str | None) -> float:
@@ -145,7 +109,7 @@ class RpcClient:
         self._max_batch = max_batch
         self._local = threading.local()  # one HTTP session per thread (the read-ahead posts from its own)
         self._ids = itertools.count(1)  # request ids, unique across threads
-        self._ahead: _ReadAhead | None = None
+        self._ahead: ReadAhead | None = None
         self._counting = threading.Lock()
         self.log_span_max = log_span
         self.log_span = log_span
@@ -212,7 +176,7 @@ class RpcClient:
     def _request(self, method: str, params: Sequence[Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": list(params)}
 
-    def _interpret(self, method: str, reply: Any, *, null_is_answer: bool) -> Outcome:
+    def _interpret(self, method: str, reply: Any, *, null_is_answer: bool) -> RpcOutcome:
         if not isinstance(reply, dict):
             return NoEvidence(method, "malformed", f"{self.origin}: reply is not a JSON-RPC object")
         if "error" in reply and reply["error"] is not None:
@@ -228,15 +192,15 @@ class RpcClient:
         return Answer(reply["result"])
 
     # --- public calls ------------------------------------------------------------------------
-    def call(self, method: str, params: Sequence[Any] = (), *, null_is_answer: bool = False) -> Outcome:
+    def call(self, method: str, params: Sequence[Any] = (), *, null_is_answer: bool = False) -> RpcOutcome:
         """One request. A null result is `NoEvidence` unless the caller says null means something."""
         request = self._request(method, params)
         body, failure = self._post(request, method)
         outcome = failure or self._interpret(method, body, null_is_answer=null_is_answer)
-        metrics.rpc_observed([method], [outcome])
+        metrics.rpc_observed([method], [outcome_label(outcome)])
         return outcome
 
-    def batch(self, calls: Sequence[tuple[str, Sequence[Any]]], *, null_is_answer: bool = False) -> list[Outcome]:
+    def batch(self, calls: Sequence[Call], *, null_is_answer: bool = False) -> list[RpcOutcome]:
         """Many requests in as few round trips as the batch limit allows; outcomes in call order.
 
         Calls read ahead (`read_ahead`) are answered from there when every answer is evidence."""
@@ -247,7 +211,7 @@ class RpcClient:
                 return taken
         return self._batch_now(calls, null_is_answer=null_is_answer)
 
-    def read_ahead(self, *batches: Sequence[tuple[str, Sequence[Any]]]) -> bool:
+    def read_ahead(self, *batches: Sequence[Call]) -> bool:
         """Start asking `batches` (in order, one post each) in the background, for a later `batch` of the
         same calls. Skipped (False) while an earlier read-ahead is still in flight, so no more than two
         requests (the caller's and this one) are ever in flight; an unclaimed earlier one is dropped."""
@@ -259,7 +223,7 @@ class RpcClient:
         if not batches:
             self.drop_read_ahead()
             return False
-        self._ahead = _ReadAhead(self, batches)
+        self._ahead = ReadAhead(lambda calls: self._batch_now(calls, null_is_answer=False), batches)
         return True
 
     def drop_read_ahead(self) -> None:
@@ -268,8 +232,8 @@ class RpcClient:
         if self._ahead is not None:
             self._ahead.dropped = True
 
-    def _batch_now(self, calls: Sequence[tuple[str, Sequence[Any]]], *, null_is_answer: bool) -> list[Outcome]:
-        outcomes: list[Outcome] = []
+    def _batch_now(self, calls: Sequence[Call], *, null_is_answer: bool) -> list[RpcOutcome]:
+        outcomes: list[RpcOutcome] = []
         for start in range(0, len(calls), self._max_batch):
             chunk = calls[start : start + self._max_batch]
             requests_ = [self._request(method, params) for method, params in chunk]
@@ -287,7 +251,7 @@ class RpcClient:
                     outcomes.append(NoEvidence(method, "malformed", f"{self.origin}: batch reply lacks an answer"))
                 else:
                     outcomes.append(self._interpret(method, reply, null_is_answer=null_is_answer))
-        metrics.rpc_observed([method for method, _ in calls], outcomes)
+        metrics.rpc_observed([method for method, _ in calls], [outcome_label(o) for o in outcomes])
         return outcomes
 
     # --- typed helpers -----------------------------------------------------------------------
@@ -346,49 +310,6 @@ class RpcClient:
                 self._log_span_ceiling, self._log_successes = self.log_span_max, 0
             self.log_span = min(self.log_span_max, self._log_span_ceiling, self.log_span * 2)
         return logs
-
-
-def _calls_key(calls: Sequence[tuple[str, Sequence[Any]]]) -> str:
-    return json.dumps([[method, list(params)] for method, params in calls], sort_keys=True)
-
-
-class _ReadAhead:
-    """Batches posted one after another by a daemon thread (a run that ends never waits for it)."""
-
-    def __init__(self, client: RpcClient, batches: tuple[Sequence[tuple[str, Sequence[Any]]], ...]) -> None:
-        self._keys = [_calls_key(calls) for calls in batches]
-        self._answers: dict[str, list[Outcome]] = {}
-        self._ready = {key: threading.Event() for key in self._keys}
-        self._taken: set[str] = set()
-        self.dropped = False  # nothing is taken from it any more
-        self._thread = threading.Thread(target=self._run, args=(client, batches), name="rpc-read-ahead", daemon=True)
-        self._thread.start()
-
-    def _run(self, client: RpcClient, batches: tuple[Sequence[tuple[str, Sequence[Any]]], ...]) -> None:
-        try:
-            for key, calls in zip(self._keys, batches, strict=True):
-                self._answers[key] = client._batch_now(calls, null_is_answer=False)
-                self._ready[key].set()
-        finally:
-            for event in self._ready.values():
-                event.set()  # a failure leaves the rest unanswered: the caller asks them itself
-
-    def running(self) -> bool:
-        return self._thread.is_alive()
-
-    def take(self, calls: Sequence[tuple[str, Sequence[Any]]]) -> list[Outcome] | None:
-        """The answers read ahead for exactly these calls, once; None when there are none or any of them
-        is short of evidence (the caller asks again: a read-ahead never decides anything)."""
-        key = _calls_key(calls)
-        ready = self._ready.get(key)
-        if ready is None or key in self._taken:
-            return None
-        self._taken.add(key)
-        ready.wait()
-        answers = self._answers.get(key)
-        if answers is None or any(isinstance(a, NoEvidence) for a in answers):
-            return None
-        return answers
 
 
 def wait_for_backoff(client: RpcClient, limit: float) -> None:

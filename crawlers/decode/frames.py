@@ -1,6 +1,6 @@
 """Call traces as pure data: the two JSON shapes providers answer in, decoded into one list of frames.
 
-Nothing here talks to the node. `crawlers/scan/traces.py` fetches; these functions decide.
+Nothing here talks to the node. `crawlers/scan/traces.py` fetches; these functions decode and decide.
 
 A *frame* is one message call (or create, or self-destruct) inside a transaction. Its *trace address*
 is its path in the transaction's call tree: the top-level call is `()`, its second sub-call `(1,)`,
@@ -33,7 +33,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from crawlers.decode.transfers import ETH_DECIMALS, Transfer, scaled_amount
+from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
+from donations.sightings import Transfer
 
 # Precompiled contracts: 0x01-0x11 (up to Prague's BLS set) and 0x100 (P-256 verification).
 _PRECOMPILES = frozenset([*range(1, 0x12), 0x100])

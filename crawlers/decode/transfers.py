@@ -1,6 +1,7 @@
 """What counts as a donation, as pure functions from JSON-RPC objects to frozen values.
 
-Nothing here talks to the node or the database. Two kinds of donation:
+Nothing here talks to the node or the database. Two kinds of donation found here (internal ETH
+transfers come from call frames, crawlers/decode/frames.py):
 
 * native ETH: a transaction whose `to` is the donation address, with a receipt of status 1;
 * ERC-20: a `Transfer` log of a configured coin whose recipient is the donation address. A Transfer
@@ -15,38 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from decimal import ROUND_DOWN, Decimal
 
+from crawlers.chain.calls import TRANSFER_TOPIC
+from crawlers.decode.amounts import ETH_DECIMALS, log_amount, scaled_amount
+from donations.sightings import Transfer
 from dws_project.config import StableCoin
-
-# keccak("Transfer(address,address,uint256)")
-TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
-ETH_DECIMALS = 18
-
-
-@dataclass(frozen=True)
-class BlockHeader:
-    number: int
-    hash: str
-    parent_hash: str
-    time: datetime
-
-
-@dataclass(frozen=True)
-class Transfer:
-    """A donation as the chain shows it, before any price or token count is applied."""
-
-    tx_hash: str
-    log_index: int | None  # None for native ETH
-    donor: str  # lower case
-    asset: str
-    amount: Decimal
-    block_number: int
-    block_hash: str
-    # ETH moved by an internal call: the call frame's position in its transaction's call tree (see
-    # crawlers/scan/traces.py); None for a top-level ETH transaction and for coin Transfer logs.
-    trace_address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,21 +32,6 @@ class EthCandidate:
     wei: int
     block_number: int
     block_hash: str
-
-
-def scaled_amount(raw: int, decimals: int, scale: int) -> Decimal:
-    """`raw` smallest units of a token with `decimals`, written at `scale` decimals (rounded down)."""
-    quantum = Decimal(1).scaleb(-scale)
-    return (Decimal(raw).scaleb(-decimals)).quantize(quantum, rounding=ROUND_DOWN)
-
-
-def block_header(block: dict) -> BlockHeader:
-    return BlockHeader(
-        number=int(block["number"], 16),
-        hash=block["hash"].lower(),
-        parent_hash=block["parentHash"].lower(),
-        time=datetime.fromtimestamp(int(block["timestamp"], 16), tz=UTC),
-    )
 
 
 def eth_candidates(block: dict, donation_address: str, eth_scale: int) -> list[EthCandidate]:
@@ -94,10 +53,6 @@ def eth_candidates(block: dict, donation_address: str, eth_scale: int) -> list[E
     return found
 
 
-def receipt_succeeded(receipt: dict) -> bool:
-    return receipt.get("status") == "0x1"
-
-
 def eth_transfer(candidate: EthCandidate, eth_scale: int) -> Transfer:
     return Transfer(
         tx_hash=candidate.tx_hash,
@@ -110,7 +65,7 @@ def eth_transfer(candidate: EthCandidate, eth_scale: int) -> Transfer:
     )
 
 
-def _topic_address(topic: str) -> str:
+def topic_address(topic: str) -> str:
     return "0x" + topic[-40:].lower()
 
 
@@ -125,18 +80,16 @@ def token_transfers(
         topics = log.get("topics") or []
         if coin is None or log.get("removed") or len(topics) != 3 or topics[0].lower() != TRANSFER_TOPIC:
             continue
-        if _topic_address(topics[2]) != donation_address:
+        if topic_address(topics[2]) != donation_address:
             continue
-        data = log.get("data") or "0x"
-        raw = int(data, 16) if data not in ("0x", "") else 0
-        amount = scaled_amount(raw, coin.scale, coin_scale)
+        amount = scaled_amount(log_amount(log), coin.scale, coin_scale)
         if amount == 0:
             continue
         found.append(
             Transfer(
                 tx_hash=log["transactionHash"].lower(),
                 log_index=int(log["logIndex"], 16),
-                donor=_topic_address(topics[1]),
+                donor=topic_address(topics[1]),
                 asset=coin.asset,
                 amount=amount,
                 block_number=int(log["blockNumber"], 16),
@@ -146,5 +99,28 @@ def token_transfers(
     return found
 
 
-def donation_address_topic(donation_address: str) -> str:
-    return "0x" + "0" * 24 + donation_address.removeprefix("0x").lower()
+@dataclass(frozen=True)
+class EthMove:
+    """A transaction sending ETH to the donation address, or any transaction sent from it: what moves
+    the address's ETH balance and nonce at the top level (the balance proof's raw flows)."""
+
+    tx_hash: str
+    sender: str
+    to: str
+    wei: int
+    block_number: int
+    block_hash: str
+
+
+def eth_moves(block: dict, donation_address: str) -> list[EthMove]:
+    """The transactions of a full block that move ETH at the donation address (or spend from it)."""
+    number, block_hash = int(block["number"], 16), block["hash"].lower()
+    found = []
+    for tx in block.get("transactions") or ():
+        if not isinstance(tx, dict):
+            continue
+        sender, to = (tx.get("from") or "").lower(), (tx.get("to") or "").lower()
+        wei = int(tx.get("value") or "0x0", 16)
+        if sender == donation_address or (to == donation_address and wei > 0):
+            found.append(EthMove(tx["hash"].lower(), sender, to, wei, number, block_hash))
+    return found

@@ -1,102 +1,98 @@
-"""Writing scanned blocks: pricing their new transfers, recording them (unconfirmed by the latest crawler,
-confirmed by the finalized one), moving the cursor in the same transaction, and reporting a hold."""
+"""Recording scanned blocks: their new transfers priced and written (unconfirmed from the head, confirmed
+from a final block), a final block's unexplained inflows, and the cursor moved in the same transaction.
+
+The only writer of a scanned block's rows. Prices are looked up by the caller's `price_at` (the run
+passes the price service's lookup); a block whose ETH transfer has no price yet is rolled back and
+reported as `PriceMissing`, so the run can file a price request and wait.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from decimal import Decimal
 
 from django.db import transaction
 
-from crawlers.decode.transfers import BlockHeader, Transfer
-from crawlers.models import LATEST
-from crawlers.record.cursors import cursor_set
+from crawlers.decode.blocks import BlockHeader
+from crawlers.record.cursors import cursor_write
 from crawlers.record.inflows import inflow_record
-from crawlers.scan.ranges import BlockHeld, ScannedBlock
+from crawlers.scan.results import ScannedBlock
 from donations.models import Donation, DonationStatus
-from donations.services import Outcome, Sighting, block_record_unconfirmed, finalized_block_record
+from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
+from donations.sightings import DonationKey, Sighting, Transfer, donation_key
 from dws_project import shutdown
-from dws_project.config import Config
-from prices.models import ETH, Price, PriceRequest
+from dws_project.chain_settings import ChainSettings
+from dws_project.config import SaleTier
 
 logger = logging.getLogger("dws.crawlers")
 
-PRICE_WINDOW = timedelta(seconds=90)  # ETH price searched within +-1.5 minutes of the block's minute
+PriceAt = Callable[[datetime], Decimal | None]  # a block's minute -> the ETH price to apply, or None yet
 
 
-@dataclass
-class CrawlResult:
-    label: str
-    cursor_before: int | None = None
+@dataclass(kw_only=True)
+class BlockTally:
+    """What recording did: the cursor it reached, the blocks it passed, the rows it wrote."""
+
     cursor: int | None = None
-    tip: int | None = None  # head (latest) or finalized block the run aimed for
     blocks: int = 0
     inserted: int = 0
     confirmed: int = 0
     failed: int = 0
-    held: str | None = None  # why the run stopped short of the tip
 
-    @property
-    def more_to_do(self) -> bool:
-        """The run stopped at its per-run cap, not at a hold, with blocks before its tip still to do."""
-        return self.held is None and self.blocks > 0 and None not in (self.cursor, self.tip) and self.cursor < self.tip
 
-    def summary(self) -> str:
-        text = (
-            f"crawl {self.label}: cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
-            f"{self.blocks} block(s), {self.inserted} inserted, {self.confirmed} confirmed, {self.failed} failed"
+class PriceMissing(Exception):
+    """A block's ETH transfer has no price yet: its transaction was rolled back, the cursor is before it."""
+
+    def __init__(self, number: int, minute: datetime) -> None:
+        self.number = number
+        self.minute = minute  # the minute to file a price request for
+        super().__init__(
+            f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC; a price request is filed, waiting"
         )
-        return text + (f"; held: {self.held}" if self.held else "")
+
+    def describe(self) -> str:
+        return f"block: {self.number} -- {self}"
 
 
-# --- pricing --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Recording:
+    """How `record_blocks` ended: stopped by a shutdown request, or at a block without a price."""
+
+    stopped: bool = False
+    price_missing: PriceMissing | None = None
 
 
-def block_minute(when: datetime) -> datetime:
+@dataclass(frozen=True)
+class _Writer:
+    chain: ChainSettings
+    cursor: str  # the label of the cursor row (`last_block`) moved with each block
+    final: bool  # the blocks are finalized: confirm, fail reverts, record unexplained inflows
+    tiers: Sequence[SaleTier]
+    price_at: PriceAt
+
+
+def _block_minute(when: datetime) -> datetime:
     return when.replace(second=0, microsecond=0)
 
 
-def eth_price_near(minute: datetime) -> Price | None:
-    """The ETH price row nearest the block's minute within +-1.5 minutes."""
-    rows = list(Price.objects.filter(asset=ETH, created_at__range=(minute - PRICE_WINDOW, minute + PRICE_WINDOW)))
-    return min(rows, key=lambda r: (abs(r.created_at - minute), r.created_at), default=None)
-
-
-def price_request_file(minute: datetime) -> PriceRequest:
-    """Ask the price service for a historical minute; filing twice is a no-op."""
-    request, created = PriceRequest.objects.get_or_create(asset=ETH, requested_at=minute)
-    if created:
-        logger.info("filed a price request for ETH at %s", minute.isoformat())
-    return request
-
-
-def _sightings(block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sighting]:
-    """A block's transfers with the ETH price of its minute; raises BlockHeld when an ETH transfer has no
+def _sightings(writer: _Writer, block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sighting]:
+    """A block's transfers with the ETH price of its minute; raises PriceMissing when an ETH transfer has no
     price yet. The price goes into the row as is (`rules.donation_tokens` applies it)."""
     if not transfers:
         return []
     eth_price = None
     if any(t.asset == "eth" for t in transfers):
-        minute = block_minute(block.header.time)
-        row = eth_price_near(minute)
-        if row is None:
-            raise BlockHeld(
-                block.header.number,
-                f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC; a price request is filed, waiting",
-                stuck=False,
-                price_minute=minute,
-            )
-        eth_price = row.price
+        minute = _block_minute(block.header.time)
+        eth_price = writer.price_at(minute)
+        if eth_price is None:
+            raise PriceMissing(block.header.number, minute)
     return [Sighting(transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
 
 
-def _key(transfer: Transfer) -> tuple:
-    return transfer.tx_hash, transfer.log_index, transfer.trace_address
-
-
-def _recorded_here(transfers: Sequence[Transfer], *, failed_too: bool = False) -> dict[tuple, Donation]:
+def _recorded_here(transfers: Sequence[Transfer], *, failed_too: bool = False) -> dict[DonationKey, Donation]:
     """The rows already recorded from this very block for these transfers, by identity, in one query
     (the rest need a price). `failed_too`: a failed row counts as not recorded, since the finalized
     crawler records it anew from this sighting."""
@@ -105,21 +101,25 @@ def _recorded_here(transfers: Sequence[Transfer], *, failed_too: bool = False) -
     rows = Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers})
     if failed_too:
         rows = rows.exclude(status=DonationStatus.FAILED)
-    here = {(r.tx_hash, r.log_index, r.trace_address, r.block_hash): r for r in rows}
-    return {_key(t): here[(*_key(t), t.block_hash)] for t in transfers if (*_key(t), t.block_hash) in here}
+    here = {(donation_key(r), r.block_hash): r for r in rows}
+    return {
+        donation_key(t): here[(donation_key(t), t.block_hash)]
+        for t in transfers
+        if (donation_key(t), t.block_hash) in here
+    }
 
 
 # --- writing one block ----------------------------------------------------------------------------
 
 
-def _write_latest(block: ScannedBlock, config: Config) -> int:
+def _write_latest(writer: _Writer, block: ScannedBlock) -> int:
     recorded = _recorded_here(block.transfers)
-    sightings = _sightings(block, [t for t in block.transfers if _key(t) not in recorded])
+    sightings = _sightings(writer, block, [t for t in block.transfers if donation_key(t) not in recorded])
     inserted = 0
     for sighting, (_, outcome) in zip(
-        sightings, block_record_unconfirmed(sightings=sightings, tiers=config.sale_tiers), strict=True
+        sightings, block_record_unconfirmed(sightings=sightings, tiers=writer.tiers), strict=True
     ):
-        inserted += outcome != Outcome.UNCHANGED
+        inserted += outcome != DonationOutcome.UNCHANGED
         logger.info(
             "latest: %s donation %s of %s %s from %s in block %d (%s)",
             sighting.transfer.asset,
@@ -133,17 +133,21 @@ def _write_latest(block: ScannedBlock, config: Config) -> int:
     return inserted
 
 
-def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int]:
+def _write_final(writer: _Writer, block: ScannedBlock) -> tuple[int, int, int]:
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep how they were priced; only new sightings need a price.
     recorded = _recorded_here(block.transfers, failed_too=True)
-    priced = {_key(s.transfer): s for s in _sightings(block, [t for t in block.transfers if _key(t) not in recorded])}
+    priced = {
+        donation_key(s.transfer): s
+        for s in _sightings(writer, block, [t for t in block.transfers if donation_key(t) not in recorded])
+    }
     sightings = [
-        priced.get(_key(t)) or Sighting(transfer=t, block_time=block.header.time, eth_price=recorded[_key(t)].eth_price)
+        priced.get(donation_key(t))
+        or Sighting(transfer=t, block_time=block.header.time, eth_price=recorded[donation_key(t)].eth_price)
         for t in block.transfers
     ]
-    result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=config.sale_tiers)
+    result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=writer.tiers)
     if sightings or result.failed:
         logger.info(
             "finalized: block %d: %d confirmed, %d inserted, %d held (paused), %d failed (reverted)",
@@ -156,80 +160,73 @@ def _write_finalized(block: ScannedBlock, config: Config) -> tuple[int, int, int
     return result.inserted, result.confirmed, result.failed
 
 
-def _write_block(label: str, block: ScannedBlock, config: Config, result: CrawlResult) -> None:
-    if label == LATEST:
-        result.inserted += _write_latest(block, config)
-    else:
-        inserted, confirmed, failed = _write_finalized(block, config)
-        # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
-        for asset, raw in block.unexplained:
-            inflow_record(config, block=block.header, asset=asset, raw=raw)
-        result.inserted += inserted
-        result.confirmed += confirmed
-        result.failed += failed
-
-
-def quiet(block: ScannedBlock) -> bool:
-    """A block with nothing to write: no donation, no revert, no unexplained inflow."""
-    return not block.transfers and not block.reverted and not block.unexplained
+def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> None:
+    if not writer.final:
+        tally.inserted += _write_latest(writer, block)
+        return
+    inserted, confirmed, failed = _write_final(writer, block)
+    # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
+    for asset, raw in block.unexplained:
+        inflow_record(writer.chain, block=block.header, asset=asset, raw=raw)
+    tally.inserted += inserted
+    tally.confirmed += confirmed
+    tally.failed += failed
 
 
 def record_blocks(
-    label: str,
     blocks: Sequence[ScannedBlock],
-    held: BlockHeld | None,
-    config: Config,
-    result: CrawlResult,
     *,
+    chain: ChainSettings,
+    cursor: str,
+    final: bool,
+    tiers: Sequence[SaleTier],
+    price_at: PriceAt,
+    tally: BlockTally,
     move_cursor: bool,
     reach: BlockHeader | None = None,
-) -> BlockHeld | None:
-    """Write the scanned blocks, stopping at the first that cannot be proven; return that hold, or the
-    scan's own, already reported.
+) -> Recording:
+    """Write the scanned blocks in order, stopping at the first without a price.
 
-    A block with something to write gets a transaction of its own, which moves the cursor too (past
+    A block with something to write gets a transaction of its own, which moves the `cursor` too (past
     the quiet blocks before it). A run of quiet blocks costs one cursor UPDATE at its end, and `reach`
-    (the end of a sparse range, proven quiet after the last block written) one more. SIGTERM stops
-    between blocks, never inside one.
+    (the end of a sparse range, proven quiet after the last block written; only when the scan did not
+    hold) one more. SIGTERM stops between blocks, never inside one.
     """
+    writer = _Writer(chain, cursor, final, tiers, price_at)
     pending: BlockHeader | None = None  # the last quiet block passed, the cursor not yet moved over it
     stopped = False
+    missing: PriceMissing | None = None
     try:
         for block in blocks:
             if shutdown.requested():
                 stopped = True
                 break
-            if move_cursor and quiet(block):
+            if move_cursor and block.quiet:
                 pending = block.header
                 continue
             with transaction.atomic():
-                _write_block(label, block, config, result)
+                _write_block(writer, block, tally)
                 if move_cursor:
-                    cursor_set(label, block.header.number, block.header.hash)
+                    cursor_write(
+                        chain=chain.name, label=cursor, value=block.header.number, block_hash=block.header.hash
+                    )
             pending = None
-            _passed(result, block.header.number, move_cursor)
+            _passed(tally, block.header.number, move_cursor)
         else:
-            if held is None and reach is not None:
+            if reach is not None:
                 pending = reach
-    except BlockHeld as exc:
-        held = exc
+    except PriceMissing as exc:
+        missing = exc
     if pending is not None:
-        cursor_set(label, pending.number, pending.hash)
-        _passed(result, pending.number, move_cursor)
-    if stopped:
-        return None
-    if held is not None:
-        # Outside the rolled-back block transaction: ask for the missing price, so the hold resolves.
-        if held.price_minute is not None:
-            price_request_file(held.price_minute)
-        result.held = held.describe()
-    return held
+        cursor_write(chain=chain.name, label=cursor, value=pending.number, block_hash=pending.hash)
+        _passed(tally, pending.number, move_cursor)
+    return Recording(stopped=stopped, price_missing=None if stopped else missing)
 
 
-def _passed(result: CrawlResult, number: int, move_cursor: bool) -> None:
+def _passed(tally: BlockTally, number: int, move_cursor: bool) -> None:
     """Count the blocks the cursor moved over (one for a single-block re-crawl)."""
     if not move_cursor:
-        result.blocks += 1
+        tally.blocks += 1
         return
-    result.blocks += number - (result.cursor if result.cursor is not None else number - 1)
-    result.cursor = number
+    tally.blocks += number - (tally.cursor if tally.cursor is not None else number - 1)
+    tally.cursor = number

@@ -1,7 +1,8 @@
-"""The latest and finalized crawlers: the crawl loop.
+"""The latest and finalized crawlers: one run of the crawl loop, which reads as scan, prove, record.
 
-The concerns live next door: `ranges` reads a range of blocks, `balances` proves it complete against
-the donation address's balances, `writing` records scanned blocks, `cursors` keeps the positions.
+The stages live in the rooms below: `scan` reads a range (`ranges`, the sparse path) and proves it
+complete against the donation address's balances (`proof`); `record` writes the scanned blocks with the
+cursor, and what the proof established about completeness.
 
 Both walk the chain from their cursor (`last_block`) in ranges: one batched request for the range's
 full blocks, one `eth_getLogs` for the coins' Transfer logs to the donation address, and one batched
@@ -20,107 +21,76 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from crawlers.chain.block_store import debug_dump, fetch_blocks
-from crawlers.chain.rpc import NoEvidenceError, RpcClient, require
+from crawlers.chain.clients import make_client
+from crawlers.chain.outcomes import NoEvidenceError
+from crawlers.chain.rpc import RpcClient
+from crawlers.chain.tips import tip_block
+from crawlers.decode.blocks import BlockHeader
 from crawlers.models import FINALIZED, LATEST, LastBlock
-from crawlers.record.blocks import CrawlResult, quiet, record_blocks
-from crawlers.record.cursors import (
-    LABELS,
-    ChainTips,
-    CursorRefused,
-    chain_tips,
-    cursor_get,
-    cursor_set,
-    job_name,
-    set_cursor,
-)
-from crawlers.scan.proof import scan_range, scan_range_opening
-from crawlers.scan.ranges import (
-    PROBE_TIMEOUT,
-    RANGE_BLOCKS,
-    RECONCILE,
-    STUCK_POINTER,
-    BlockHeld,
-    ScannedBlock,
-    make_client,
-    make_probe_client,
-    stuck_message,
-)
-from crawlers.scan.sparse import TOO_BUSY, scan_sparse
-from crawlers.scan.sparse import enabled as sparse_enabled
-from crawlers.scan.sparse import opening_calls as sparse_opening
+from crawlers.record.blocks import record_blocks
+from crawlers.record.completeness import completeness_proven, completeness_unproven
+from crawlers.record.cursors import cursor_get, cursor_write
+from crawlers.runs.pace import Pace
+from crawlers.runs.results import CrawlResult
+from crawlers.scan.proof import ProvenRange, prove_range, proven_range_first_batches
+from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock, stuck_message
+from crawlers.scan.sparse import TOO_BUSY, scan_sparse, sparse_first_batch
+from donations.selectors import recorded_block_numbers
 from dws_project import shutdown
+from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.config import Config
-
-# Names other modules have always imported from here; their homes are the modules above.
-__all__ = [
-    "LABELS",
-    "PROBE_TIMEOUT",
-    "RANGE_BLOCKS",
-    "RECONCILE",
-    "STUCK_POINTER",
-    "BlockHeld",
-    "ChainTips",
-    "CrawlResult",
-    "CursorRefused",
-    "ScannedBlock",
-    "chain_tips",
-    "crawl",
-    "crawl_single_block",
-    "cursor_get",
-    "cursor_set",
-    "debug_dump",
-    "fetch_blocks",
-    "job_name",
-    "make_client",
-    "make_probe_client",
-    "scan_range",
-    "set_cursor",
-    "tip_of",
-]
+from prices.services import eth_price_near, price_request_file
 
 logger = logging.getLogger("dws.crawlers")
 
+# What each crawler's label means to the stages below: the finalized one reads final blocks.
+READ_MODES = {LATEST: ReadMode(LATEST, final=False), FINALIZED: ReadMode(FINALIZED, final=True)}
 REORG_REWIND_BLOCKS = 64  # how far back the latest crawler re-crawls after noticing a re-org
-# The per-run cap (`max_blocks`) counts blocks read in full; a block a sparse range skips costs a
-# twentieth of one (a 2,000-block quiet range is one post, about what 50 full blocks cost in time).
-SPARSE_BLOCKS_PER_UNIT = 20
 
 
-# --- the crawl loop -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Job:
+    """One crawler of one chain: its cursor's label, what that label means, and the configuration."""
+
+    label: str
+    chain: ChainSettings
+    config: Config
+
+    @property
+    def mode(self) -> ReadMode:
+        return READ_MODES[self.label]
 
 
-def tip_of(client: RpcClient, label: str) -> int:
-    if label == LATEST:
-        return client.block_number()
-    block = require(client.call("eth_getBlockByNumber", ["finalized", False]))
-    return int(block["number"], 16)
+def _job(label: str, config: Config | None) -> _Job:
+    config = config or settings.CONFIG
+    return _Job(label, chain_settings(config), config)
 
 
-def _start_cursor(client: RpcClient, label: str, config: Config) -> LastBlock:
+def _start_cursor(client: RpcClient, job: _Job) -> LastBlock:
     """A first run begins at DWS_START_BLOCK, else at the current head (the cursor is the block before)."""
-    start = config.start_block if config.start_block is not None else client.block_number()
-    cursor_set(label, max(start - 1, 0))
-    logger.info("crawl %s: no cursor yet; starting at block %d", label, start)
-    return cursor_get(label)  # type: ignore[return-value]
+    start = job.chain.start_block if job.chain.start_block is not None else tip_block(client, finalized=False)
+    cursor_write(chain=job.chain.name, label=job.label, value=max(start - 1, 0))
+    logger.info("crawl %s: no cursor yet; starting at block %d", job.label, start)
+    return cursor_get(chain=job.chain.name, label=job.label)  # type: ignore[return-value]
 
 
 def crawl(
     label: str, *, config: Config | None = None, client: RpcClient | None = None, max_blocks: int | None = None
 ) -> CrawlResult:
     """One run of the `label` crawler: from its cursor towards the tip until caught up or held."""
-    config = config or settings.CONFIG
-    client = client or make_client(config)
+    job = _job(label, config)
+    client = client or make_client(job.chain)
     result = CrawlResult(label)
     try:
-        client.check_chain_id(config.chain_id)
-        cursor = cursor_get(label) or _start_cursor(client, label, config)
+        client.check_chain_id(job.chain.chain_id)
+        cursor = cursor_get(chain=job.chain.name, label=label) or _start_cursor(client, job)
         result.cursor_before = result.cursor = cursor.value
-        tip = tip_of(client, label)
+        tip = tip_block(client, finalized=job.mode.final)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         logger.warning("crawl %s: %s", label, result.held)
@@ -134,25 +104,29 @@ def crawl(
         return result
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
-    pace = _Pace(tip, budget, span=client.log_span, sparse_below=_sparse_ceiling(client, label, tip))
+    pace = Pace(tip, budget, span=client.log_span, sparse_below=_sparse_ceiling(client, job.mode, tip))
     try:
         while position < tip and pace.used < budget and not shutdown.requested():
             end, sparse = pace.next_range(position, client.log_span)
-            scan = scan_sparse(client, config, position + 1, end, label) if sparse else None
+            scan = _scan_sparse(client, job, position + 1, end) if sparse else None
             if scan is not None and scan is not TOO_BUSY:
                 pace.after_sparse(end - position, len(scan.read), client.log_span)
+                if scan.proven:
+                    completeness_proven(chain=job.chain.name, label=label, through=end)
                 blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
             else:
                 # Read in full: no evidence for the sparse path, or a busy stretch (then the following
                 # ranges too are read in full, until one holds at most one block with something for us).
                 end = pace.full_range_end(position, end)
-                blocks, held = scan_range(client, config, position + 1, end, label)
+                found = prove_range(client, job.chain, position + 1, end, job.mode)
+                _note_completeness(job, found)
+                blocks, held = found.blocks, found.held
                 pace.after_full(end - position, blocks, busy=scan is TOO_BUSY, whole=held is None)
                 first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
             if first_parent and position_hash and first_parent != position_hash:
-                if label == LATEST:
+                if not job.mode.final:
                     client.drop_read_ahead()  # read before the re-org: never to be taken for the re-crawl
-                    position, position_hash = _rewind_after_reorg(client, position, config)
+                    position, position_hash = _rewind_after_reorg(client, job, position)
                     result.cursor = position
                     continue
                 result.held = (
@@ -161,10 +135,10 @@ def crawl(
                 logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
                 return result
             if held is None and end < tip and pace.used < budget:
-                _read_ahead(client, config, label, end, pace)  # fetched while this range is written
-            held = record_blocks(label, blocks, held, config, result, move_cursor=True, reach=reach)
-            if held is not None:
-                (logger.error if held.stuck else logger.warning)("crawl %s: %s", label, result.held)
+                _read_ahead(client, job, end, pace)  # fetched while this range is written
+            level = _record(job, blocks, held, result, move_cursor=True, reach=reach)
+            if level is not None:
+                logger.log(level, "crawl %s: %s", label, result.held)
                 return result
             last = reach or (blocks[-1].header if blocks else None)
             if last is None or result.cursor != last.number:
@@ -177,82 +151,88 @@ def crawl(
     return result
 
 
-@dataclass
-class _Pace:
-    """How the loop reads its next range: sparse ranges grow while the chain is quiet (up to the
-    provider's log span) and shrink where it is busy; a stretch busy even at the smallest span is read
-    in full for a while. `used` counts the run's budget: a block read in full costs 1, a block a sparse
-    range skips 1 / SPARSE_BLOCKS_PER_UNIT."""
-
-    tip: int
-    budget: float  # the run's cap (`max_blocks`)
-    span: int
-    sparse_below: int  # the last block a sparse range may end at (see _sparse_ceiling)
-    dense: bool = False
-    used: float = 0.0
-
-    def next_range(self, position: int, log_span: int) -> tuple[int, bool]:
-        """The next range's end after `position`, and whether to try it the sparse way."""
-        left = self.budget - self.used
-        reach = min(self.span, log_span, left * SPARSE_BLOCKS_PER_UNIT)
-        end = max(position + 1, int(min(self.tip, position + reach)))
-        if position < self.sparse_below:
-            end = min(end, self.sparse_below)  # the latest crawler: sparse up to the finalized block, then in full
-        sparse = end <= self.sparse_below and not self.dense and sparse_enabled() and position >= 0
-        return (end if sparse else self.full_range_end(position, end)), sparse
-
-    def full_range_end(self, position: int, end: int) -> int:
-        """`end` cut to a range read in full: RANGE_BLOCKS at most, and what the budget has left."""
-        return int(min(end, position + RANGE_BLOCKS, position + max(1, self.budget - self.used)))
-
-    def after_sparse(self, blocks: int, busy: int, log_span: int) -> None:
-        self.used += blocks / SPARSE_BLOCKS_PER_UNIT + busy
-        if busy <= 2:
-            self.span = min(log_span, self.span * 2)
-        elif busy > 8:
-            self.span = max(RANGE_BLOCKS, self.span // 2)
-        self.dense = busy > 8 and self.span == RANGE_BLOCKS  # busy even at the smallest span: read in full a while
-
-    def after_full(self, blocks: int, scanned: list, *, busy: bool, whole: bool) -> None:
-        self.used += blocks
-        self.span = RANGE_BLOCKS
-        self.dense = self.dense or busy
-        if self.dense and whole and sum(not quiet(b) for b in scanned) <= 1:
-            self.dense = False
+def _scan_sparse(client: RpcClient, job: _Job, start: int, end: int):
+    """The sparse path over start..end; a final read also reads in full every block our rows name."""
+    recorded = recorded_block_numbers if job.mode.final else None
+    return scan_sparse(client, job.chain, start, end, job.mode, recorded_blocks=recorded)
 
 
-def _read_ahead(client: RpcClient, config: Config, label: str, position: int, pace: _Pace) -> None:
+def _note_completeness(job: _Job, found: ProvenRange) -> None:
+    """What the proof established about the range, for /health."""
+    if found.proven is not None:
+        completeness_proven(chain=job.chain.name, label=job.label, through=found.proven[1])
+    if found.unproven is not None:
+        completeness_unproven(
+            chain=job.chain.name, label=job.label, before=found.unproven.before, why=found.unproven.why
+        )
+
+
+def _record(
+    job: _Job,
+    blocks: Sequence[ScannedBlock],
+    held: BlockHeld | None,
+    result: CrawlResult,
+    *,
+    move_cursor: bool,
+    reach: BlockHeader | None = None,
+) -> int | None:
+    """Record the scanned blocks; a hold (the scan's, or a block waiting for its price) goes into
+    `result.held`, and the level to log it at is returned (ERROR: stuck, WARNING: waiting), else None."""
+    recording = record_blocks(
+        blocks,
+        chain=job.chain,
+        cursor=job.label,
+        final=job.mode.final,
+        tiers=job.config.sale_tiers,
+        price_at=eth_price_near,
+        tally=result,
+        move_cursor=move_cursor,
+        reach=reach if held is None else None,
+    )
+    if recording.stopped:
+        return None
+    if recording.price_missing is not None:
+        price_request_file(recording.price_missing.minute)  # outside the rolled-back block: the hold resolves
+        result.held = recording.price_missing.describe()
+        return logging.WARNING
+    if held is not None:
+        result.held = held.describe()
+        return logging.ERROR
+    return None
+
+
+def _read_ahead(client: RpcClient, job: _Job, position: int, pace: Pace) -> None:
     """Ask for the next range's first batches now, so they arrive while this one is written (pipelining).
     A Django setting (`CRAWLER_READ_AHEAD = False`, benchmarks comparing with and without) turns it off."""
     if not getattr(settings, "CRAWLER_READ_AHEAD", True):
         return
     end, sparse = pace.next_range(position, client.log_span)
     if sparse:
-        client.read_ahead(sparse_opening(client, config, position + 1, end))
+        client.read_ahead(sparse_first_batch(client, job.chain, position + 1, end))
     else:
-        client.read_ahead(*scan_range_opening(client, config, position + 1, end, label))
+        client.read_ahead(*proven_range_first_batches(client, job.chain, position + 1, end, job.mode))
 
 
-def _sparse_ceiling(client: RpcClient, label: str, tip: int) -> int:
+def _sparse_ceiling(client: RpcClient, mode: ReadMode, tip: int) -> int:
     """The last block a sparse range may end at: the tip for the finalized crawler; for the latest one the
     finalized block (the end header alone cannot show that the blocks in between build on our cursor,
     the finalized chain can), or -1 (never sparse) when the provider will not say which that is."""
-    if label == FINALIZED:
+    if mode.final:
         return tip
     try:
-        return tip_of(client, FINALIZED)
+        return tip_block(client, finalized=True)
     except NoEvidenceError:
         return -1
 
 
-def _rewind_after_reorg(client: RpcClient, position: int, config: Config) -> tuple[int, str | None]:
+def _rewind_after_reorg(client: RpcClient, job: _Job, position: int) -> tuple[int, str | None]:
     """The chain no longer builds on our cursor's block: re-crawl from a point the re-org cannot reach."""
-    floor = config.start_block - 1 if config.start_block else 0
+    floor = job.chain.start_block - 1 if job.chain.start_block else 0
     target = max(position - REORG_REWIND_BLOCKS, floor)
     with contextlib.suppress(NoEvidenceError):  # without the finalized tag, the fixed rewind will do
-        target = max(target, min(tip_of(client, FINALIZED), position - 1))
-    logger.warning("crawl latest: re-org detected at block %d; re-crawling from block %d", position, target + 1)
-    cursor_set(LATEST, target, None)
+        target = max(target, min(tip_block(client, finalized=True), position - 1))
+    logger.warning("crawl %s: re-org detected at block %d; re-crawling from block %d", job.label, position, target + 1)
+    cursor_write(chain=job.chain.name, label=job.label, value=target, block_hash=None)
     return target, None
 
 
@@ -260,19 +240,20 @@ def crawl_single_block(
     label: str, number: int, *, config: Config | None = None, client: RpcClient | None = None
 ) -> CrawlResult:
     """Re-crawl one block without touching the cursor; writes are idempotent, so nothing is duplicated."""
-    config = config or settings.CONFIG
-    client = client or make_client(config)
+    job = _job(label, config)
+    client = client or make_client(job.chain)
     result = CrawlResult(label, cursor_before=number, cursor=number, tip=number)
     try:
-        client.check_chain_id(config.chain_id)
-        tip = tip_of(client, label)
+        client.check_chain_id(job.chain.chain_id)
+        tip = tip_block(client, finalized=job.mode.final)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         return result
     if number > tip:
         result.held = f"block {number} is beyond the provider's {label} block {tip}"
         return result
-    blocks, held = scan_range(client, config, number, number, label)
-    if record_blocks(label, blocks, held, config, result, move_cursor=False) is not None:
+    found = prove_range(client, job.chain, number, number, job.mode)
+    _note_completeness(job, found)
+    if _record(job, found.blocks, found.held, result, move_cursor=False) is not None:
         logger.error("crawl %s --single-block: %s", label, result.held)
     return result

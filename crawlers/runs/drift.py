@@ -9,14 +9,11 @@ alert) and leaves the campaign as it is.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from django.conf import settings
 
 from donations.services import campaign_pause
-
-if TYPE_CHECKING:
-    from crawlers.runs.reconcile import ReconcileReport
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -24,20 +21,20 @@ FREEZER = "reconcile (freeze on drift)"
 SHOWN = 3  # discrepancies quoted in the log line and the reason; all of them are in the reconcile run
 
 
-def drift_of(report: ReconcileReport) -> list[str]:
-    """The discrepancies that are drift: everything but blocks left unchecked for want of evidence and open
-    unexplained inflows (waiting for an operator, see crawlers/record/inflows.py)."""
-    unchecked = set(report.unchecked) | set(report.awaiting_operator)
-    return [line for line in report.discrepancies if line not in unchecked]
+def drift_of(discrepancies: Sequence[str], *, not_drift: Sequence[str]) -> list[str]:
+    """The discrepancies that are drift: everything but `not_drift` (blocks left unchecked for want of
+    evidence, and open unexplained inflows waiting for an operator, see crawlers/record/inflows.py)."""
+    excluded = set(not_drift)
+    return [line for line in discrepancies if line not in excluded]
 
 
-def freeze_on_drift(report: ReconcileReport) -> bool:
-    """Pause the campaign when `report` found drift (and the setting allows); True when this paused it."""
-    drift = drift_of(report)
+def freeze_on_drift(*, from_block: int, to_block: int, drift: Sequence[str]) -> bool:
+    """Pause the campaign when reconcile found `drift` in from_block..to_block (and the setting allows);
+    True when this paused it."""
     if not drift:
         return False
     quoted = "; ".join(drift[:SHOWN]) + (f"; and {len(drift) - SHOWN} more" if len(drift) > SHOWN else "")
-    reason = f"reconcile found drift in blocks {report.from_block}..{report.to_block}: {quoted}"
+    reason = f"reconcile found drift in blocks {from_block}..{to_block}: {quoted}"
     if not settings.CONFIG.freeze_on_drift:
         logger.error("drift found, campaign left running (DWS_FREEZE_ON_DRIFT=off): %s", reason)
         return False

@@ -37,13 +37,18 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from crawlers.chain.block_store import debug_dump, fetch_blocks
-from crawlers.chain.rpc import Answer, NoEvidence, NoEvidenceError, RpcClient
-from crawlers.decode import transfers as detection
+from crawlers.chain.block_store import fetch_blocks
+from crawlers.chain.calls import receipt_calls, transaction_calls
+from crawlers.chain.clients import make_client
+from crawlers.chain.files import debug_dump
+from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError
+from crawlers.chain.rpc import RpcClient
+from crawlers.chain.tips import tip_block
+from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
 from crawlers.decode.frames import donation_frames
+from crawlers.decode.receipts import receipt_has_transfer, receipt_succeeded
 from crawlers.models import FINALIZED
-from crawlers.runs.crawl import crawl_single_block, tip_of
-from crawlers.scan.ranges import make_client
+from crawlers.runs.crawl import crawl_single_block
 from crawlers.scan.traces import TracesUnavailable, transaction_trace
 from donations.judging import (
     donations_absence_record,
@@ -51,8 +56,10 @@ from donations.judging import (
     donations_fail_unconfirmed,
     donations_look_later,
 )
-from donations.models import Donation, DonationStatus, amount_scale
-from donations.services import Outcome
+from donations.models import Donation, DonationStatus
+from donations.services import DonationOutcome
+from donations.sightings import amount_scale
+from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")
@@ -96,30 +103,19 @@ def _carries(block: dict, tx_hash: str) -> bool:
     return False
 
 
-def _receipt_proves(row: Donation, receipt: object, block_hash: str, config: Config) -> bool | None:
+def _receipt_proves(row: Donation, receipt: object, block_hash: str, chain: ChainSettings) -> bool | None:
     """True: the receipt proves the donation; False: it proves a revert; None: it proves nothing."""
-    if not isinstance(receipt, dict) or (receipt.get("blockHash") or "").lower() != block_hash:
-        return None
-    if receipt.get("status") == "0x0":
-        return False
-    if receipt.get("status") != "0x1":
-        return None
-    if row.log_index is None:
+    succeeded = receipt_succeeded(receipt, block_hash)
+    if not succeeded or row.log_index is None:
+        return succeeded
+    coin = chain.stable_coin(row.asset)
+    if coin is not None and receipt_has_transfer(
+        receipt,  # type: ignore[arg-type]
+        log_index=row.log_index,
+        contract=coin.contract,
+        recipient=chain.donation_address,
+    ):
         return True
-    coin = config.stable_coin(row.asset)
-    recipient = detection.donation_address_topic(config.donation_address)
-    for log in receipt.get("logs") or []:
-        if (
-            isinstance(log, dict)
-            and isinstance(log.get("logIndex"), str)
-            and int(log["logIndex"], 16) == row.log_index
-            and coin is not None
-            and (log.get("address") or "").lower() == coin.contract
-            and [t.lower() for t in log.get("topics") or []][:1] == [detection.TRANSFER_TOPIC]
-            and len(log.get("topics") or []) == 3
-            and log["topics"][2].lower() == recipient
-        ):
-            return True
     return None  # succeeded, but the recorded Transfer log is not in it: no evidence for this row
 
 
@@ -128,7 +124,8 @@ def crawl_old_unconfirmed(
 ) -> JudgeResult:
     """One run of the judge over the oldest unconfirmed donations."""
     config = config or settings.CONFIG
-    client = client or make_client(config)
+    chain = chain_settings(config)
+    client = client or make_client(chain)
     now = now or timezone.now()
     result = JudgeResult()
     rows = list(
@@ -139,7 +136,7 @@ def crawl_old_unconfirmed(
     result.examined = len(rows)
     if not rows:
         return result
-    _judge(rows, config, client, now, result)
+    _judge(rows, config, chain, client, now, result)
     if result.held is None:
         # Whatever is still unconfirmed could not be resolved this run: look again later, further out
         # the older it is, so it does not keep the rows behind it out of the next batch.
@@ -153,10 +150,10 @@ def crawl_old_unconfirmed(
     return result
 
 
-def _internal_frame_shown(row: Donation, client: RpcClient, config: Config, result: JudgeResult) -> bool:
+def _internal_frame_shown(row: Donation, client: RpcClient, chain: ChainSettings, result: JudgeResult) -> bool:
     """Whether a trace of the row's transaction shows its internal ETH frame; False also for no evidence."""
     try:
-        frames = transaction_trace(client, config, row.tx_hash)
+        frames = transaction_trace(client, chain, row.tx_hash)
     except TracesUnavailable:
         result.untouched["internal ETH, provider gives no trace"] += 1
         return False
@@ -164,8 +161,8 @@ def _internal_frame_shown(row: Donation, client: RpcClient, config: Config, resu
         result.untouched[f"internal ETH, no trace ({exc.outcome.kind})"] += 1
         return False
     scale = amount_scale("eth")
-    for frame in donation_frames(frames, config.donation_address):
-        if (frame.trace_address, frame.sender, detection.scaled_amount(frame.wei, detection.ETH_DECIMALS, scale)) == (
+    for frame in donation_frames(frames, chain.donation_address):
+        if (frame.trace_address, frame.sender, scaled_amount(frame.wei, ETH_DECIMALS, scale)) == (
             row.trace_address,
             row.address,
             row.amount,
@@ -175,10 +172,12 @@ def _internal_frame_shown(row: Donation, client: RpcClient, config: Config, resu
     return False
 
 
-def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetime, result: JudgeResult) -> None:
+def _judge(
+    rows: list[Donation], config: Config, chain: ChainSettings, client: RpcClient, now: datetime, result: JudgeResult
+) -> None:
     try:
-        client.check_chain_id(config.chain_id)
-        finalized = tip_of(client, FINALIZED)
+        client.check_chain_id(chain.chain_id)
+        finalized = tip_block(client, finalized=True)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         result.untouched["no finalized block from the provider"] += len(rows)
@@ -189,7 +188,7 @@ def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetim
     lookups = dict(
         zip(
             hashes,
-            client.batch([("eth_getTransactionByHash", [h]) for h in hashes], null_is_answer=True),
+            client.batch(transaction_calls(hashes), null_is_answer=True),
             strict=True,
         )
     )
@@ -201,7 +200,7 @@ def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetim
         if isinstance(outcome, NoEvidence):
             result.untouched[f"no answer for the transaction ({outcome.kind})"] += 1
             continue
-        debug_dump(config, f"txs-{row.tx_hash}.json", outcome.value)
+        debug_dump(chain, f"txs-{row.tx_hash}.json", outcome.value)
         tx = outcome.value
         if tx is None:
             absent.append(row)
@@ -229,16 +228,16 @@ def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetim
             result.untouched["absent, not yet on 3 consecutive runs"] += 1
 
     numbers = sorted(set(placed.values()))
-    blocks = dict(zip(numbers, fetch_blocks(client, config, numbers, finalized=True), strict=True))
+    blocks = dict(zip(numbers, fetch_blocks(client, chain, numbers, through_cache=True), strict=True))
     for number, outcome in blocks.items():
         if isinstance(outcome, Answer):
-            debug_dump(config, f"{OLD_UNCONFIRMED}-{number}.json", outcome.value)
+            debug_dump(chain, f"{OLD_UNCONFIRMED}-{number}.json", outcome.value)
     in_place = [row for row in rows if row.id in placed]
     receipt_hashes = sorted({row.tx_hash for row in in_place})
     receipts = dict(
         zip(
             receipt_hashes,
-            client.batch([("eth_getTransactionReceipt", [h]) for h in receipt_hashes]) if receipt_hashes else [],
+            client.batch(receipt_calls(receipt_hashes)) if receipt_hashes else [],
             strict=True,
         )
     )
@@ -263,14 +262,14 @@ def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetim
             continue
         receipt_outcome = receipts[row.tx_hash]
         if isinstance(receipt_outcome, Answer):
-            debug_dump(config, f"txr-{row.tx_hash}.json", receipt_outcome.value)
+            debug_dump(chain, f"txr-{row.tx_hash}.json", receipt_outcome.value)
         proof = (
-            _receipt_proves(row, receipt_outcome.value, block_hash, config)
+            _receipt_proves(row, receipt_outcome.value, block_hash, chain)
             if isinstance(receipt_outcome, Answer)
             else None
         )
         if proof is True and row.trace_address is not None:
-            if _internal_frame_shown(row, client, config, result):
+            if _internal_frame_shown(row, client, chain, result):
                 to_confirm.append(row.id)
         elif proof is True:
             to_confirm.append(row.id)
@@ -297,8 +296,8 @@ def _judge(rows: list[Donation], config: Config, client: RpcClient, now: datetim
     )
     if to_confirm:
         outcomes = donations_confirm(donation_ids=to_confirm, tiers=tiers)
-        result.confirmed += sum(o == Outcome.CONFIRMED for o in outcomes.values())
-        result.paused_ids = [i for i, o in outcomes.items() if o == Outcome.HELD_PAUSED]
+        result.confirmed += sum(o == DonationOutcome.CONFIRMED for o in outcomes.values())
+        result.paused_ids = [i for i, o in outcomes.items() if o == DonationOutcome.HELD_PAUSED]
         result.held_paused += len(result.paused_ids)
     for number in sorted(recrawl):
         recrawled = crawl_single_block(FINALIZED, number, config=config, client=client)

@@ -9,7 +9,7 @@
    and coin balances change by exactly what its transactions and logs explain; a block where they do
    not is drift unless its unexplained inflow was closed by an operator; an open inflow is drift.
 
-The chain is read the way the crawlers read it (`scan_range`: batched blocks, one eth_getLogs per
+The chain is read the way the crawlers read it (`prove_range`: batched blocks, one eth_getLogs per
 range, batched receipts of the ETH candidates; finalized blocks through DWS_BLOCK_CACHE when set), so
 a day of blocks costs a few hundred round trips. Blocks the provider will not give are reported as not
 checked: an incomplete check is never a clean one.
@@ -26,20 +26,25 @@ from django.conf import settings
 from django.db.models import Count, Sum
 from django.utils import timezone
 
+from crawlers.chain.clients import make_client
 from crawlers.chain.rpc import RpcClient
-from crawlers.decode.transfers import Transfer
+from crawlers.chain.tips import chain_tips
 from crawlers.models import FINALIZED, InflowStatus, ReconcileRun, UnexplainedInflow
-from crawlers.record.cursors import chain_tips, cursor_get
-from crawlers.record.inflows import inflows_open
-from crawlers.runs.drift import freeze_on_drift
-from crawlers.scan.proof import scan_range
-from crawlers.scan.ranges import RANGE_BLOCKS, RECONCILE, make_client
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.drift import drift_of, freeze_on_drift
+from crawlers.scan.proof import prove_range
+from crawlers.scan.ranges import RANGE_BLOCKS
+from crawlers.scan.results import ReadMode
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, UserData
+from donations.sightings import Transfer
+from dws_project.chain_settings import chain_settings
 from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")
 
 DAY_OF_BLOCKS = 7200  # ~24 h of 12 s blocks: the daily run's range
+# Reconcile reads finalized blocks (through DWS_BLOCK_CACHE); its debug-store files are named "reconcile-N".
+RECONCILE = ReadMode("reconcile", final=True)
 
 
 class ReconcileError(Exception):
@@ -89,13 +94,14 @@ def reconcile(
 ) -> ReconcileReport:
     """Check blocks from_block..to_block (clipped to what is finalized and crawled); store the result."""
     config = config or settings.CONFIG
-    client = client or make_client(config)
+    chain = chain_settings(config)
+    client = client or make_client(chain)
     if from_block < 0 or to_block < from_block:
         raise ReconcileError(f"empty range {from_block}..{to_block}")
     tips = chain_tips(client)
     if tips.finalized is None:
         raise ReconcileError("the provider did not say which block is finalized; try again")
-    cursor = cursor_get(FINALIZED)
+    cursor = cursor_get(chain=chain.name, label=FINALIZED)
     crawled = cursor.value if cursor else from_block - 1
     end = min(to_block, tips.finalized, crawled)
     report = ReconcileReport(from_block, end, timezone.now())
@@ -106,7 +112,7 @@ def reconcile(
 
     on_chain: dict[tuple[str, int | None], Transfer] = {}
     reverted: dict[str, int] = {}
-    # The balance proof (balances.scan_range) judges each range by the address's own balances, whatever
+    # The balance proof (`prove_range`) judges each range by the address's own balances, whatever
     # the detector saw: a block it cannot close is drift unless an operator closed its inflow.
     resolved = {
         (i.block_hash, i.asset): i.status
@@ -116,7 +122,8 @@ def reconcile(
     position = from_block
     while position <= end:
         stop = min(end, position + RANGE_BLOCKS - 1)
-        blocks, held = scan_range(client, config, position, stop, RECONCILE)
+        found = prove_range(client, chain, position, stop, RECONCILE)
+        blocks, held = found.blocks, found.held
         for block in blocks:
             for asset, raw in block.unexplained:
                 where = f"block {block.header.number}: {raw} raw units of {asset} arrived that no transfer explains"
@@ -179,7 +186,7 @@ def reconcile(
                 f"{row.tx_hash}) is not in its block"
             )
     report.discrepancies += ledger_discrepancies()
-    for inflow in inflows_open().order_by("block_number"):
+    for inflow in UnexplainedInflow.objects.filter(status=InflowStatus.OPEN).order_by("block_number"):
         report.discrepancies.append(
             f"block {inflow.block_number}: unexplained inflow {inflow.pk} of {inflow.amount} {inflow.asset} is open "
             '(see docs/operating.md, "an unexplained inflow")'
@@ -196,7 +203,8 @@ def reconcile(
         summary=report.summary(),
     )
     (logger.info if report.ok else logger.error)("%s", report.summary())
-    freeze_on_drift(report)
+    drift = drift_of(report.discrepancies, not_drift=report.unchecked + report.awaiting_operator)
+    freeze_on_drift(from_block=report.from_block, to_block=report.to_block, drift=drift)
     return report
 
 
@@ -233,7 +241,7 @@ def ledger_discrepancies() -> list[str]:
 def reconcile_last_day(*, config: Config | None = None, client: RpcClient | None = None) -> ReconcileReport:
     """The daily check: the last ~day of finalized blocks (never before DWS_START_BLOCK)."""
     config = config or settings.CONFIG
-    client = client or make_client(config)
+    client = client or make_client(chain_settings(config))
     finalized = chain_tips(client).finalized
     if finalized is None:
         raise ReconcileError("the provider did not say which block is finalized; try again")

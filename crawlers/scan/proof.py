@@ -12,7 +12,7 @@ and the nonce must grow by the number of transactions we saw leave. A range that
 complete*. Where it does not, balances at midpoints (pinned by block hash) bisect it down to the single
 blocks where it breaks, and each is settled:
 
-* ETH that arrived unexplained: internal transfers from call traces (`crawlers.scan.traces`), credited like
+* ETH that arrived unexplained: internal transfers from call traces (`crawlers/scan/traces.py`), credited like
   any ETH donation; what traces cannot show is an *unexplained inflow* (recorded for finalized blocks),
   and the cursor moves on. A trace provider giving no evidence right now holds the block.
 * Coins that arrived unexplained while the block's logsBloom says a Transfer of that coin involving us
@@ -22,187 +22,108 @@ blocks where it breaks, and each is settled:
   contradict each other; the block is held.
 
 A provider without historical state (a full node asked far behind its head) cannot prove old ranges:
-they are scanned as before, logged once, and reported on /health ("completeness unproven before N").
+they are scanned as before and the result says so (`ProvenRange.unproven`); the run records it for
+/health ("completeness unproven before N"). The proof writes nothing: it returns what it proved.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any
 
-from eth_hash.auto import keccak
-
-from crawlers.chain.rpc import NoEvidence, NoEvidenceError, RpcClient
-from crawlers.chain.rpc import Outcome as RpcOutcome
-from crawlers.decode.transfers import TRANSFER_TOPIC, donation_address_topic
-from crawlers.models import FINALIZED, LATEST, Completeness
+from crawlers.chain.calls import balance_calls, edge_calls
+from crawlers.chain.outcomes import Call, NoEvidenceError
+from crawlers.chain.rpc import RpcClient
+from crawlers.chain.tips import tip_block
+from crawlers.decode.amounts import WEI_PER_ETH
+from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, balances_in_batch
+from crawlers.decode.bloom import bloom_may_hold_transfer
 from crawlers.scan import traces
-from crawlers.scan.ranges import NONCE, BlockHeld, ScannedBlock, opening_calls, read_range
-from dws_project.config import Config
+from crawlers.scan.ranges import first_batches, read_range
+from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
+from dws_project.chain_settings import ChainSettings
 
 logger = logging.getLogger("dws.crawlers")
 
-ETH = "eth"
-WEI_PER_ETH = 10**18
 # Traced transfers come at the 8-decimal column scale, rounded down (and zero-at-scale frames dropped):
 # each leaves less than one column unit unexplained, which is rounding, not a missing donation.
 COLUMN_UNIT_WEI = 10**10
-HISTORICAL_STATE = re.compile(
-    r"missing trie node|header not found|state (is )?not available|historical state|state .*(pruned|not found)",
-    re.IGNORECASE,
-)
 RECENT_STATES = 128  # blocks of state a full node keeps behind its head (geth's default)
-_warned_unproven: set[str] = set()  # labels already warned about in this process (the log line only)
-
-
-class StateUnavailable(Exception):
-    """The provider keeps no state for that block: the balance proof is impossible there."""
-
-    def __init__(self, block: int, detail: str) -> None:
-        self.block = block
-        super().__init__(detail)
 
 
 @dataclass(frozen=True)
-class Balances:
-    block: int
-    values: dict[str, int]  # "eth" (wei), NONCE, and each coin asset (base units)
+class Unproven:
+    """Blocks before `before` were scanned without the proof (no state to prove them with), and why."""
+
+    before: int
+    why: str
 
 
-def _block_param(block: int | str) -> Any:
-    """A number, or a block hash pinned through EIP-1898 (the balance of exactly that block)."""
-    return {"blockHash": block} if isinstance(block, str) else hex(block)
+@dataclass
+class ProvenRange:
+    """What the proof found: the blocks it may hand on, why it stopped early, and what it proved."""
+
+    blocks: list[ScannedBlock]
+    held: BlockHeld | None
+    proven: tuple[int, int] | None = None  # (first, last): proven complete by the balances
+    unproven: Unproven | None = None
 
 
-def balance_calls(config: Config, block: int | str) -> list[tuple[str, list[Any]]]:
-    us = config.donation_address
-    at = _block_param(block)
-    data = "0x70a08231" + donation_address_topic(us)[2:]  # balanceOf(us)
-    return [("eth_getBalance", [us, at]), ("eth_getTransactionCount", [us, at])] + [
-        ("eth_call", [{"to": coin.contract, "data": data}, at]) for coin in config.stable_coins
-    ]
+def balances_at(client: RpcClient, chain: ChainSettings, number: int, block_hash: str | None = None) -> Balances:
+    return balances_from(chain, number, client.batch(balance_calls(chain, block_hash or number)))
 
 
-def parse_balances(config: Config, block: int, outcomes: Sequence[RpcOutcome]) -> Balances:
-    """Raises StateUnavailable (no historical state) or NoEvidenceError (anything else short of an answer)."""
-    assets = [ETH, NONCE] + [coin.asset for coin in config.stable_coins]
-    values: dict[str, int] = {}
-    for asset, outcome in zip(assets, outcomes, strict=True):
-        if isinstance(outcome, NoEvidence):
-            if outcome.kind == "error" and HISTORICAL_STATE.search(outcome.detail):
-                raise StateUnavailable(block, outcome.detail)
-            raise NoEvidenceError(outcome)
-        value = outcome.value
-        if value == "0x" and asset not in (ETH, NONCE):
-            value = "0x0"  # a call to an address without code (the coin not deployed yet at that block)
-        if not isinstance(value, str) or not value.startswith("0x") or len(value) < 3:
-            raise NoEvidenceError(NoEvidence(outcome_method(asset), "malformed", f"balance of {asset} is {value!r}"))
-        values[asset] = int(value, 16)
-    return Balances(block, values)
-
-
-def outcome_method(asset: str) -> str:
-    return {ETH: "eth_getBalance", NONCE: "eth_getTransactionCount"}.get(asset, "eth_call")
-
-
-def balances_at(client: RpcClient, config: Config, number: int, block_hash: str | None = None) -> Balances:
-    return parse_balances(config, number, client.batch(balance_calls(config, block_hash or number)))
-
-
-def scan_range(
-    client: RpcClient, config: Config, start: int, end: int, label: str = LATEST
-) -> tuple[list[ScannedBlock], BlockHeld | None]:
+def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode) -> ProvenRange:
     """Blocks start..end with their donations, proven complete by the balances; stops at the first block
     that cannot be proven (returns the proven prefix and the hold)."""
     if start == 0:
-        return _unproven(client, config, start, end, label)
-    calls = edge_calls(config, start, end)
-    read = read_range(client, config, start, end, label, extra=calls)
+        read = read_range(client, chain, start, end, mode)
+        last = read.blocks[-1].header.number if read.blocks else None
+        unproven = Unproven(last + 1, "no balance before the genesis block") if last is not None else None
+        return ProvenRange(read.blocks, read.held, unproven=unproven)
+    read = read_range(client, chain, start, end, mode, extra=edge_calls(chain, start, end))
     if not read.blocks:
-        return [], read.held
-    half = len(calls) // 2
+        return ProvenRange([], read.held)
+    half = balances_in_batch(chain)
     last = read.blocks[-1].header.number
     try:
-        before = parse_balances(config, start - 1, read.extra[:half])
+        before = balances_from(chain, start - 1, read.extra[:half])
         after = (
-            parse_balances(config, end, read.extra[half:])
+            balances_from(chain, end, read.extra[half:])
             if last == end
-            else balances_at(client, config, last, read.blocks[-1].header.hash)
+            else balances_at(client, chain, last, read.blocks[-1].header.hash)
         )
-        blocks, held = _settle(client, config, read.blocks, before, after, label)
+        blocks, held = settle(client, chain, read.blocks, before, after, mode)
     except StateUnavailable as exc:
         if not _far_behind(client, exc.block):
             # The same words from a node that lags its peers (a load balancer) about a recent block: that
             # is no evidence, and skipping the proof there would trust the very answers it checks.
-            return [], BlockHeld(start, f"no balance evidence for blocks {start}..{last} (recent block: {exc})")
-        _note_unproven(label, last, str(exc))
-        return read.blocks, read.held
+            return ProvenRange(
+                [], BlockHeld(start, f"no balance evidence for blocks {start}..{last} (recent block: {exc})")
+            )
+        return ProvenRange(read.blocks, read.held, unproven=Unproven(last + 1, str(exc)))
     except NoEvidenceError as exc:
-        return [], BlockHeld(start, f"no balance evidence for blocks {start}..{last} ({exc})")
-    if blocks:
-        _note_proven(label, start, blocks[-1].header.number)
-    return blocks, held or read.held
+        return ProvenRange([], BlockHeld(start, f"no balance evidence for blocks {start}..{last} ({exc})"))
+    proven = (start, blocks[-1].header.number) if blocks else None
+    if proven:
+        logger.info("balance proof: blocks %d..%d proven complete (%s)", *proven, mode.name)
+    return ProvenRange(blocks, held or read.held, proven=proven)
 
 
-def edge_calls(config: Config, start: int, end: int) -> list[tuple[str, list[Any]]]:
-    """The balances at the block before the range and at its end, riding in the blocks' batch."""
-    return balance_calls(config, start - 1) + balance_calls(config, end) if start else []
-
-
-def scan_range_opening(
-    client: RpcClient, config: Config, start: int, end: int, label: str
-) -> list[list[tuple[str, Sequence[Any]]]]:
-    """The batches `scan_range` posts first, for the crawl loop to read ahead."""
-    return opening_calls(client, config, start, end, label, edge_calls(config, start, end))
-
-
-def _note_proven(label: str, start: int, last: int) -> None:
-    """Blocks start..last are proven complete: logged, and the crawler's high-water mark for /health."""
-    logger.info("balance proof: blocks %d..%d proven complete (%s)", start, last, label)
-    if label not in (LATEST, FINALIZED):
-        return
-    row, _ = Completeness.objects.get_or_create(label=label)
-    if row.proven_through is None or row.proven_through < last:  # a single-block re-crawl never lowers it
-        row.proven_through = last
-        row.save(update_fields=["proven_through", "modified_at"])
+def proven_range_first_batches(
+    client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode
+) -> list[list[Call]]:
+    """The batches `prove_range` posts first, for the crawl loop to read ahead."""
+    return first_batches(client, chain, start, end, mode, edge_calls(chain, start, end))
 
 
 def _far_behind(client: RpcClient, block: int) -> bool:
     """Whether `block` is beyond the recent states every full node keeps (so its state may be pruned)."""
     try:
-        return client.block_number() - block > RECENT_STATES
+        return tip_block(client, finalized=False) - block > RECENT_STATES
     except NoEvidenceError:
         return False
-
-
-def _unproven(client: RpcClient, config: Config, start: int, end: int, label: str):
-    read = read_range(client, config, start, end, label)
-    if read.blocks:
-        _note_unproven(label, read.blocks[-1].header.number, "no balance before the genesis block")
-    return read.blocks, read.held
-
-
-def _note_unproven(label: str, last: int, why: str) -> None:
-    """Today's scan without proof for blocks up to `last`: on /health, and one WARNING per process."""
-    if label not in (LATEST, FINALIZED):
-        return
-    row, _ = Completeness.objects.get_or_create(label=label)
-    if row.unproven_before is None or row.unproven_before <= last:
-        row.unproven_before = last + 1
-        row.save(update_fields=["unproven_before", "modified_at"])
-    if label not in _warned_unproven:
-        _warned_unproven.add(label)
-        logger.warning(
-            "crawl %s: the provider keeps no historical state (%s); completeness unproven before block %d, "
-            "those blocks are scanned without the balance proof",
-            label,
-            why,
-            last + 1,
-        )
 
 
 def _residual(blocks: Sequence[ScannedBlock], before: Balances, after: Balances) -> dict[str, int]:
@@ -214,7 +135,7 @@ def _residual(blocks: Sequence[ScannedBlock], before: Balances, after: Balances)
 
 
 def _locate(
-    client: RpcClient, config: Config, blocks: Sequence[ScannedBlock], before: Balances, after: Balances
+    client: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock], before: Balances, after: Balances
 ) -> list[tuple[ScannedBlock, dict[str, int]]]:
     """The single blocks where the identity breaks, with what is unexplained there, in block order."""
     broken = {asset: r for asset, r in _residual(blocks, before, after).items() if r != 0}
@@ -224,53 +145,60 @@ def _locate(
         return [(blocks[0], broken)]
     mid = len(blocks) // 2
     header = blocks[mid - 1].header
-    middle = balances_at(client, config, header.number, header.hash)
-    return _locate(client, config, blocks[:mid], before, middle) + _locate(client, config, blocks[mid:], middle, after)
+    middle = balances_at(client, chain, header.number, header.hash)
+    return _locate(client, chain, blocks[:mid], before, middle) + _locate(client, chain, blocks[mid:], middle, after)
 
 
-def _settle(
-    client: RpcClient, config: Config, blocks: list[ScannedBlock], before: Balances, after: Balances, label: str
+def settle(
+    client: RpcClient,
+    chain: ChainSettings,
+    blocks: list[ScannedBlock],
+    before: Balances,
+    after: Balances,
+    mode: ReadMode,
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
-    for block, suspect in _locate(client, config, blocks, before, after):
+    """Close the identity over `blocks` (balances `before` the first and `after` the last): each block
+    where it breaks is explained (traces, bloom) or its inflow noted; a hold at the first it cannot."""
+    for block, suspect in _locate(client, chain, blocks, before, after):
         number = block.header.number
         # The range's edges were asked by number; ask again pinned to this block and its parent, so an
         # answer about another fork (a re-org between requests) is not taken for missing money.
-        broken = _pinned_residual(client, config, block)
+        broken = _pinned_residual(client, chain, block)
         if not broken:
             logger.info("balance proof: block %d closes when pinned by hash (was %s)", number, suspect)
             continue
         logger.info("balance proof: block %d does not close at first look: %s", number, broken)
-        reason = _settle_block(client, config, block, broken, label)
+        reason = _settle_block(client, chain, block, broken, mode)
         if reason is not None:
             return [b for b in blocks if b.header.number < number], BlockHeld(number, reason)
     return blocks, None
 
 
-def _pinned_residual(client: RpcClient, config: Config, block: ScannedBlock) -> dict[str, int]:
+def _pinned_residual(client: RpcClient, chain: ChainSettings, block: ScannedBlock) -> dict[str, int]:
     header = block.header
-    calls = balance_calls(config, header.parent_hash) + balance_calls(config, header.hash)
+    calls = balance_calls(chain, header.parent_hash) + balance_calls(chain, header.hash)
     outcomes = client.batch(calls)
     half = len(calls) // 2
-    before = parse_balances(config, header.number - 1, outcomes[:half])
-    after = parse_balances(config, header.number, outcomes[half:])
+    before = balances_from(chain, header.number - 1, outcomes[:half])
+    after = balances_from(chain, header.number, outcomes[half:])
     return {asset: r for asset, r in _residual([block], before, after).items() if r != 0}
 
 
 def _settle_block(
-    client: RpcClient, config: Config, block: ScannedBlock, broken: dict[str, int], label: str
+    client: RpcClient, chain: ChainSettings, block: ScannedBlock, broken: dict[str, int], mode: ReadMode
 ) -> str | None:
     """Explain a block's residuals (traces, bloom) or set its unexplained inflows; a reason to hold, or None."""
     number = block.header.number
     if broken.get(NONCE):
         return f"the donation address's nonce moved by {broken[NONCE]} more than the transactions it sent"
-    coins = {coin.asset: coin for coin in config.stable_coins}
+    coins = {coin.asset: coin for coin in chain.stable_coins}
     for asset, raw in broken.items():
         if asset == NONCE:
             continue
         if raw < 0:
             return f"{-raw} raw units of {asset} left the donation address that no transaction or log shows"
         if asset in coins:
-            if bloom_may_hold_transfer(block.logs_bloom, coins[asset].contract, config.donation_address):
+            if bloom_may_hold_transfer(block.logs_bloom, coins[asset].contract, chain.donation_address):
                 return (
                     f"the {asset} balance rose by {raw} raw units more than the Transfer logs show and the "
                     "block's logsBloom says a Transfer involving us may be there: eth_getLogs answered short, retrying"
@@ -278,7 +206,7 @@ def _settle_block(
             block.unexplained.append((asset, raw))
             continue
         try:
-            found = traces.internal_eth_transfers(client, config, block_number=number, block_hash=block.header.hash)
+            found = traces.internal_eth_transfers(client, chain, block_number=number, block_hash=block.header.hash)
         except NoEvidenceError as exc:
             return f"ETH arrived that no transaction explains and the call traces gave no evidence ({exc})"
         except traces.TracesUnavailable as exc:
@@ -292,40 +220,8 @@ def _settle_block(
         block.transfers.extend(found)
         if left >= COLUMN_UNIT_WEI * (len(found) + 1):
             block.unexplained.append((ETH, left))
-    if block.unexplained and label == LATEST:
+    if block.unexplained and not mode.final:
         logger.warning(
             "balance proof: block %d: unexplained %s (recorded once the block is final)", number, block.unexplained
         )
     return None
-
-
-def display_amount(config: Config, asset: str, raw: int) -> Decimal:
-    """A raw amount in the asset's own units (ETH, whole coins)."""
-    decimals = 18 if asset == ETH else next(c.scale for c in config.stable_coins if c.asset == asset)
-    return Decimal(raw).scaleb(-decimals)
-
-
-def _bloom_bits(item: bytes) -> list[int]:
-    digest = keccak(item)
-    return [((digest[i] << 8) | digest[i + 1]) & 0x7FF for i in (0, 2, 4)]
-
-
-def bloom_contains(bloom: str, item: bytes) -> bool:
-    """Whether a 2048-bit logsBloom may contain `item` (an address or a topic); False only when it cannot."""
-    try:
-        data = bytes.fromhex(bloom.removeprefix("0x"))
-    except ValueError:
-        return True  # an unreadable bloom proves nothing: assume it may
-    if len(data) != 256:
-        return True
-    return all(data[255 - bit // 8] & (1 << (bit % 8)) for bit in _bloom_bits(item))
-
-
-def bloom_may_hold_transfer(bloom: str, contract: str, donation_address: str) -> bool:
-    """A Transfer log of `contract` with the donation address as sender or recipient may be in the block."""
-    us = bytes.fromhex(donation_address_topic(donation_address)[2:])
-    return (
-        bloom_contains(bloom, bytes.fromhex(contract.removeprefix("0x")))
-        and bloom_contains(bloom, bytes.fromhex(TRANSFER_TOPIC[2:]))
-        and bloom_contains(bloom, us)
-    )

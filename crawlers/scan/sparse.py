@@ -13,7 +13,9 @@ with a Transfer log, which the log filters see even where the balance nets out.
 
 Where a balance changed, the range is bisected (balances at midpoints, every open interval of one
 level in one batch) down to the single blocks where it changed; those blocks, the blocks the logs name
-and the blocks our own rows name are read in full and proven one by one (crawlers/scan/proof.py).
+and the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
+transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py). Nothing
+here writes: the result says whether the whole range was proven.
 
 Never sparse (the caller scans in full): an address with code (a Safe, an EIP-7702 account can move
 value without its nonce), a provider without historical state, the genesis block, any answer short of
@@ -26,38 +28,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from crawlers.chain.rpc import Answer, NoEvidenceError, RpcClient
-from crawlers.decode import transfers as detection
-from crawlers.decode.transfers import BlockHeader
-from crawlers.models import FINALIZED
-from crawlers.scan.proof import (
-    ETH,
-    Balances,
-    StateUnavailable,
-    _note_proven,
-    _settle,
-    balance_calls,
-    edge_calls,
-    parse_balances,
-)
-from crawlers.scan.ranges import (
-    NONCE,
-    BlockHeld,
-    ScannedBlock,
-    logs_in_one_batch,
-    read_range,
-    transfer_log_calls,
-    transfer_logs,
-)
-from donations.models import Donation
-from dws_project.config import Config
+from crawlers.chain.calls import balance_calls, code_call, edge_calls, header_call, transfer_log_calls
+from crawlers.chain.logs import answered_logs, logs_in_one_batch, transfer_logs
+from crawlers.chain.outcomes import Answer, Call, NoEvidenceError
+from crawlers.chain.rpc import RpcClient
+from crawlers.decode.amounts import log_amount, log_block_number
+from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, edge_balances
+from crawlers.decode.blocks import BlockHeader, header_of
+from crawlers.scan.proof import settle
+from crawlers.scan.ranges import read_range
+from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
+from dws_project.chain_settings import ChainSettings
 
 logger = logging.getLogger("dws.crawlers")
 
+RecordedBlocks = Callable[[int, int], Iterable[int]]  # start, end -> the blocks our rows name in that range
 
 BUSY_INTERVALS = 8  # open intervals at one bisection level beyond which a range is read in full
 
@@ -75,121 +65,111 @@ class SparseScan:
     first_parent: str  # block start's parent hash: must be the cursor's block
     reach: BlockHeader | None  # the range's end when all of it is proven (the cursor's target)
     read: list[int] = field(default_factory=list)  # the blocks read in full (for the span's growth)
+    proven: bool = False  # the whole range start..end is proven complete (the run records it)
 
 
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
 
 
-def enabled() -> bool:
+def sparse_enabled() -> bool:
     """The sparse path is on unless a Django setting (tests comparing it with the full scan) turns it off."""
     return bool(getattr(settings, "CRAWLER_SPARSE", True))
 
 
-def _header(outcome: object, number: int) -> BlockHeader | None:
-    if not isinstance(outcome, Answer) or not isinstance(outcome.value, dict):
-        return None
-    block = outcome.value
-    if not all(isinstance(block.get(k), str) for k in ("number", "hash", "parentHash", "timestamp")):
-        return None
-    if int(block["number"], 16) != number:
-        return None
-    return detection.block_header(block)
-
-
-def opening_calls(client: RpcClient, config: Config, start: int, end: int) -> list[tuple[str, list]]:
+def sparse_first_batch(client: RpcClient, chain: ChainSettings, start: int, end: int) -> list[Call]:
     """The one batch a sparse range starts with: the balances at both ends, the code, the two headers and
     (within the provider's log span) the Transfer logs. The crawl loop reads it ahead too."""
-    us = config.donation_address
-    heads = [
-        ("eth_getCode", [us, hex(end)]),
-        ("eth_getBlockByNumber", [hex(start), False]),
-        ("eth_getBlockByNumber", [hex(end), False]),
-    ]
-    logs = transfer_log_calls(config, start, end) if logs_in_one_batch(client, config, start, end) else []
-    return edge_calls(config, start, end) + heads + logs
+    heads = [code_call(chain.donation_address, end), header_call(start), header_call(end)]
+    logs = transfer_log_calls(chain, start, end) if logs_in_one_batch(client, chain, start, end) else []
+    return edge_calls(chain, start, end) + heads + logs
 
 
-def scan_sparse(client: RpcClient, config: Config, start: int, end: int, label: str) -> SparseScan | None:
+def scan_sparse(
+    client: RpcClient,
+    chain: ChainSettings,
+    start: int,
+    end: int,
+    mode: ReadMode,
+    *,
+    recorded_blocks: RecordedBlocks | None = None,
+) -> SparseScan | None:
     """The range start..end the sparse way; None when it must be scanned in full (see the module doc),
-    TOO_BUSY when reading it in full is cheaper."""
-    if start == 0 or not enabled():
+    TOO_BUSY when reading it in full is cheaper. `recorded_blocks` (the finalized crawler's): the blocks
+    our rows name in a range, each read in full whatever the balances say."""
+    if start == 0 or not sparse_enabled():
         return None
-    with_logs = logs_in_one_batch(client, config, start, end)
-    edges = edge_calls(config, start, end)
-    outcomes = client.batch(opening_calls(client, config, start, end))
-    half = len(edges) // 2
+    with_logs = logs_in_one_batch(client, chain, start, end)
+    edges = len(edge_calls(chain, start, end))
+    outcomes = client.batch(sparse_first_batch(client, chain, start, end))
     try:
-        before = parse_balances(config, start - 1, outcomes[:half])
-        after = parse_balances(config, end, outcomes[half : len(edges)])
+        before, after = edge_balances(chain, start, end, outcomes[:edges])
     except (StateUnavailable, NoEvidenceError):
         return None  # the full scan asks again, and holds or falls back as the proof requires
-    code, first, last = outcomes[len(edges) : len(edges) + 3]
+    code, first, last = outcomes[edges : edges + 3]
     if not isinstance(code, Answer) or code.value not in ("0x", "0x0", ""):
         return None  # code at the address (or no answer about it): its nonce proves nothing
-    first_header, end_header = _header(first, start), _header(last, end)
+    first_header = header_of(first.value, start) if isinstance(first, Answer) else None
+    end_header = header_of(last.value, end) if isinstance(last, Answer) else None
     if first_header is None or end_header is None:
         return None
-    logs = _logs(client, config, start, end, outcomes[len(edges) + 3 :] if with_logs else None)
+    logs = _logs(client, chain, start, end, outcomes[edges + 3 :] if with_logs else None)
     if logs is None:
         return None
-    named = {int(log.get("blockNumber") or "0x0", 16) for found in logs for log in found}
+    named = {log_block_number(log) for found in logs for log in found}
     if any(not start <= n <= end for n in named):
         return None  # a log outside what we asked: the full scan holds on it
     try:
-        changed = _bisect(client, config, before, after, coins_too=not _coins_close(config, before, after, logs))
+        changed = _bisect(client, chain, before, after, coins_too=not _coins_close(chain, before, after, logs))
     except (StateUnavailable, NoEvidenceError):
         return None
     except _TooBusy:
         return TOO_BUSY
-    if label == FINALIZED:
-        # A row of ours in the range (seen by the latest crawler) is confirmed or failed only by reading
-        # its block: a reverted transfer changes no balance.
-        named |= set(Donation.objects.filter(block_number__range=(start, end)).values_list("block_number", flat=True))
+    if recorded_blocks is not None:
+        named |= set(recorded_blocks(start, end))
     wanted = sorted(set(changed) | named)
     if not wanted:
-        _note_proven(label, start, end)
-        return SparseScan([], None, first_header.parent_hash, end_header)
-    blocks, held = _read_proven(client, config, start, end, label, wanted, logs)
-    if blocks and held is None:
-        _note_proven(label, start, end)
-    return SparseScan(blocks, held, first_header.parent_hash, None if held else end_header, wanted)
+        return SparseScan([], None, first_header.parent_hash, end_header, proven=True)
+    blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs)
+    reach = None if held else end_header
+    return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=bool(blocks) and held is None)
 
 
-def _logs(client: RpcClient, config: Config, start: int, end: int, answers: list | None):
+def _logs(client: RpcClient, chain: ChainSettings, start: int, end: int, answers: list | None):
     """The Transfer logs to and from us over the range, or None without full evidence."""
-    if not config.stable_coins:
+    if not chain.stable_coins:
         return [], []
-    if answers and all(isinstance(a, Answer) and isinstance(a.value, list) for a in answers):
-        return answers[0].value, answers[1].value
+    if answers and (found := answered_logs(answers)) is not None:
+        return found
     try:
-        return transfer_logs(client, config, start, end)  # splits a span the provider refuses
+        return transfer_logs(client, chain, start, end)  # splits a span the provider refuses
     except NoEvidenceError:
         return None
 
 
-def _coins_close(config: Config, before: Balances, after: Balances, logs) -> bool:
+def _coins_close(chain: ChainSettings, before: Balances, after: Balances, logs) -> bool:
     """Whether each coin's balance moved by exactly what the range's Transfer logs say.
 
     Then the blocks the logs name (read in full and proven one by one) hold every coin movement, and
     the bisection need only look for ETH and the nonce (half the calls).
     """
-    coins = {c.contract: c.asset for c in config.stable_coins}
+    coins = {c.contract: c.asset for c in chain.stable_coins}
     moved = dict.fromkeys(coins.values(), 0)
     for found, sign in zip(logs, (1, -1), strict=True):
         for log in found:
             asset = coins.get((log.get("address") or "").lower())
             if asset is None or log.get("removed"):
                 return False
-            data = log.get("data") or "0x"
-            moved[asset] += sign * (int(data, 16) if data not in ("0x", "") else 0)
+            moved[asset] += sign * log_amount(log)
     return all(after.values[asset] - before.values[asset] == raw for asset, raw in moved.items())
 
 
-def _bisect(client: RpcClient, config: Config, before: Balances, after: Balances, *, coins_too: bool) -> list[int]:
+def _bisect(
+    client: RpcClient, chain: ChainSettings, before: Balances, after: Balances, *, coins_too: bool
+) -> list[int]:
     """The blocks after `before` up to `after` where the ETH balance or the nonce changed (and any coin
     balance, with `coins_too`)."""
     if not coins_too:
-        config = dataclasses.replace(config, stable_coins=())
+        chain = dataclasses.replace(chain, stable_coins=())
         keep = (ETH, NONCE)
         before = Balances(before.block, {k: before.values[k] for k in keep})
         after = Balances(after.block, {k: after.values[k] for k in keep})
@@ -208,30 +188,29 @@ def _bisect(client: RpcClient, config: Config, before: Balances, after: Balances
             break
         if len(split) > max(BUSY_INTERVALS, (after.block - before.block) // 16):
             raise _TooBusy  # a busy stretch: reading every block costs fewer calls than bisecting it
-        calls = [call for _, mid, _ in split for call in balance_calls(config, mid)]
+        calls = [call for _, mid, _ in split for call in balance_calls(chain, mid)]
         outcomes = client.batch(calls)
         size = len(calls) // len(split)
         level = []
         for i, (low, mid, high) in enumerate(split):
-            middle = parse_balances(config, mid, outcomes[i * size : (i + 1) * size])
+            middle = balances_from(chain, mid, outcomes[i * size : (i + 1) * size])
             level += [(low, middle), (middle, high)]
     return sorted(changed)
 
 
 def _read_proven(
-    client: RpcClient, config: Config, start: int, end: int, label: str, wanted: list[int], logs
+    client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode, wanted: list[int], logs
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """The `wanted` blocks in full, each proven against its own balances; stops at the first it cannot prove."""
-    extra = [call for n in wanted for call in edge_calls(config, n, n)]
-    read = read_range(client, config, start, end, label, extra=extra, numbers=wanted, logs=logs)
+    extra = [call for n in wanted for call in edge_calls(chain, n, n)]
+    read = read_range(client, chain, start, end, mode, extra=extra, numbers=wanted, logs=logs)
     size = len(extra) // len(wanted) // 2
     proven: list[ScannedBlock] = []
     for i, block in enumerate(read.blocks):
         pair = read.extra[2 * i * size : 2 * (i + 1) * size]
         try:
-            before = parse_balances(config, block.header.number - 1, pair[:size])
-            after = parse_balances(config, block.header.number, pair[size:])
-            settled, held = _settle(client, config, [block], before, after, label)
+            before, after = edge_balances(chain, block.header.number, block.header.number, pair)
+            settled, held = settle(client, chain, [block], before, after, mode)
         except (StateUnavailable, NoEvidenceError) as exc:
             number = block.header.number
             return proven, BlockHeld(number, f"no balance evidence for block {number} ({exc})")

@@ -4,7 +4,7 @@ The balance proof calls `internal_eth_transfers` for a block whose ETH balance c
 transaction explains. The decoding and the rule of what counts live in `crawlers/decode/frames.py`;
 this module asks the provider.
 
-Which trace method: `DWS_TRACE` (config.trace_mode).
+Which trace method: `DWS_TRACE` (the chain's `trace_mode`).
 
 * `debug`: `debug_traceBlockByNumber(n, {"tracer": "callTracer"})` only; `trace`: `trace_block(n)` only;
   `off`: never ask, `TracesUnavailable`.
@@ -35,7 +35,9 @@ from typing import TypeVar
 
 from redis.exceptions import RedisError
 
-from crawlers.chain.rpc import NoEvidence, NoEvidenceError, Outcome, RpcClient, require
+from crawlers.chain.calls import header_call
+from crawlers.chain.outcomes import NoEvidence, NoEvidenceError, RpcOutcome, require
+from crawlers.chain.rpc import RpcClient
 from crawlers.decode.frames import (
     Frame,
     MalformedTrace,
@@ -44,9 +46,8 @@ from crawlers.decode.frames import (
     parity_frames,
     transaction_frames,
 )
-from crawlers.decode.transfers import Transfer
-from donations.models import amount_scale
-from dws_project.config import Config
+from donations.sightings import Transfer, amount_scale
+from dws_project.chain_settings import ChainSettings
 from dws_project.redis_client import get_redis
 
 logger = logging.getLogger("dws.crawlers.scan.traces")
@@ -78,7 +79,7 @@ class _Refused(Exception):
         super().__init__(outcome.describe())
 
 
-def is_refusal(outcome: Outcome) -> bool:
+def is_refusal(outcome: RpcOutcome) -> bool:
     """The provider said definitely that it does not serve the method (not a passing failure)."""
     if not isinstance(outcome, NoEvidence) or outcome.kind != "error":
         return False
@@ -112,9 +113,9 @@ def _remember(client: RpcClient, family: str | None) -> None:
         logger.warning("provider %s: could not share the trace method: %s", client.origin, type(exc).__name__)
 
 
-def _with_traces(client: RpcClient, config: Config, ask: Callable[[str], T]) -> T:
+def _with_traces(client: RpcClient, chain: ChainSettings, ask: Callable[[str], T]) -> T:
     """`ask(family)` with the allowed families in turn until one is not refused; discovery remembered."""
-    mode = config.trace_mode
+    mode = chain.trace_mode
     if mode == "off":
         raise TracesUnavailable("DWS_TRACE=off: internal ETH transfers are not looked for")
     if mode in FAMILIES:
@@ -144,7 +145,7 @@ def _with_traces(client: RpcClient, config: Config, ask: Callable[[str], T]) -> 
     raise TracesUnavailable(f"provider {client.origin} refuses every trace method ({', '.join(refusals)})")
 
 
-def _answer(outcome: Outcome) -> object:
+def _answer(outcome: RpcOutcome) -> object:
     if is_refusal(outcome):
         raise _Refused(outcome)  # type: ignore[arg-type]
     return require(outcome)
@@ -161,9 +162,7 @@ def block_frames(client: RpcClient, family: str, *, block_number: int, block_has
     """Every frame of the block, by one method, checked against the block the caller scanned."""
     method = _BLOCK_METHOD[family]
     params: list[object] = [hex(block_number), _CALL_TRACER] if family == DEBUG else [hex(block_number)]
-    trace_outcome, header_outcome = client.batch(
-        [(method, params), ("eth_getBlockByNumber", [hex(block_number), False])]
-    )
+    trace_outcome, header_outcome = client.batch([(method, params), header_call(block_number)])
     result = _answer(trace_outcome)
     header = require(header_outcome)
     if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
@@ -181,7 +180,9 @@ def block_frames(client: RpcClient, family: str, *, block_number: int, block_has
         raise _malformed(method, client, exc) from exc
 
 
-def internal_eth_transfers(client: RpcClient, config: Config, *, block_number: int, block_hash: str) -> list[Transfer]:
+def internal_eth_transfers(
+    client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str
+) -> list[Transfer]:
     """Every successful call frame below the top level that moved ETH to the donation address in the block.
 
     Returns `Transfer`s with `asset="eth"`, `log_index=None`, `donor` = the frame's `from`, the amount at
@@ -191,11 +192,11 @@ def internal_eth_transfers(client: RpcClient, config: Config, *, block_number: i
     """
     block_hash = block_hash.lower()
     frames = _with_traces(
-        client, config, lambda family: block_frames(client, family, block_number=block_number, block_hash=block_hash)
+        client, chain, lambda family: block_frames(client, family, block_number=block_number, block_hash=block_hash)
     )
     return internal_transfers(
         frames,
-        donation_address=config.donation_address,
+        donation_address=chain.donation_address,
         eth_scale=amount_scale("eth"),
         block_number=block_number,
         block_hash=block_hash,
@@ -205,7 +206,7 @@ def internal_eth_transfers(client: RpcClient, config: Config, *, block_number: i
 # --- one transaction (the old-unconfirmed crawler's proof of an internal ETH row) ---------------------
 
 
-def transaction_trace(client: RpcClient, config: Config, tx_hash: str) -> list[Frame]:
+def transaction_trace(client: RpcClient, chain: ChainSettings, tx_hash: str) -> list[Frame]:
     """The frames of one transaction; same method discovery and the same errors as for a block."""
 
     def ask(family: str) -> list[Frame]:
@@ -217,4 +218,4 @@ def transaction_trace(client: RpcClient, config: Config, tx_hash: str) -> list[F
         except MalformedTrace as exc:
             raise _malformed(method, client, exc) from exc
 
-    return _with_traces(client, config, ask)
+    return _with_traces(client, chain, ask)

@@ -29,8 +29,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlers.models import FINALIZED, InflowStatus, UnexplainedInflow
-from crawlers.runs.crawl import cursor_get
+from crawlers.models import CHAIN, FINALIZED, InflowStatus, UnexplainedInflow
+from crawlers.record.cursors import cursor_get
 from crawlers.runs.reconcile import reconcile
 from crawlers.tasks import crawl_finalized, crawl_latest, crawl_old_unconfirmed_task
 from donations.models import Donation, DonationStats, DonationStatus
@@ -189,7 +189,7 @@ class Stack:
 
     def describe(self) -> str:
         rows = list(Donation.objects.values_list("tx_hash", "log_index", "status", "block_number"))
-        cursor = cursor_get(FINALIZED)
+        cursor = cursor_get(chain=CHAIN, label=FINALIZED)
         return (
             f"head {self.anvil.head()}, finalized {self.anvil.finalized()}, "
             f"finalized cursor {cursor.value if cursor else None}, rows {rows}\n"
@@ -207,7 +207,7 @@ class Stack:
         return keys
 
     def settled(self) -> bool:
-        cursor = cursor_get(FINALIZED)
+        cursor = cursor_get(chain=CHAIN, label=FINALIZED)
         if cursor is None or cursor.value < self.last_donation_block():
             return False
         return set(self.confirmed()) == set(self.expected(cursor.value))
@@ -224,7 +224,7 @@ class Stack:
     # --- the checks after every scenario ----------------------------------------------------------
     def verify(self) -> None:
         self.settle()
-        cursor = cursor_get(FINALIZED).value
+        cursor = cursor_get(chain=CHAIN, label=FINALIZED).value
         expected = self.expected(cursor)
         confirmed = self.confirmed()
         assert set(confirmed) == set(expected), "lost or extra confirmations"

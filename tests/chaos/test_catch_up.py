@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from crawlers.models import FINALIZED
-from crawlers.runs.crawl import cursor_get
+from crawlers.models import CHAIN, FINALIZED
+from crawlers.record.cursors import cursor_get
 from crawlers.runs.progress import catch_up_status
 from crawlers.tasks import crawl_finalized
 from donations.models import Donation, DonationStatus
@@ -36,13 +36,13 @@ def test_a_crawler_behind_runs_again_at_once_until_it_is_current(stack_factory):
     deadline = time.monotonic() + 40
     progress_seen = None
     while time.monotonic() < deadline:
-        cursor = cursor_get(FINALIZED)
+        cursor = cursor_get(chain=CHAIN, label=FINALIZED)
         progress_seen = progress_seen or catch_up_status(FINALIZED)
         if cursor is not None and cursor.value >= tip:
             break
         time.sleep(0.2)
 
-    assert cursor_get(FINALIZED).value >= tip, stack.describe()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value >= tip, stack.describe()
     runs = stack.worker_logs().count("Task crawlers.crawl_finalized[")
     assert runs >= (tip - stack.start_block) // RUN_BLOCKS, f"{runs} run(s) for {tip - stack.start_block} blocks"
     assert "catching up" in stack.worker_logs()

@@ -11,10 +11,10 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from crawlers.models import FINALIZED, LATEST, UnexplainedInflow
-from crawlers.record.inflows import inflow_credit
-from crawlers.runs.crawl import cursor_get
+from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
+from crawlers.record.cursors import cursor_get
 from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
+from crawlers.runs.operator import inflow_credit
 from crawlers.tasks import crawl_latest
 from donations.models import Donation, DonationStats
 from donations.services import campaign_pause, campaign_resume
@@ -135,7 +135,7 @@ def test_a_worker_killed_with_sigkill_mid_block_is_restarted_and_nothing_is_lost
     (worker,) = stack.workers
     worker.kill()  # mid-block: it has the block and is waiting for its receipts
     assert worker.process.returncode == -9
-    assert cursor_get(LATEST) is None or cursor_get(LATEST).value < anvil_head
+    assert cursor_get(chain=CHAIN, label=LATEST) is None or cursor_get(chain=CHAIN, label=LATEST).value < anvil_head
 
     stack.proxy.disarm()
     stack.start_workers(1)  # the replacement; the dead holder's lock frees itself after its TTL
@@ -205,7 +205,7 @@ def test_pause_across_a_tier_boundary_and_resume(stack_factory, settings):
 
     held = [stack.donate_eth(ACCOUNTS[2], ETHER), stack.donate_eth(ACCOUNTS[3], ETHER)]  # would cross 3M
     last_block = int(stack.anvil.receipt(held[-1])["blockNumber"], 16)
-    stack.drive(lambda: (cursor_get(FINALIZED).value or 0) > last_block + 2, timeout=60)
+    stack.drive(lambda: (cursor_get(chain=CHAIN, label=FINALIZED).value or 0) > last_block + 2, timeout=60)
     assert set(Donation.objects.filter(tx_hash__in=held).values_list("status", flat=True)) == {"unconfirmed"}
     stats = DonationStats.objects.get()
     assert (stats.status, stats.tokens) == ("paused", 2_000_000)  # frozen: nothing credited while paused
@@ -258,7 +258,10 @@ def test_a_provider_refusing_every_trace_method(stack_factory):
     block = int(stack.anvil.receipt(forwarded)["blockNumber"], 16)
     done = stack.last_donation_block()
     # Not `settled()`: the chain's own oracle counts the forwarded ETH, which no worker can credit yet.
-    stack.drive(lambda: UnexplainedInflow.objects.exists() and cursor_get(FINALIZED).value >= done, timeout=90)
+    stack.drive(
+        lambda: UnexplainedInflow.objects.exists() and cursor_get(chain=CHAIN, label=FINALIZED).value >= done,
+        timeout=90,
+    )
 
     inflow = UnexplainedInflow.objects.get()
     assert (inflow.block_number, inflow.asset, inflow.amount_raw, inflow.status) == (block, "eth", ETHER // 4, "open")

@@ -9,8 +9,10 @@ import pytest
 from eth_abi import encode
 from eth_utils import keccak
 
-from crawlers.models import FINALIZED, LATEST, Completeness, UnexplainedInflow
-from crawlers.runs.crawl import STUCK_POINTER, crawl, cursor_get
+from crawlers.models import CHAIN, FINALIZED, LATEST, Completeness, UnexplainedInflow
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
+from crawlers.scan.results import STUCK_POINTER
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.invariants import assert_ledger_invariants
@@ -44,7 +46,7 @@ def test_coin_donations_a_lagging_provider_leaves_out_hold_the_cursor_until_it_a
     assert first.held.endswith(STUCK_POINTER)
     assert again.held == first.held
     assert stuck in caplog.text
-    assert cursor_get(FINALIZED).value == lagging_from - 1  # never advanced past it
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == lagging_from - 1  # never advanced past it
     assert {d.tx_hash: d.status for d in Donation.objects.all()} == {early: "confirmed"}
     assert not UnexplainedInflow.objects.exists()
 
@@ -52,7 +54,7 @@ def test_coin_donations_a_lagging_provider_leaves_out_hold_the_cursor_until_it_a
     final = crawl(FINALIZED)
 
     assert final.held is None
-    assert cursor_get(FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     assert {d.tx_hash: (d.amount, d.status) for d in Donation.objects.all()} == {
         early: (Decimal("100"), "confirmed"),
         late: (Decimal("250"), "confirmed"),
@@ -70,7 +72,7 @@ def test_the_latest_crawler_too_does_not_pass_a_block_whose_logs_are_missing(nod
     result = crawl(LATEST)
 
     assert f"block: {block_of(node, tx)} -- the usdc balance rose" in result.held
-    assert cursor_get(LATEST).value == block_of(node, tx) - 1
+    assert cursor_get(chain=CHAIN, label=LATEST).value == block_of(node, tx) - 1
     proxy.disarm()
     assert crawl(LATEST).held is None
     assert Donation.objects.get().tx_hash == tx
@@ -93,7 +95,7 @@ def test_what_the_donation_address_sends_out_closes_the_identity_and_is_credited
 
     assert latest.held is None
     assert final.held is None
-    assert cursor_get(FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     assert {d.tx_hash: (d.asset, d.address, d.amount, d.status) for d in Donation.objects.all()} == {
         coin_in: ("usdt", donor, Decimal("300"), "confirmed"),
         eth_in: ("eth", donor, Decimal("2"), "confirmed"),
@@ -120,7 +122,7 @@ def test_eth_forwarded_by_a_contract_without_traces_is_an_unexplained_inflow_and
 
     assert latest.held is None
     assert final.held is None
-    assert cursor_get(FINALIZED).value == node.finalized()  # not a wedge
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()  # not a wedge
     inflow = UnexplainedInflow.objects.get()
     block = node.block(block_of(node, forwarded))
     assert (inflow.block_number, inflow.block_hash, inflow.asset) == (int(block["number"], 16), block["hash"], "eth")
@@ -156,7 +158,7 @@ def test_a_provider_without_historical_state_is_scanned_without_proof_and_never_
 
     assert first.held is None
     assert again.held is None
-    assert cursor_get(FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     assert {d.tx_hash for d in Donation.objects.filter(status="confirmed")} == {old, recent}
     warnings = [r.getMessage() for r in caplog.records if "keeps no historical state" in r.getMessage()]
     assert len(warnings) == 1  # once, however many ranges
@@ -177,7 +179,7 @@ def test_the_same_words_about_a_recent_block_are_a_lagging_node_and_hold_the_ran
     result = crawl(LATEST)
 
     assert "no balance evidence" in result.held
-    assert cursor_get(LATEST).value < block_of(node, tx)
+    assert cursor_get(chain=CHAIN, label=LATEST).value < block_of(node, tx)
     assert not Donation.objects.exists()
     proxy.disarm()
     assert crawl(LATEST).held is None
@@ -200,7 +202,7 @@ def test_coins_arriving_without_any_transfer_log_the_bloom_rules_out_are_an_unex
     result = crawl(FINALIZED)
 
     assert result.held is None
-    assert cursor_get(FINALIZED).value == node.finalized()  # not held forever
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()  # not held forever
     inflow = UnexplainedInflow.objects.get()
     assert (inflow.block_number, inflow.asset, inflow.amount_raw, inflow.amount) == (changed, "usdc", 7 * USDT, 7)
     assert not Donation.objects.exists()

@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from crawlers.decode.transfers import Transfer
 from donations.models import Donation, DonationStats, UserData
-from donations.services import Sighting, block_record_unconfirmed, finalized_block_record
+from donations.services import block_record_unconfirmed, finalized_block_record
+from donations.sightings import Sighting, Transfer
 from donations.webhook_models import WebhookEndpoint, WebhookEvent
 
 pytestmark = [pytest.mark.django_db]

@@ -8,9 +8,10 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
-from crawlers.models import FINALIZED, LATEST
-from crawlers.runs.crawl import cursor_get
-from crawlers.tasks import crawl_finalized, crawl_latest, job_name
+from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.operator import job_name
+from crawlers.tasks import crawl_finalized, crawl_latest
 from donations.models import Donation
 from dws_project.locks import exclusive_run
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -23,7 +24,7 @@ def test_a_first_run_starts_at_dws_start_block(node, settings, capsys):
     settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=3)
     call_command("crawl", "latest", "--once")
     assert "crawl latest: cursor 2 -> " in capsys.readouterr().out
-    assert cursor_get(LATEST).value == node.head()
+    assert cursor_get(chain=CHAIN, label=LATEST).value == node.head()
 
 
 def test_without_dws_start_block_a_first_run_starts_at_the_head(node, settings):
@@ -32,7 +33,7 @@ def test_without_dws_start_block_a_first_run_starts_at_the_head(node, settings):
     settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=None)
     head = node.mine(1)
     call_command("crawl", "latest", "--once")
-    assert cursor_get(LATEST).value == head
+    assert cursor_get(chain=CHAIN, label=LATEST).value == head
     assert not Donation.objects.exists()
 
 
@@ -40,12 +41,12 @@ def test_set_cursor_moves_only_the_named_crawler(node, capsys):
     node.mine(4)
     call_command("crawl", "latest", "--once")
     call_command("crawl", "finalized", "--once")
-    finalized = cursor_get(FINALIZED).value
+    finalized = cursor_get(chain=CHAIN, label=FINALIZED).value
 
     call_command("set_cursor", "latest", "2")
 
-    assert cursor_get(LATEST).value == 2
-    assert cursor_get(FINALIZED).value == finalized
+    assert cursor_get(chain=CHAIN, label=LATEST).value == 2
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == finalized
     assert "the next run starts at block 3" in capsys.readouterr().out
 
 
@@ -58,7 +59,7 @@ def test_single_block_recrawls_without_touching_the_cursor(node):
     call_command("crawl", "latest", "--single-block", str(block))
 
     assert Donation.objects.get().tx_hash == tx
-    assert cursor_get(LATEST).value == block
+    assert cursor_get(chain=CHAIN, label=LATEST).value == block
 
 
 def test_single_block_refuses_a_block_that_is_not_finalized_yet(node):
@@ -77,11 +78,11 @@ def test_a_task_that_finds_the_previous_run_still_going_skips(node):
     with exclusive_run(job_name(LATEST)) as held:
         assert held
         crawl_latest()
-    assert cursor_get(LATEST) is None
+    assert cursor_get(chain=CHAIN, label=LATEST) is None
     crawl_latest()
     crawl_finalized()
-    assert cursor_get(LATEST).value == node.head()
-    assert cursor_get(FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=LATEST).value == node.head()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
 
 
 def test_beat_runs_old_unconfirmed_every_15_minutes_and_reconcile_daily():

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from donations.judging import donations_confirm
 from donations.models import Donation, DonationStats, UserData
-from donations.services import Outcome
+from donations.services import DonationOutcome
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = pytest.mark.django_db
@@ -39,14 +39,14 @@ def test_it_confirms_once_and_holds_while_paused():
     first, second = recorded("0x" + "01" * 32, "10"), recorded("0x" + "02" * 32, "5")
 
     DonationStats.objects.update(status="paused")
-    assert donations_confirm(donation_ids=[first.id], tiers=tiers) == {first.id: Outcome.HELD_PAUSED}
+    assert donations_confirm(donation_ids=[first.id], tiers=tiers) == {first.id: DonationOutcome.HELD_PAUSED}
     assert not UserData.objects.exists()
 
     DonationStats.objects.update(status="open")
     outcomes = donations_confirm(donation_ids=[first.id, second.id], tiers=tiers)
-    assert outcomes == {first.id: Outcome.CONFIRMED, second.id: Outcome.CONFIRMED}
+    assert outcomes == {first.id: DonationOutcome.CONFIRMED, second.id: DonationOutcome.CONFIRMED}
     again = donations_confirm(donation_ids=[first.id], tiers=tiers)
-    assert again == {first.id: Outcome.ALREADY_CONFIRMED}
+    assert again == {first.id: DonationOutcome.ALREADY_CONFIRMED}
     assert UserData.objects.get(address=DONOR).tokens == 15_000
     assert DonationStats.objects.get().total == Decimal("15.00")
     assert_ledger_invariants()

@@ -8,8 +8,9 @@ from decimal import Decimal
 import pytest
 
 from crawlers.chain.rpc import ChainMismatchError
-from crawlers.models import FINALIZED, LATEST
-from crawlers.runs.crawl import crawl, cursor_get
+from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats, UserData
 from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -73,8 +74,8 @@ def test_eth_usdt_and_usdc_donations_are_inserted_unconfirmed_then_confirmed_on_
         donor_usdt: (Decimal("250.00"), 250_000),
         donor_usdc: (Decimal("100.00"), 100_000),
     }
-    assert cursor_get(FINALIZED).value == node.finalized()
-    assert cursor_get(LATEST).value == node.head() - 2
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=LATEST).value == node.head() - 2
     assert_ledger_invariants()
 
 
@@ -225,7 +226,7 @@ def test_a_provider_on_another_chain_than_dws_chain_id_is_refused(node, settings
     settings.CONFIG = dataclasses.replace(settings.CONFIG, chain_id=1)
     with pytest.raises(ChainMismatchError, match="DWS_CHAIN_ID is 1"):
         crawl(LATEST)
-    assert cursor_get(LATEST) is None
+    assert cursor_get(chain=CHAIN, label=LATEST) is None
     assert not Donation.objects.exists()
     settings.CONFIG = dataclasses.replace(settings.CONFIG, chain_id=31337)
     assert crawl(LATEST).inserted == 1

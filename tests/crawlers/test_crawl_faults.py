@@ -7,8 +7,10 @@ import logging
 
 import pytest
 
-from crawlers.models import FINALIZED, LATEST
-from crawlers.runs.crawl import STUCK_POINTER, crawl, crawl_single_block, cursor_get
+from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl, crawl_single_block
+from crawlers.scan.results import STUCK_POINTER
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.invariants import assert_ledger_invariants
@@ -41,7 +43,7 @@ def test_a_receipt_the_provider_never_returns_holds_the_block_with_the_grepable_
     line = f"block: {block} -- no tx receipt for tx '{tx}' (0 usable receipt(s) for 1 tx(s)); {STUCK_POINTER}"
     assert result.held == line
     assert line in caplog.text
-    assert cursor_get(LATEST).value == block - 1
+    assert cursor_get(chain=CHAIN, label=LATEST).value == block - 1
     assert not Donation.objects.exists()
     assert PATH_KEY not in caplog.text
     assert QUERY_KEY not in caplog.text
@@ -76,7 +78,7 @@ def test_a_block_the_provider_will_not_serve_holds_both_crawlers_and_fails_nothi
     assert Donation.objects.get(tx_hash=confirmed).status == "confirmed"
     pending = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
     node.mine(2)
-    cursors = {label: cursor_get(label).value for label in (LATEST, FINALIZED)}
+    cursors = {label: cursor_get(chain=CHAIN, label=label).value for label in (LATEST, FINALIZED)}
     if fault["kind"] == "hang":
         fault = {**fault, "seconds": 2}
         settings.CRAWLER_RPC_READ_TIMEOUT = 0.5
@@ -85,7 +87,7 @@ def test_a_block_the_provider_will_not_serve_holds_both_crawlers_and_fails_nothi
     results = [crawl(LATEST), crawl(FINALIZED)]
 
     assert all(r.held for r in results)
-    assert {label: cursor_get(label).value for label in (LATEST, FINALIZED)} == cursors
+    assert {label: cursor_get(chain=CHAIN, label=label).value for label in (LATEST, FINALIZED)} == cursors
     statuses = dict(Donation.objects.values_list("tx_hash", "status"))
     assert statuses[confirmed] == "confirmed"
     assert statuses.get(pending, "unconfirmed") == "unconfirmed"
@@ -95,7 +97,7 @@ def test_a_block_the_provider_will_not_serve_holds_both_crawlers_and_fails_nothi
 def test_a_finalized_tag_behind_the_cursor_moves_nothing_backwards(node, proxy, caplog):
     node.mine(6)
     crawl(FINALIZED)
-    cursor = cursor_get(FINALIZED).value
+    cursor = cursor_get(chain=CHAIN, label=FINALIZED).value
     stale = node.block(cursor - 3)
     proxy.arm(
         "eth_getBlockByNumber", "rewrite", count=None, when=lambda p: p[0] == "finalized", rewrite=lambda *_: stale
@@ -104,7 +106,7 @@ def test_a_finalized_tag_behind_the_cursor_moves_nothing_backwards(node, proxy, 
     with caplog.at_level(logging.WARNING):
         result = crawl(FINALIZED)
 
-    assert cursor_get(FINALIZED).value == cursor
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == cursor
     assert "behind our cursor" in result.held
     assert f"finalized block {cursor - 3} is behind our cursor {cursor}" in caplog.text
     assert_ledger_invariants()
@@ -119,7 +121,7 @@ def test_a_log_query_the_provider_refuses_holds_the_range(node, proxy):
     result = crawl(LATEST)
 
     assert "no Transfer logs" in result.held
-    assert cursor_get(LATEST).value == node.head() - 3  # the start: nothing skipped
+    assert cursor_get(chain=CHAIN, label=LATEST).value == node.head() - 3  # the start: nothing skipped
     proxy.disarm()
     crawl(LATEST)
     assert Donation.objects.get().asset == "usdt"
@@ -153,5 +155,5 @@ def test_a_block_answered_for_another_number_is_not_taken_for_the_one_asked(node
     result = crawl(LATEST)
 
     assert result.held.startswith(f"block: {block} -- the provider's block is malformed")
-    assert cursor_get(LATEST).value == block - 1
+    assert cursor_get(chain=CHAIN, label=LATEST).value == block - 1
     assert not Donation.objects.exists()

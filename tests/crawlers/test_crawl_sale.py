@@ -12,8 +12,9 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from crawlers.models import FINALIZED, LATEST
-from crawlers.runs.crawl import crawl, cursor_get
+from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats, UserData
 from dws_project.config import SaleTier
 from prices.models import ETH, TOKEN, Price, PriceRequest
@@ -127,7 +128,7 @@ def test_pause_holds_confirmation_while_cursors_advance_and_resume_credits_throu
 
     rows = by_tx()
     assert result.held is None
-    assert cursor_get(FINALIZED).value == node.finalized()  # no backlog builds up
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()  # no backlog builds up
     assert (rows[during].status, rows[during].tokens) == ("unconfirmed", 2_000_000)
     stats = DonationStats.objects.get()
     assert (stats.status, stats.tokens) == ("paused", 2_000_000)  # frozen, and never un-paused by a crawler
@@ -156,7 +157,7 @@ def test_a_block_without_an_eth_price_holds_the_cursor_and_files_one_price_reque
     with caplog.at_level(logging.WARNING, logger="dws.crawlers"):
         first, second = crawl(LATEST), crawl(LATEST)
 
-    assert cursor_get(LATEST).value == block - 1
+    assert cursor_get(chain=CHAIN, label=LATEST).value == block - 1
     assert f"block: {block} -- no ETH price" in first.held
     assert second.held == first.held
     assert not Donation.objects.exists()
@@ -168,7 +169,7 @@ def test_a_block_without_an_eth_price_holds_the_cursor_and_files_one_price_reque
     result = crawl(LATEST)
     assert result.held is None
     assert Donation.objects.get().usd_amount == Decimal("2500.00")
-    assert cursor_get(LATEST).value == node.head()
+    assert cursor_get(chain=CHAIN, label=LATEST).value == node.head()
     assert_ledger_invariants()
 
 
@@ -185,7 +186,7 @@ def test_recrawling_a_confirmed_block_changes_nothing(node):
     snapshot = list(Donation.objects.order_by("id").values())
     stats = DonationStats.objects.values().get()
     users = list(UserData.objects.order_by("id").values())
-    cursors = {label: cursor_get(label).value for label in (LATEST, FINALIZED)}
+    cursors = {label: cursor_get(chain=CHAIN, label=label).value for label in (LATEST, FINALIZED)}
 
     call_command("crawl", "finalized", "--single-block", str(block))
     call_command("crawl", "latest", "--single-block", str(block))
@@ -194,7 +195,7 @@ def test_recrawling_a_confirmed_block_changes_nothing(node):
     assert list(Donation.objects.order_by("id").values()) == snapshot
     assert DonationStats.objects.values().get() == stats
     assert list(UserData.objects.order_by("id").values()) == users
-    assert {label: cursor_get(label).value for label in (LATEST, FINALIZED)} == cursors
+    assert {label: cursor_get(chain=CHAIN, label=label).value for label in (LATEST, FINALIZED)} == cursors
     assert_ledger_invariants()
 
 

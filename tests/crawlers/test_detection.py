@@ -6,8 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from crawlers.decode.transfers import TRANSFER_TOPIC, eth_candidates, scaled_amount, token_transfers
-from donations.models import amount_scale
+from crawlers.chain.calls import TRANSFER_TOPIC
+from crawlers.decode.amounts import scaled_amount
+from crawlers.decode.transfers import eth_candidates, token_transfers
+from donations.sightings import amount_scale
 from dws_project.config import StableCoin
 
 US = "0xa0ee7a142d267c1f36714e4a8f75612f20a79720"

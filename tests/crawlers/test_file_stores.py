@@ -10,8 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from crawlers.models import FINALIZED, LATEST
-from crawlers.runs.crawl import crawl, cursor_get, cursor_set
+from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.record.cursors import cursor_get, cursor_write
+from crawlers.runs.crawl import crawl
 from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -43,7 +44,9 @@ def test_the_debug_store_is_created_on_first_use_and_keeps_blocks_transactions_a
     block = int(node.receipt(tx)["blockNumber"], 16)
     crawl(LATEST)
     node.mine(3)
-    cursor_set(FINALIZED, node.finalized())  # the judge looks it up, not the finalized crawler
+    cursor_write(
+        chain=CHAIN, label=FINALIZED, value=node.finalized()
+    )  # the judge looks it up, not the finalized crawler
     crawl_old_unconfirmed(now=timezone.now() + timedelta(minutes=31))
 
     names = {p.name for p in store.iterdir()}
@@ -78,7 +81,9 @@ def test_finalized_blocks_are_cached_0600_and_served_from_the_cache_afterwards(n
     assert mode(cached) == 0o600
     fetched = proxy.requests_for("eth_getBlockByNumber")
 
-    cursor_set(FINALIZED, block - 1)  # the same blocks again: from disk, not from the provider
+    cursor_write(
+        chain=CHAIN, label=FINALIZED, value=block - 1
+    )  # the same blocks again: from disk, not from the provider
     crawl(FINALIZED)
     # Only the "finalized" tag and the sparse range's two headers (start and end, without bodies).
     assert proxy.requests_for("eth_getBlockByNumber") == fetched + 3
@@ -113,13 +118,13 @@ def test_a_block_that_cannot_be_cached_is_an_error_and_retried_next_run(node, se
     tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     node.mine(3)
     before = node.finalized()
-    cursor_set(FINALIZED, before - 4)
+    cursor_write(chain=CHAIN, label=FINALIZED, value=before - 4)
 
     with caplog.at_level(logging.ERROR):
         result = crawl(FINALIZED)
 
     assert "DWS_BLOCK_CACHE: could not write the block" in result.held
-    assert cursor_get(FINALIZED).value == before - 4
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == before - 4
     assert not Donation.objects.filter(tx_hash=tx).exists()
     assert any(r.levelno == logging.ERROR and "block cache" in r.message for r in caplog.records)
 

@@ -16,12 +16,15 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from crawlers.chain.rpc import RpcClient
-from crawlers.models import FINALIZED, LATEST
-from crawlers.runs.crawl import crawl, cursor_set
+from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.record.cursors import cursor_write
+from crawlers.runs.crawl import crawl
 from crawlers.runs.old_unconfirmed import BATCH_LIMIT, LOOK_AGAIN_MAX, crawl_old_unconfirmed
 from crawlers.scan.traces import internal_eth_transfers
 from donations.models import Donation, DonationStats
-from donations.services import Sighting, campaign_pause, campaign_resume, donation_record_unconfirmed
+from donations.services import campaign_pause, campaign_resume, donation_record_unconfirmed
+from donations.sightings import Sighting
+from dws_project.chain_settings import chain_settings
 from prices.models import ETH, Price
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
@@ -52,7 +55,7 @@ def recorded_but_missed_by_the_finalized_crawler(node, sender=ACCOUNTS[1], wei=E
     tx = node.send_eth(sender, DONATION_ADDRESS, wei)
     crawl(LATEST)
     node.mine(3)  # now finalized
-    cursor_set(FINALIZED, node.finalized())
+    cursor_write(chain=CHAIN, label=FINALIZED, value=node.finalized())
     row = Donation.objects.get(tx_hash=tx)
     assert row.status == "unconfirmed"
     return row
@@ -114,7 +117,7 @@ def test_a_stable_coin_donation_is_confirmed_with_its_transfer_log(node):
     tx = node.transfer_token(node.coins["usdc"], ACCOUNTS[3], DONATION_ADDRESS, 50 * 10**6)
     crawl(LATEST)
     node.mine(3)
-    cursor_set(FINALIZED, node.finalized())
+    cursor_write(chain=CHAIN, label=FINALIZED, value=node.finalized())
 
     assert judge().confirmed == 1
     row = Donation.objects.get(tx_hash=tx)
@@ -356,7 +359,9 @@ def internal_donation(node, wallet_owner=ACCOUNTS[1], trace_address: str | None 
     receipt = node.receipt(tx)
     number, block_hash = int(receipt["blockNumber"], 16), receipt["blockHash"]
     client = RpcClient(node.url)
-    (transfer,) = internal_eth_transfers(client, settings.CONFIG, block_number=number, block_hash=block_hash)
+    (transfer,) = internal_eth_transfers(
+        client, chain_settings(settings.CONFIG), block_number=number, block_hash=block_hash
+    )
     if trace_address is not None:
         transfer = dataclasses.replace(transfer, trace_address=trace_address)
     block_time = datetime.fromtimestamp(int(node.block(number)["timestamp"], 16), tz=UTC)

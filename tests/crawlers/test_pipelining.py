@@ -8,8 +8,10 @@ import time
 import pytest
 from django.db import connection, transaction
 
-from crawlers.models import FINALIZED
-from crawlers.runs.crawl import RANGE_BLOCKS, crawl, cursor_get
+from crawlers.models import CHAIN, FINALIZED
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
+from crawlers.scan.ranges import RANGE_BLOCKS
 from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
@@ -57,7 +59,7 @@ def test_the_next_range_is_fetched_while_this_one_waits_to_be_written(node, prox
     holder.join(10)
 
     assert result.held is None, result.held
-    assert cursor_get(FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     donation = Donation.objects.get()
     assert donation.status == "confirmed"
     # Writing the first range waited for the lock; the second range's blocks were asked meanwhile.
@@ -80,7 +82,7 @@ def test_a_read_ahead_that_meets_a_429_decides_nothing_and_the_back_off_rules(no
 
     assert fault.used == 1
     assert "backing off" in (held.held or "")  # held by the shared back-off window, nothing decided
-    assert cursor_get(FINALIZED).value == start + RANGE_BLOCKS - 1  # the first range only
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == start + RANGE_BLOCKS - 1  # the first range only
     assert Donation.objects.filter(status="confirmed").count() == 1
     refused_at = fault.used_at[0]
     assert not [s for s in proxy.seen if refused_at < s.at < refused_at + 1.5]  # nobody asked during the window
@@ -89,5 +91,5 @@ def test_a_read_ahead_that_meets_a_429_decides_nothing_and_the_back_off_rules(no
     done = crawl(FINALIZED)
 
     assert done.held is None, done.held
-    assert cursor_get(FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     assert Donation.objects.filter(status="confirmed").count() == 2

@@ -9,12 +9,12 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 
-from crawlers.decode.transfers import Transfer
 from crawlers.models import FINALIZED, LATEST
 from crawlers.runs.crawl import crawl
 from donations.judging import donations_confirm
 from donations.models import Donation, DonationStats
-from donations.services import Outcome, Sighting, donation_record_unconfirmed
+from donations.services import DonationOutcome, donation_record_unconfirmed
+from donations.sightings import Sighting, Transfer
 from tests.chain import ACCOUNTS, DONATION_ADDRESS
 from tests.invariants import assert_ledger_invariants
 
@@ -91,8 +91,8 @@ def test_two_transfers_of_one_transaction_shifted_up_each_keep_their_own_row_and
     record(sighting(4, "5", OLD_BLOCK))
 
     # Re-mined one log later: the first new sighting lands on the slot the other transfer held.
-    assert record(sighting(4, "10"))[1] == Outcome.MOVED
-    assert record(sighting(5, "5"))[1] == Outcome.MOVED
+    assert record(sighting(4, "10"))[1] == DonationOutcome.MOVED
+    assert record(sighting(5, "5"))[1] == DonationOutcome.MOVED
 
     assert rows() == [(4, Decimal("10"), Decimal("10.00"), NEW_BLOCK), (5, Decimal("5"), Decimal("5.00"), NEW_BLOCK)]
     assert Donation.objects.count() == 2
@@ -121,7 +121,7 @@ def test_identical_transfers_in_one_transaction_pair_off_in_order():
 def test_a_moved_row_takes_the_usd_value_derived_for_its_new_block():
     record(sighting(None, "1", OLD_BLOCK, asset="eth", trace_address="0.1", usd="2000"))
     row, outcome = record(sighting(None, "1", asset="eth", trace_address="0.1", usd="2100"))
-    assert outcome == Outcome.MOVED
+    assert outcome == DonationOutcome.MOVED
     assert (row.usd_amount, row.block_hash, row.trace_address) == (Decimal("2100.00"), NEW_BLOCK, "0.1")
     assert Donation.objects.count() == 1
 
@@ -153,5 +153,5 @@ def test_a_confirmed_row_never_moves():
 
     found, outcome = record(sighting(4, "10"))
 
-    assert (found.id, outcome) == (row.id, Outcome.UNCHANGED)
+    assert (found.id, outcome) == (row.id, DonationOutcome.UNCHANGED)
     assert rows() == [(3, Decimal("10"), Decimal("10.00"), OLD_BLOCK)]

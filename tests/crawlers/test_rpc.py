@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from crawlers.chain.rpc import Answer, ChainMismatchError, NoEvidence, NoEvidenceError, RpcClient, require
-from crawlers.decode.transfers import TRANSFER_TOPIC, donation_address_topic
+from crawlers.chain.calls import TRANSFER_TOPIC, address_topic
+from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError, require
+from crawlers.chain.rpc import ChainMismatchError, RpcClient
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.rpc_proxy import RpcProxy
 
@@ -103,7 +104,7 @@ def test_get_logs_shrinks_a_refused_range_and_grows_it_again(node, proxy):
         "eth_getLogs", "error", count=None, message="block range is too large, max 10", when=lambda p: _span(p) > 10
     )
     client = RpcClient(proxy.url(), log_span=64)
-    query = {"addresses": [usdt], "topics": [TRANSFER_TOPIC, None, donation_address_topic(DONATION_ADDRESS)]}
+    query = {"addresses": [usdt], "topics": [TRANSFER_TOPIC, None, address_topic(DONATION_ADDRESS)]}
 
     logs = client.get_logs(**query, from_block=first, to_block=last)
 

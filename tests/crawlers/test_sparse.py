@@ -7,8 +7,9 @@ import dataclasses
 import pytest
 from django.db import transaction
 
-from crawlers.models import FINALIZED, LATEST
-from crawlers.runs.crawl import crawl, cursor_get
+from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
@@ -35,7 +36,10 @@ def crawled(settings, *, sparse: bool) -> tuple[set, tuple, tuple]:
                 (d.tx_hash, d.log_index, d.trace_address, d.asset, d.amount, d.block_number, d.block_hash, d.status)
                 for d in Donation.objects.all()
             }
-            seen["cursors"] = tuple((c.value, c.block_hash) for c in (cursor_get(LATEST), cursor_get(FINALIZED)))
+            seen["cursors"] = tuple(
+                (c.value, c.block_hash)
+                for c in (cursor_get(chain=CHAIN, label=LATEST), cursor_get(chain=CHAIN, label=FINALIZED))
+            )
             seen["tips"] = (latest.tip, final.tip)
             raise _Undo
     except _Undo:
@@ -85,7 +89,7 @@ def test_a_quiet_range_costs_a_few_round_trips(node, proxy, settings):
 
     assert result.held is None
     assert result.blocks == 500
-    assert cursor_get(FINALIZED).value == node.finalized()
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     assert len(proxy.seen) <= 3, [s.methods[:3] for s in proxy.seen]
     assert proxy.requests_for("eth_getBlockByNumber") <= 3  # the tip and two headers: no block bodies
 
@@ -100,7 +104,7 @@ def test_the_per_run_cap_counts_a_skipped_block_as_a_twentieth_of_one_read(node,
     assert first.held is None
     assert first.blocks == 200
     assert first.more_to_do
-    assert cursor_get(FINALIZED).value == start + 199
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == start + 199
     assert crawl(FINALIZED).cursor == node.finalized()
 
 

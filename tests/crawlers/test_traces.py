@@ -11,8 +11,10 @@ from decimal import Decimal
 
 import pytest
 
-from crawlers.chain.rpc import NoEvidenceError, RpcClient
+from crawlers.chain.outcomes import NoEvidenceError
+from crawlers.chain.rpc import RpcClient
 from crawlers.scan.traces import TracesUnavailable, internal_eth_transfers, memory_key, remembered_family
+from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.redis_client import get_redis
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
@@ -55,8 +57,9 @@ def forward_with_reverted_part(node, wallet, kept, undone):
     )
 
 
-def config_for(settings, mode: str):
-    return dataclasses.replace(settings.CONFIG, trace_mode=mode)
+def config_for(settings, mode: str) -> ChainSettings:
+    """The chain's settings with DWS_TRACE set to `mode`."""
+    return dataclasses.replace(chain_settings(settings.CONFIG), trace_mode=mode)
 
 
 def found(client, config, number, block_hash):

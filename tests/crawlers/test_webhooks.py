@@ -20,11 +20,13 @@ from crawlers.runs.crawl import crawl
 from crawlers.scan.traces import internal_eth_transfers
 from donations.judging import donations_fail_unconfirmed
 from donations.models import Donation, DonationStats
-from donations.services import Sighting, campaign_pause, campaign_resume, donation_record_unconfirmed
+from donations.services import campaign_pause, campaign_resume, donation_record_unconfirmed
+from donations.sightings import Sighting
 from donations.tasks import deliver_webhooks
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from donations.webhooks import webhook_inflow_unexplained
+from dws_project.chain_settings import chain_settings
 from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.manual import page_text
@@ -291,7 +293,7 @@ def test_eth_from_an_internal_call_is_keyed_by_its_trace_position(node, settings
     receipt = node.receipt(tx)
     (transfer,) = internal_eth_transfers(
         RpcClient(node.url),
-        settings.CONFIG,
+        chain_settings(settings.CONFIG),
         block_number=int(receipt["blockNumber"], 16),
         block_hash=receipt["blockHash"],
     )

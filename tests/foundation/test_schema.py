@@ -11,7 +11,8 @@ from django.db.utils import DataError
 
 from affiliates.models import WalletConnection
 from crawlers.models import LastBlock
-from donations.models import Donation, DonationStats, UserData, amount_scale
+from donations.models import Donation, DonationStats, UserData
+from donations.sightings import amount_scale
 from prices.models import Price, PriceRequest
 
 pytestmark = pytest.mark.django_db

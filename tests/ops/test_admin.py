@@ -13,8 +13,9 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
-from crawlers.models import FINALIZED, LATEST, LastBlock, ReconcileRun
-from crawlers.runs.crawl import crawl, cursor_get
+from crawlers.models import CHAIN, FINALIZED, LATEST, LastBlock, ReconcileRun
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats
 from donations.totals import stats_recompute
 from dws_project.config import SaleTier
@@ -127,15 +128,15 @@ def test_the_set_cursor_form_shows_the_chain_and_refuses_a_block_beyond_the_head
 
     refused = operator.post(url, {"block": node.head() + 1})
     assert f"block {node.head() + 1} is beyond the chain head {node.head()}".encode() in refused.content
-    assert cursor_get(LATEST).value == cursor.value
+    assert cursor_get(chain=CHAIN, label=LATEST).value == cursor.value
 
     with caplog.at_level(logging.INFO):
         moved = operator.post(url, {"block": 2}, follow=True)
-    assert cursor_get(LATEST).value == 2
+    assert cursor_get(chain=CHAIN, label=LATEST).value == 2
     assert b"the next run starts at block 3" in moved.content
     assert "cursor latest moved by alice (admin)" in caplog.text
     assert LogEntry.objects.get().user.username == "alice"
-    assert cursor_get(FINALIZED) is None  # only the named crawler moved
+    assert cursor_get(chain=CHAIN, label=FINALIZED) is None  # only the named crawler moved
 
 
 def test_the_last_reconcile_result_and_the_price_requests_are_shown(operator):

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.management import get_commands, load_command_class
 from django.urls import reverse
 
-from dws_project import metrics
+from dws_project import metrics, metrics_collectors
 from tests.chain import ROOT
 from tests.manual import page_text
 
@@ -38,7 +38,8 @@ def assert_probe_command(command: list[str], kind: str) -> None:
 
 
 def defined_metric_names() -> set[str]:
-    source = Path(metrics.__file__).read_text()
+    """The process metrics (dws_project/metrics.py) and the database's, read at scrape time (the collectors)."""
+    source = "".join(Path(module.__file__).read_text() for module in (metrics, metrics_collectors))
     return set(re.findall(r'(?:Gauge|Counter|Histogram|GaugeMetricFamily)\(\s*"(dws_[a-z_]+)"', source))
 
 

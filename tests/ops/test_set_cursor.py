@@ -8,8 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from crawlers.models import LATEST
-from crawlers.runs.crawl import crawl, cursor_get
+from crawlers.models import CHAIN, LATEST
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -18,18 +19,18 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "et
 def test_a_block_beyond_the_head_is_refused_and_the_cursor_stays(node):
     node.mine(3)
     crawl(LATEST)
-    before = cursor_get(LATEST).value
+    before = cursor_get(chain=CHAIN, label=LATEST).value
 
     with pytest.raises(CommandError, match=f"block {node.head() + 1} is beyond the chain head {node.head()}"):
         call_command("set_cursor", "latest", str(node.head() + 1))
 
-    assert cursor_get(LATEST).value == before
+    assert cursor_get(chain=CHAIN, label=LATEST).value == before
 
 
 def test_the_head_itself_is_accepted(node, capsys):
     head = node.mine(2)
     call_command("set_cursor", "latest", str(head))
-    assert cursor_get(LATEST).value == head
+    assert cursor_get(chain=CHAIN, label=LATEST).value == head
     assert f"the next run starts at block {head + 1}" in capsys.readouterr().out
 
 
@@ -39,4 +40,4 @@ def test_without_an_answer_about_the_head_nothing_moves(node, settings):
         proxy.arm("eth_blockNumber", "error", count=None)
         with pytest.raises(CommandError, match="did not say where its head is"):
             call_command("set_cursor", "latest", "1")
-    assert cursor_get(LATEST) is None
+    assert cursor_get(chain=CHAIN, label=LATEST) is None

@@ -13,7 +13,8 @@ import pytest
 from django.utils import timezone
 
 from crawlers.models import LATEST, LastBlock
-from crawlers.runs.crawl import crawl, job_name
+from crawlers.runs.crawl import crawl
+from crawlers.runs.operator import job_name
 from crawlers.tasks import crawl_latest
 from donations.models import Donation, DonationStats
 from dws_project.locks import is_running

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import time
 
+from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
 
+from crawlers.chain.clients import make_client
 from crawlers.models import FINALIZED, LATEST
 from crawlers.runs.crawl import crawl_single_block
+from crawlers.runs.jobs import INTERVALS, run_crawler, run_old_unconfirmed
 from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED
-from crawlers.scan.ranges import make_client
-from crawlers.tasks import INTERVALS, run_crawler, run_old_unconfirmed
+from dws_project.chain_settings import chain_settings
 from dws_project.commands import JobCommand
 
 
@@ -39,7 +41,7 @@ class Command(JobCommand):
             if result.held:
                 raise CommandError(result.held)
             return
-        client = make_client()
+        client = make_client(chain_settings(settings.CONFIG))
         while True:
             if label == OLD_UNCONFIRMED:
                 result = run_old_unconfirmed(client=client)

@@ -7,7 +7,7 @@ import getpass
 from django.core.management.base import CommandError, CommandParser
 
 from crawlers.models import FINALIZED, LATEST
-from crawlers.record.cursors import CursorRefused, set_cursor
+from crawlers.runs.operator import CursorRefused, set_cursor
 from dws_project.commands import JobCommand
 
 

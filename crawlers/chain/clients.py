@@ -1,0 +1,21 @@
+"""The crawlers' clients of one chain's provider: one for the crawl (bounded but patient time-outs), one
+for quick looks from /health and the admin forms (a hanging provider costs them a few seconds at most)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from crawlers.chain.rpc import READ_TIMEOUT, RpcClient
+from dws_project.chain_settings import ChainSettings
+
+PROBE_TIMEOUT = 2.0  # seconds: /health and the admin ask the provider, and must answer even if it hangs
+
+
+def make_client(chain: ChainSettings) -> RpcClient:
+    # The read time-out can be lowered (tests) by a Django setting; it is never unbounded.
+    return RpcClient(chain.rpc_url, read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT))
+
+
+def make_probe_client(chain: ChainSettings) -> RpcClient:
+    """A client for quick looks (health, admin forms)."""
+    return RpcClient(chain.rpc_url, connect_timeout=PROBE_TIMEOUT / 2, read_timeout=PROBE_TIMEOUT)

@@ -1,0 +1,40 @@
+"""The coins' Transfer logs to and from the donation address over a range: both filters in one round trip
+when the span is within what the provider accepts, else through `RpcClient.get_logs`, which splits it."""
+
+from __future__ import annotations
+
+from crawlers.chain.calls import transfer_filters, transfer_log_calls
+from crawlers.chain.outcomes import Answer
+from crawlers.chain.rpc import RpcClient
+from dws_project.chain_settings import ChainSettings
+
+
+def logs_in_one_batch(client: RpcClient, chain: ChainSettings, start: int, end: int) -> bool:
+    """Whether both Transfer filters over start..end go in one batch: there are coins to ask about, and
+    the span is within what the provider accepts (else `get_logs` splits it)."""
+    return bool(chain.stable_coins) and end - start + 1 <= client.log_span
+
+
+def transfer_logs(client: RpcClient, chain: ChainSettings, start: int, last: int) -> tuple[list[dict], list[dict]]:
+    """(logs to us, logs from us). A provider that refuses the span (or either filter) is asked again
+    through `get_logs`; anything short of two full answers raises NoEvidenceError."""
+    if not chain.stable_coins:
+        return [], []
+    if logs_in_one_batch(client, chain, start, last):
+        outcomes = client.batch(transfer_log_calls(chain, start, last))
+        if all(isinstance(o, Answer) and isinstance(o.value, list) for o in outcomes):
+            return outcomes[0].value, outcomes[1].value
+    contracts = [c.contract for c in chain.stable_coins]
+    to_us, from_us = (
+        client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last)
+        for topics in transfer_filters(chain)
+    )
+    return to_us, from_us
+
+
+def answered_logs(answers: list) -> tuple[list[dict], list[dict]] | None:
+    """The two filters' logs from answers already in hand (a batch they rode in), or None unless both are
+    full answers."""
+    if len(answers) == 2 and all(isinstance(a, Answer) and isinstance(a.value, list) for a in answers):
+        return answers[0].value, answers[1].value
+    return None

@@ -1,0 +1,101 @@
+"""Operator actions on the crawlers (the admin's forms and `manage.py set_cursor` call these): moving a
+crawler's cursor by hand, and crediting an unexplained inflow once the crawler's own detection finds it.
+Each is refused with a reason the operator can act on, and logged with the operator's name."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+
+from crawlers.chain.clients import make_client
+from crawlers.chain.rpc import RpcClient
+from crawlers.chain.tips import chain_tips
+from crawlers.models import FINALIZED, LATEST, InflowStatus, UnexplainedInflow
+from crawlers.record.cursors import cursor_get, cursor_write
+from crawlers.record.inflows import InflowRefused, inflow_mark_credited
+from crawlers.runs.crawl import crawl_single_block
+from donations.models import Donation
+from dws_project.chain_settings import chain_settings
+from dws_project.config import Config
+from dws_project.locks import exclusive_run
+
+logger = logging.getLogger("dws.crawlers")
+
+LABELS = (LATEST, FINALIZED)
+
+
+def job_name(label: str) -> str:
+    """The non-overlap lock name of a crawler (its Celery task, its command and `set_cursor` share it)."""
+    return f"crawl-{label}"
+
+
+class CursorRefused(Exception):
+    """`set_cursor` would not move the cursor; the message says why, for the operator."""
+
+
+def set_cursor(
+    label: str, value: int, *, operator: str, client: RpcClient | None = None, config: Config | None = None
+) -> int | None:
+    """Move a crawler's cursor (the last block it has processed) by hand; returns the previous value.
+
+    Refused beyond the chain head (or when the provider will not say where the head is), and while a
+    run of that crawler holds its lock, so the run cannot write the old position back afterwards.
+    """
+    if label not in LABELS:
+        raise CursorRefused(f"unknown crawler {label!r}")
+    if value < 0:
+        raise CursorRefused("the block number must be >= 0")
+    chain = chain_settings(config or settings.CONFIG)
+    tips = chain_tips(client or make_client(chain))
+    if tips.head is None:
+        raise CursorRefused("the provider did not say where its head is; try again")
+    if value > tips.head:
+        raise CursorRefused(f"block {value} is beyond the chain head {tips.head}")
+    with exclusive_run(job_name(label)) as acquired:
+        if not acquired:
+            raise CursorRefused(f"the {label} crawler is running; try again in a few seconds")
+        before = cursor_get(chain=chain.name, label=label)
+        cursor_write(chain=chain.name, label=label, value=value)
+    previous = before.value if before else None
+    logger.warning("cursor %s moved by %s: %s -> %d (head %d)", label, operator, previous, value, tips.head)
+    return previous
+
+
+def inflow_credit(
+    *, inflow_id: int, tx_hash: str, operator: str, config: Config | None = None, client: RpcClient | None = None
+) -> UnexplainedInflow:
+    """ "Credit this transaction": the inflow's block is crawled again by the finalized crawler's single-block
+    path (top-level transactions, call traces, logs: the same detection and crediting), and the inflow
+    closes once that transaction is recorded there as a donation of the inflow's asset."""
+    tx_hash = tx_hash.strip().lower()
+    inflow = UnexplainedInflow.objects.get(pk=inflow_id)
+    if inflow.status != InflowStatus.OPEN:
+        raise InflowRefused(f"this inflow is already {inflow.status}")
+    if len(tx_hash) != 66 or not tx_hash.startswith("0x"):
+        raise InflowRefused("a transaction hash is 0x followed by 64 hex digits")
+    rows = Donation.objects.filter(tx_hash=tx_hash, block_hash=inflow.block_hash, asset=inflow.asset)
+    # A donation recorded before is already in the balance identity: it cannot be what is unexplained.
+    known = set(rows.values_list("id", flat=True))
+    result = crawl_single_block(FINALIZED, inflow.block_number, config=config, client=client)
+    if result.held:
+        raise InflowRefused(f"block {inflow.block_number} could not be re-examined now: {result.held}")
+    rows = rows.exclude(id__in=known)
+    if not rows.exists():
+        why = "was already recorded, so it cannot explain this inflow" if known else "is not seen by the detection"
+        raise InflowRefused(
+            f"no new {inflow.asset} donation of transaction {tx_hash} found in block {inflow.block_number}: "
+            f"it {why} (transactions, call traces, logs)"
+        )
+    locked = inflow_mark_credited(inflow_id=inflow_id, tx_hash=tx_hash, operator=operator)
+    logger.warning(
+        "unexplained inflow %d (block %d, %s %s) credited by %s as transaction %s (%s)",
+        locked.pk,
+        locked.block_number,
+        locked.amount,
+        locked.asset,
+        operator,
+        tx_hash,
+        ", ".join(f"donation id {r.id}: {r.amount} from {r.address}, {r.status}" for r in rows),
+    )
+    return locked

@@ -1,0 +1,27 @@
+"""What one run of a crawler did, for its log line, the metrics and the command's output."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crawlers.record.blocks import BlockTally
+
+
+@dataclass
+class CrawlResult(BlockTally):
+    label: str
+    cursor_before: int | None = None
+    tip: int | None = None  # head (latest) or finalized block the run aimed for
+    held: str | None = None  # why the run stopped short of the tip
+
+    @property
+    def more_to_do(self) -> bool:
+        """The run stopped at its per-run cap, not at a hold, with blocks before its tip still to do."""
+        return self.held is None and self.blocks > 0 and None not in (self.cursor, self.tip) and self.cursor < self.tip
+
+    def summary(self) -> str:
+        text = (
+            f"crawl {self.label}: cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
+            f"{self.blocks} block(s), {self.inserted} inserted, {self.confirmed} confirmed, {self.failed} failed"
+        )
+        return text + (f"; held: {self.held}" if self.held else "")

@@ -1,0 +1,93 @@
+"""Flow accounting: what each scanned block's logs and receipts say arrived at the donation address and
+left it (raw units, for the balance proof), and which of it is a donation."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from crawlers.chain.outcomes import Answer, NoEvidence, RpcOutcome
+from crawlers.decode.amounts import log_amount, log_block_number
+from crawlers.decode.balances import ETH, NONCE
+from crawlers.decode.receipts import receipt_fee, receipt_succeeded
+from crawlers.decode.transfers import EthCandidate, EthMove, eth_transfer, token_transfers
+from crawlers.scan.results import BlockHeld, ScannedBlock
+from donations.sightings import amount_scale
+from dws_project.chain_settings import ChainSettings
+
+logger = logging.getLogger("dws.crawlers")
+
+
+def account_logs(
+    chain: ChainSettings, scanned: dict[int, ScannedBlock], to_us: list[dict], from_us: list[dict], last: int
+) -> BlockHeld | None:
+    """The coins' flows and Transfer donations of the range's logs; a hold at the first log that names a
+    block we did not scan (a re-org between our requests)."""
+    coins = {c.contract: c.asset for c in chain.stable_coins}
+    for logs, sign in ((to_us, 1), (from_us, -1)):
+        for log in logs:
+            number, block_hash = log_block_number(log), (log.get("blockHash") or "").lower()
+            block = scanned.get(number)
+            if block is None or block.header.hash != block_hash:
+                tx = (log.get("transactionHash") or "").lower()
+                return BlockHeld(
+                    min(number, last), f"Transfer log of tx '{tx}' names another block hash (re-org under way)"
+                )
+            asset = coins.get((log.get("address") or "").lower())
+            if asset is not None and not log.get("removed"):
+                block.add_flow(asset, sign * log_amount(log))
+    for transfer in token_transfers(to_us, chain.stable_coins, chain.donation_address, amount_scale("usdt")):
+        scanned[transfer.block_number].transfers.append(transfer)
+    return None
+
+
+def account_receipts(
+    chain: ChainSettings,
+    scanned: dict[int, ScannedBlock],
+    candidates: Sequence[EthCandidate],
+    moves: Sequence[EthMove],
+    receipts: Mapping[str, RpcOutcome],
+) -> BlockHeld | None:
+    """The ETH flows (value and fees) and ETH donations the receipts prove; a hold at the first
+    transaction whose receipt says neither success nor revert for the block we scanned."""
+    us = chain.donation_address
+    recordable = {c.tx_hash: c for c in candidates}
+    for move in moves:
+        outcome = receipts[move.tx_hash]
+        receipt = outcome.value if isinstance(outcome, Answer) else None
+        succeeded = receipt_succeeded(receipt, move.block_hash)
+        if succeeded is None:
+            why = (
+                outcome.describe() if isinstance(outcome, NoEvidence) else "receipt of another block or without status"
+            )
+            logger.warning("receipt of tx %s in block %d unusable: %s", move.tx_hash, move.block_number, why)
+            usable = _usable(moves, receipts, move.block_number)
+            count = sum(m.block_number == move.block_number for m in moves)
+            return BlockHeld(
+                move.block_number,
+                f"no tx receipt for tx '{move.tx_hash}' ({usable} usable receipt(s) for {count} tx(s))",
+            )
+        block = scanned[move.block_number]
+        if move.sender == us:
+            block.add_flow(NONCE, 1)
+            block.add_flow(ETH, -(move.wei if succeeded else 0) - receipt_fee(receipt))  # type: ignore[arg-type]
+        if move.to == us and succeeded:
+            block.add_flow(ETH, move.wei)
+        candidate = recordable.get(move.tx_hash)
+        if candidate is None:
+            continue
+        if succeeded:
+            block.transfers.append(eth_transfer(candidate, amount_scale("eth")))
+        else:
+            block.reverted.append(candidate.tx_hash)
+    return None
+
+
+def _usable(moves: Sequence[EthMove], receipts: Mapping[str, RpcOutcome], number: int) -> int:
+    """How many of block `number`'s receipts we did get (for the stuck line)."""
+    return sum(
+        isinstance(receipts[m.tx_hash], Answer)
+        and receipt_succeeded(receipts[m.tx_hash].value, m.block_hash) is not None  # type: ignore[union-attr]
+        for m in moves
+        if m.block_number == number
+    )

@@ -1,0 +1,73 @@
+"""What a scan hands up: blocks with what they hold, or a hold saying why the scan stopped before a block.
+
+A hold is a value, not an exception: the scan returns the blocks it could prove and the hold; the run
+decides what to log and report. `ReadMode` is what a crawler's label means down here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from crawlers.chain.outcomes import RpcOutcome
+from crawlers.decode.blocks import BlockHeader
+from donations.sightings import Transfer
+
+STUCK_POINTER = 'if this persists see docs/operating.md, "a crawler is stuck on a block"'
+
+
+@dataclass(frozen=True)
+class ReadMode:
+    """How a scan reads: `name` prefixes the debug store's files; `final`: the blocks are finalized, so
+    they come through DWS_BLOCK_CACHE and what the proof cannot explain is an inflow to record (else it is
+    only logged, and recorded once the block is final)."""
+
+    name: str
+    final: bool
+
+
+def stuck_message(number: int, reason: str) -> str:
+    return f"block: {number} -- {reason}; {STUCK_POINTER}"
+
+
+@dataclass(frozen=True)
+class BlockHeld:
+    """A block we cannot prove; the cursor stays before it."""
+
+    number: int
+    reason: str
+
+    def describe(self) -> str:
+        return stuck_message(self.number, self.reason)
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass
+class ScannedBlock:
+    header: BlockHeader
+    transfers: list[Transfer] = field(default_factory=list)
+    reverted: list[str] = field(default_factory=list)  # ETH txs to us whose receipt says status 0
+    # Raw change at the donation address that the block's transactions and logs explain, per asset
+    # ("eth" in wei, each coin in its base units, NONCE in transactions sent): arrivals - departures.
+    flows: dict[str, int] = field(default_factory=dict)
+    logs_bloom: str = ""
+    # What the balance proof could not explain (finalized blocks record it): (asset, raw amount).
+    unexplained: list[tuple[str, int]] = field(default_factory=list)
+
+    def add_flow(self, asset: str, raw: int) -> None:
+        self.flows[asset] = self.flows.get(asset, 0) + raw
+
+    @property
+    def quiet(self) -> bool:
+        """Nothing to write: no donation, no revert, no unexplained inflow."""
+        return not self.transfers and not self.reverted and not self.unexplained
+
+
+@dataclass
+class RangeRead:
+    """What `read_range` found: the proven prefix of the range, why it stopped early, the extra answers."""
+
+    blocks: list[ScannedBlock]
+    held: BlockHeld | None
+    extra: list[RpcOutcome]

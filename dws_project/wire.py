@@ -1,0 +1,23 @@
+"""How values are written on the wire (API answers, webhooks, the proof page): amounts as fixed-point
+strings, never floats or exponents; times in UTC with a `Z`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+
+def decimal_text(value: Decimal | int) -> str:
+    """A decimal as the API writes it: fixed point, all of the column's decimals, no exponent.
+
+    Integers go through str(): format(int, "f") would pass through a float and lose digits.
+    """
+    if isinstance(value, int):
+        return str(value)
+    return format(value, "f")
+
+
+def utc_text(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    return moment.isoformat().replace("+00:00", "Z")
