@@ -11,6 +11,7 @@ run: deps services assets
 test: deps services assets browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	DJANGO_SETTINGS_MODULE=tests.settings $(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/pytest
 
@@ -38,4 +39,4 @@ assets:
 	node web/build-assets.mjs
 
 lint:
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
