@@ -1,0 +1,45 @@
+"""Task names survive code moves: a queued task or a beat entry names its task by string, so a rename
+(or a task losing its explicit `name=`) would leave messages nobody consumes after a deploy."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from dws_project.celery import app
+
+# The names queued messages and the beat schedule carry today. Moving a task's function to another
+# module must not change its name: change this list only together with a migration plan for the queues.
+TASK_NAMES = {
+    "crawlers.crawl_latest",
+    "crawlers.crawl_finalized",
+    "crawlers.crawl_old_unconfirmed",
+    "crawlers.reconcile_last_day",
+    "prices.fetch_prices",
+    "prices.serve_price_requests",
+    "donations.deliver_webhooks",
+    "donations.tasks.complete_unstakes",
+    "affiliates.tasks.resolve_affiliate_donations",
+}
+
+
+def _our_tasks() -> dict[str, object]:
+    app.loader.import_default_modules()
+    return {name: task for name, task in app.tasks.items() if not name.startswith("celery.")}
+
+
+def test_the_project_registers_exactly_the_task_names_in_use():
+    assert set(_our_tasks()) == TASK_NAMES
+
+
+def test_every_beat_entry_names_a_registered_task():
+    registered = _our_tasks()
+    scheduled = {entry: spec["task"] for entry, spec in settings.CELERY_BEAT_SCHEDULE.items()}
+
+    unknown = {entry: task for entry, task in scheduled.items() if task not in registered}
+    assert scheduled, "the beat schedule is empty"
+    assert unknown == {}
+
+
+def test_every_crawler_task_is_routed_to_the_crawlers_queue():
+    for name in (n for n in TASK_NAMES if n.startswith("crawlers.")):
+        assert app.amqp.router.route({}, name)["queue"].name == settings.CRAWLERS_QUEUE, name
