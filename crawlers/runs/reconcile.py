@@ -36,7 +36,7 @@ from crawlers.scan.proof import prove_range
 from crawlers.scan.ranges import RANGE_BLOCKS
 from crawlers.scan.results import ReadMode
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, UserData
-from donations.sightings import Transfer
+from donations.sightings import DonationKey, Transfer, donation_key
 from dws_project.chain_settings import chain_settings
 from dws_project.config import Config
 
@@ -77,11 +77,12 @@ class ReconcileReport:
 
 def _describe(t: Transfer) -> str:
     where = "" if t.log_index is None else f" log {t.log_index}"
+    where += "" if t.trace_address is None else f" frame {t.trace_address}"
     return f"{t.asset} transfer {t.tx_hash}{where} of {t.amount} from {t.donor}"
 
 
-def _key(tx_hash: str, log_index: int | None) -> tuple[str, int | None]:
-    return tx_hash, log_index
+def _order(t: Transfer) -> tuple:
+    return t.block_number, t.tx_hash, t.log_index if t.log_index is not None else -1, t.trace_address or ""
 
 
 def reconcile(
@@ -110,7 +111,7 @@ def reconcile(
             f"blocks {end + 1}..{to_block} not checked (finalized block {tips.finalized}, finalized cursor {crawled})"
         )
 
-    on_chain: dict[tuple[str, int | None], Transfer] = {}
+    on_chain: dict[DonationKey, Transfer] = {}
     reverted: dict[str, int] = {}
     # The balance proof (`prove_range`) judges each range by the address's own balances, whatever
     # the detector saw: a block it cannot close is drift unless an operator closed its inflow.
@@ -136,7 +137,7 @@ def reconcile(
                 else:
                     report.notes.append(f"{where} ({status} by an operator)")
             for transfer in block.transfers:
-                on_chain[_key(transfer.tx_hash, transfer.log_index)] = transfer
+                on_chain[donation_key(transfer)] = transfer
             for tx_hash in block.reverted:
                 reverted[tx_hash] = block.header.number
         if held is not None:
@@ -148,13 +149,13 @@ def reconcile(
     report.transfers = len(on_chain)
 
     paused = DonationStats.objects.get().status == CampaignStatus.PAUSED
-    tx_hashes = {tx for tx, _ in on_chain} | set(reverted)
+    tx_hashes = {t.tx_hash for t in on_chain.values()} | set(reverted)
     rows = {
-        _key(r.tx_hash, r.log_index): r
+        donation_key(r): r
         for r in Donation.objects.filter(tx_hash__in=tx_hashes)
         | Donation.objects.filter(block_number__range=(from_block, end))
     }
-    for key, transfer in sorted(on_chain.items(), key=lambda kv: (kv[1].block_number, kv[0][0], kv[0][1] or -1)):
+    for key, transfer in sorted(on_chain.items(), key=lambda kv: _order(kv[1])):
         row = rows.get(key)
         at = f"block {transfer.block_number}: {_describe(transfer)}"
         if row is None:

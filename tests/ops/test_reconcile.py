@@ -107,3 +107,42 @@ def test_the_daily_run_checks_the_last_day_of_finalized_blocks(donated):
     assert report.ok
     assert report.to_block == donated["to"]
     assert ReconcileRun.objects.get().trigger == "daily"
+
+
+@pytest.fixture
+def two_frames(node) -> dict:
+    """One transaction of a smart wallet paying the donation address in two internal calls (1 and 2 ETH),
+    crawled and finalized: two donations of one transaction, told apart only by their trace address."""
+    owner = ACCOUNTS[3]
+    wallet = node.deploy("EthForwarder", sender=owner)
+    node.send_eth(owner, wallet, 4 * ETHER)
+    first = node.head() + 1
+    values = [ETHER, 2 * ETHER]
+    data = node.call_data("forwardMany(address,uint256[])", ["address", "uint256[]"], [DONATION_ADDRESS, values])
+    tx = node.send({"from": owner, "to": wallet, "data": data, "gas": hex(500_000)})
+    node.mine(3)
+    crawl(LATEST)
+    crawl(FINALIZED)
+    return {"tx": tx, "wallet": wallet, "from": first, "to": node.finalized()}
+
+
+def test_two_internal_frames_of_one_transaction_are_each_checked(two_frames):
+    tx = two_frames["tx"]
+    recorded = sorted(Donation.objects.filter(tx_hash=tx).values_list("trace_address", "amount", "status"))
+    assert recorded == [("0", Decimal("1"), "confirmed"), ("1", Decimal("2"), "confirmed")]
+
+    output, status = run(two_frames)
+
+    assert status == 0, output
+    assert "2 transfer(s) on chain, no drift" in output
+
+
+def test_a_lost_second_frame_is_reported_even_though_the_first_is_recorded(two_frames):
+    tx = two_frames["tx"]
+    Donation.objects.filter(tx_hash=tx, trace_address="1").delete()  # by hand, the way an accident would
+
+    output, status = run(two_frames)
+
+    assert status == 1
+    assert f"eth transfer {tx} frame 1 of 2.00000000 from {two_frames['wallet']} is not recorded" in output
+    assert f"eth transfer {tx} frame 0 " not in output
