@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from crawlers.scan.ranges import RANGE_BLOCKS
 from crawlers.scan.results import ScannedBlock
-from crawlers.scan.sparse import sparse_enabled
 
 # The per-run cap (`max_blocks`) counts blocks read in full; a block a sparse range skips costs a
 # twentieth of one (a 2,000-block quiet range is one post, about what 50 full blocks cost in time).
 SPARSE_BLOCKS_PER_UNIT = 20
+
+
+def sparse_enabled() -> bool:
+    """The sparse path is on unless a Django setting (tests comparing it with the full scan) turns it off."""
+    return bool(getattr(settings, "CRAWLER_SPARSE", True))
 
 
 @dataclass

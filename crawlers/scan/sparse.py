@@ -31,8 +31,6 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.conf import settings
-
 from crawlers.chain.calls import balance_calls, code_call, edge_calls, header_call, transfer_log_calls
 from crawlers.chain.logs import answered_logs, logs_in_one_batch, transfer_logs
 from crawlers.chain.outcomes import Answer, Call, NoEvidenceError
@@ -71,11 +69,6 @@ class SparseScan:
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
 
 
-def sparse_enabled() -> bool:
-    """The sparse path is on unless a Django setting (tests comparing it with the full scan) turns it off."""
-    return bool(getattr(settings, "CRAWLER_SPARSE", True))
-
-
 def sparse_first_batch(client: RpcClient, chain: ChainSettings, start: int, end: int) -> list[Call]:
     """The one batch a sparse range starts with: the balances at both ends, the code, the two headers and
     (within the provider's log span) the Transfer logs. The crawl loop reads it ahead too."""
@@ -96,7 +89,7 @@ def scan_sparse(
     """The range start..end the sparse way; None when it must be scanned in full (see the module doc),
     TOO_BUSY when reading it in full is cheaper. `recorded_blocks` (the finalized crawler's): the blocks
     our rows name in a range, each read in full whatever the balances say."""
-    if start == 0 or not sparse_enabled():
+    if start == 0:
         return None
     with_logs = logs_in_one_batch(client, chain, start, end)
     edges = len(edge_calls(chain, start, end))
