@@ -22,7 +22,7 @@ from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookEndpoint
 from tests.api.contract_wallets import act_as, contract_headers, deploy_wallet
 from tests.chain import DONATION_ADDRESS
-from tests.crawlers.test_webhooks import SECRET, documented_verifier
+from tests.donations.test_webhooks import SECRET, documented_verifier
 from tests.invariants import assert_ledger_invariants
 from tests.webhook_receiver import webhook_receiver
 
