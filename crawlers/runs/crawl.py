@@ -39,7 +39,7 @@ from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult
 from crawlers.scan.proof import ProvenRange, prove_range, proven_range_first_batches
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock, stuck_message
-from crawlers.scan.sparse import TOO_BUSY, scan_sparse, sparse_first_batch
+from crawlers.scan.sparse import TOO_BUSY, SparseScan, scan_sparse, sparse_first_batch
 from donations.selectors import recorded_block_numbers
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings, chain_settings
@@ -151,7 +151,7 @@ def crawl(
     return result
 
 
-def _scan_sparse(client: RpcClient, job: _Job, start: int, end: int):
+def _scan_sparse(client: RpcClient, job: _Job, start: int, end: int) -> SparseScan | None:
     """The sparse path over start..end; a final read also reads in full every block our rows name."""
     recorded = recorded_block_numbers if job.mode.final else None
     return scan_sparse(client, job.chain, start, end, job.mode, recorded_blocks=recorded)
