@@ -26,6 +26,7 @@ from donations.sightings import DonationKey, Sighting, Transfer, donation_key
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings
 from dws_project.config import SaleTier
+from prices.services import minute_of
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -74,10 +75,6 @@ class _Writer:
     price_at: PriceAt
 
 
-def _block_minute(when: datetime) -> datetime:
-    return when.replace(second=0, microsecond=0)
-
-
 def _sightings(writer: _Writer, block: ScannedBlock, transfers: Sequence[Transfer]) -> list[Sighting]:
     """A block's transfers with the ETH price of its minute; raises PriceMissing when an ETH transfer has no
     price yet. The price goes into the row as is (`rules.donation_tokens` applies it)."""
@@ -85,7 +82,7 @@ def _sightings(writer: _Writer, block: ScannedBlock, transfers: Sequence[Transfe
         return []
     eth_price = None
     if any(t.asset == "eth" for t in transfers):
-        minute = _block_minute(block.header.time)
+        minute = minute_of(block.header.time)
         eth_price = writer.price_at(minute)
         if eth_price is None:
             raise PriceMissing(block.header.number, minute)
