@@ -112,6 +112,7 @@ def crawl(
             if scan is not None and scan is not TOO_BUSY:
                 pace.after_sparse(end - position, len(scan.read), client.log_span)
                 if scan.proven:
+                    logger.info("balance proof: blocks %d..%d proven complete (%s)", position + 1, end, label)
                     completeness_proven(chain=job.chain.name, label=label, through=end)
                 blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
             else:
