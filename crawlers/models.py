@@ -108,3 +108,76 @@ class Completeness(models.Model):
 
     def __str__(self) -> str:
         return f"{self.label}: proven through {self.proven_through}"
+
+
+class ProofStatus(models.TextChoices):
+    PROVEN = "proven"
+    UNPROVEN = "unproven"
+
+
+class ProofRange(models.Model):
+    """A span of finalized blocks the balance proof checked, published on /proof and /proof.json.
+
+    Written by the finalized crawler in the same transaction as the cursor move over it
+    (crawlers/record/proof_ranges.py). The row keeps what the chain said: the donation address's balances
+    before the span and at its last block, its nonce, and what left it (ProofRangeAsset). What arrived
+    is read from the records themselves (the confirmed donations and unexplained inflows of its
+    blocks), so the published proof, the donation CSV and the admin can never disagree.
+
+    `unproven`: the crawler passed the span without the proof (no historical state, the genesis block);
+    its balances may be unknown (NULL) and `reason` says why.
+    """
+
+    chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
+    first_block = models.BigIntegerField()
+    last_block = models.BigIntegerField()
+    last_block_hash = models.CharField(max_length=66)
+    status = models.CharField(max_length=16, choices=ProofStatus.choices)
+    reason = models.TextField(blank=True, default="", db_default="")
+    nonce_opening = models.BigIntegerField(null=True, help_text="the address's nonce at first_block - 1")
+    nonce_closing = models.BigIntegerField(null=True, help_text="its nonce at last_block")
+    checked_at = models.DateTimeField(help_text="when the proof last wrote this span")
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+
+    class Meta:
+        db_table = "proof_range"
+        constraints = [
+            models.UniqueConstraint(fields=["chain", "first_block"], name="proof_range_chain_first_key"),
+            models.CheckConstraint(
+                condition=models.Q(last_block__gte=models.F("first_block"), first_block__gte=0),
+                name="proof_range_span_ordered",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=[s.value for s in ProofStatus]), name="proof_range_status_known"
+            ),
+        ]
+        indexes = [models.Index(fields=["chain", "last_block"], name="proof_range_chain_last_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.chain} blocks {self.first_block}..{self.last_block} ({self.status})"
+
+
+class ProofRangeAsset(models.Model):
+    """One asset's balances over a ProofRange and what left the address, in raw units (wei, a coin's base
+    units): numbers, never floats, up to uint256."""
+
+    proof_range = models.ForeignKey(ProofRange, on_delete=models.CASCADE, related_name="assets")
+    asset = models.CharField(max_length=8)
+    opening = models.DecimalField(max_digits=78, decimal_places=0, null=True, help_text="at first_block - 1")
+    closing = models.DecimalField(max_digits=78, decimal_places=0, null=True, help_text="at last_block")
+    left = models.DecimalField(
+        max_digits=78, decimal_places=0, null=True, help_text="what left the address in the span (fees included)"
+    )
+
+    class Meta:
+        db_table = "proof_range_asset"
+        constraints = [
+            models.UniqueConstraint(fields=["proof_range", "asset"], name="proof_range_asset_key"),
+            models.CheckConstraint(
+                condition=models.Q(opening__gte=0) & models.Q(closing__gte=0) & models.Q(left__gte=0),
+                name="proof_range_asset_nonnegative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.asset}: {self.opening} -> {self.closing}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crawlers.chain.outcomes import RpcOutcome
+from crawlers.decode.balances import NONCE
 from crawlers.decode.blocks import BlockHeader
 from donations.sightings import Transfer
 
@@ -54,9 +55,16 @@ class ScannedBlock:
     logs_bloom: str = ""
     # What the balance proof could not explain (finalized blocks record it): (asset, raw amount).
     unexplained: list[tuple[str, int]] = field(default_factory=list)
+    # Of `flows`, what left the address (a positive amount per asset), for the published proof.
+    outflows: dict[str, int] = field(default_factory=dict)
+    # What the balance proof accepted beyond `flows` where the block did not close on them: traced internal
+    # ETH, unexplained inflows and the column's rounding (so flows + settled is the block's exact change).
+    settled: dict[str, int] = field(default_factory=dict)
 
     def add_flow(self, asset: str, raw: int) -> None:
         self.flows[asset] = self.flows.get(asset, 0) + raw
+        if raw < 0 and asset != NONCE:
+            self.outflows[asset] = self.outflows.get(asset, 0) - raw
 
     @property
     def quiet(self) -> bool:
