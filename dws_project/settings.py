@@ -124,6 +124,12 @@ USE_TZ = True
 
 # How long one /health report (which asks the provider) is served to every caller.
 HEALTH_CACHE_SECONDS = 5
+# How long one computed /proof.json page (and /proof) is served to every caller, from the shared cache.
+PROOF_CACHE_SECONDS = 10
+# /proof/donations.csv streams every confirmed donation: a download budget per client of its own, on top of
+# the site-wide rate limit (one every 5 s, bursts of 5).
+PROOF_CSV_RATE_PER_SECOND = 0.2
+PROOF_CSV_RATE_BURST = 5
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"

@@ -4,12 +4,14 @@ from django.contrib import admin
 from django.urls import path
 
 from affiliates.apis import AffiliateCodeApi, AffiliateDonationApi, WalletConnectionApi
+from crawlers.proof_apis import ProofApi, donations_csv, verifier_script
 from donations.apis import DonationDataApi, StakeApi, TokenPriceApi, UnstakeApi, UserDataApi
 from dws_project import health
 from dws_project.metrics_view import metrics_endpoint
 from dws_project.openapi import SchemaView
 from prices.apis import EthPriceApi
 from web import views as web_views
+from web.proof_page import proof_page
 
 urlpatterns = [
     path("live", health.live, name="live"),
@@ -31,6 +33,11 @@ urlpatterns = [
     path("user/stake", StakeApi.as_view(), name="user-stake"),
     path("user/unstake", UnstakeApi.as_view(), name="user-unstake"),
     path("openapi.json", SchemaView.as_view(), name="openapi"),
+    # the public proof of completeness (see docs/proof.md)
+    path("proof", proof_page, name="proof"),
+    path("proof.json", ProofApi.as_view(), name="proof-json"),
+    path("proof/donations.csv", donations_csv, name="proof-donations-csv"),
+    path("proof/verify.py", verifier_script, name="proof-verifier"),
 ]
 
 # Django's own error pages answer in delphi's numbered error shape.

@@ -38,3 +38,5 @@ CRAWLER_SPARSE = os.environ.get("TEST_CRAWLER_SPARSE", "1") != "0"
 CRAWLER_READ_AHEAD = os.environ.get("TEST_CRAWLER_READ_AHEAD", "1") != "0"  # benchmarks compare without it
 # Tests look at /health right after changing the chain; the cache has a test of its own.
 HEALTH_CACHE_SECONDS = int(os.environ.get("TEST_HEALTH_CACHE_SECONDS", "0"))
+# Likewise the public proof's shared cache (crawlers/proof_report.py); a test of its own turns it on.
+PROOF_CACHE_SECONDS = int(os.environ.get("TEST_PROOF_CACHE_SECONDS", "0"))

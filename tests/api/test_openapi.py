@@ -20,6 +20,8 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from crawlers.record.proof_ranges import proof_range_record
+from crawlers.scan.ledger import SpanLedger
 from prices.models import Price
 from tests.api.support import make_donation, make_donor, refresh_user_data, wallet_headers
 
@@ -63,6 +65,9 @@ def fuzz_world(settings):
     for _ in range(3):
         make_donation(donor)
     refresh_user_data(donor)
+    # A published proof range, so /proof.json answers with every field filled in.
+    opening = {"eth": 10**18, "nonce": 1, "usdt": 0, "usdc": 0}
+    proof_range_record(chain="eth", span=SpanLedger(1, opening), through=10, through_hash="0x" + "ab" * 32)
     Price.objects.create(asset="eth", price=Decimal("2000"), created_at=datetime(2026, 1, 1, tzinfo=UTC))
     yield
     signals.request_started.connect(close_old_connections)

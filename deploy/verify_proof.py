@@ -1,0 +1,635 @@
+#!/usr/bin/env python3
+"""Check a dws token sale's public proof of completeness against your own Ethereum node.
+
+    python3 verify_proof.py --site https://sale.example --rpc https://your-node.example [--chain eth]
+
+It reads the sale's proof (/proof.json) and its list of confirmed donations (/proof/donations.csv), and for
+every range of blocks the sale says it proved, asks YOUR node (never the sale's) for:
+
+* the donation address's ETH balance, nonce and each coin's balanceOf at the block before the range and at
+  its last block, and that last block's hash;
+* every block of the range where the ETH balance or the nonce moved (found by halving the range, asking the
+  balances at midpoints), read in full: what the address sent (values and fees), the ETH transactions that
+  paid it, and what arrived in internal calls;
+* the coins' Transfer logs to and from the address over the range;
+* each listed donation: its transaction succeeded in that block and paid the address that amount (an ETH
+  donation made by a contract, in an internal call, is re-read through the node's call traces).
+
+A range matches when the balances are the ones the sale published, every ETH transaction and coin Transfer
+that paid the address is a listed donation (or too small to credit), every listed donation is such a
+payment, what left the address is what the sale says, and for every asset
+
+    closing - opening = credited + unexplained + uncredited - left
+
+with credited equal to the sum of the range's listed donations. The first range that does not match is
+named and the check stops.
+
+Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers;
+2 bad arguments; 3 everything that could be checked matches but something could not be (a node without
+historical state cannot give old balances: use an archive node or a provider with history; a node without
+call traces cannot re-read internal ETH donations); 4 the site or the node could not be read.
+
+Standard library only, so it runs anywhere Python 3.10+ does without installing anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import csv
+import io
+import json
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
+TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
+BALANCE_OF = "0x70a08231"  # balanceOf(address)
+PAGE = 500  # ranges per /proof.json request
+BATCH = 100  # calls per JSON-RPC batch
+LOG_SPAN = 2000  # blocks per eth_getLogs; halved when the node refuses a span
+COLUMN_DECIMALS = 10  # donation amounts are stored with at most 10 decimals (ETH with 8)
+ETH_DECIMALS = 8
+RETRIES = 3  # a 429 from the site is waited out this many times
+PRECOMPILES = frozenset([*range(1, 0x12), 0x100])  # value-less calls to these take no place in a call path
+
+
+class Unreadable(Exception):
+    """The site or the node did not answer in a way we can read."""
+
+
+class Mismatch(Exception):
+    """The range does not match what the chain says."""
+
+
+class NoHistory(Exception):
+    """The node keeps no state for that block (it answers the same question about its head)."""
+
+    def __init__(self, block: int) -> None:
+        super().__init__(f"your node keeps no state for block {block}")
+        self.block = block
+
+
+class RpcError(Exception):
+    pass
+
+
+# --- reading the site ---------------------------------------------------------------------------------------
+
+
+def _open(url: str, timeout: float, *, body: bytes | None = None, name: str | None = None):
+    """The answer to a GET of `url` (a POST of `body`), named `name` in messages: a node's URL may carry a
+    key, so it is never printed. A 429 is waited out as its Retry-After says (within reason)."""
+    name = name or url
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise Unreadable(f"{name}: only http and https URLs are read")
+    headers = {"User-Agent": "dws-verify-proof/1", "Accept": "*/*", "Content-Type": "application/json"}
+    request = urllib.request.Request(url, data=body, headers=headers)  # noqa: S310 - the scheme is checked above
+    for attempt in range(RETRIES + 1):
+        try:
+            return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310
+        except urllib.error.HTTPError as exc:
+            if exc.code != 429 or attempt == RETRIES:
+                raise Unreadable(f"{name}: HTTP {exc.code} {exc.reason}") from None
+            time.sleep(min(float(exc.headers.get("Retry-After") or 5), 30.0))
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise Unreadable(f"{name}: {getattr(exc, 'reason', exc)}") from None
+    raise Unreadable(name)  # not reached
+
+
+def read_proof(site: str, chain: str | None, timeout: float) -> dict:
+    """The chain's proof with every range (all pages of /proof.json)."""
+    query = {"limit": PAGE, "from_block": 0, **({"chain": chain} if chain else {})}
+    found, ranges = None, {}
+    while True:
+        with _open(f"{site}/proof.json?{urllib.parse.urlencode(query)}", timeout) as answer:
+            try:
+                body = json.load(answer)
+            except ValueError:
+                raise Unreadable(f"{site}/proof.json did not answer JSON") from None
+        chains = body.get("chains") or []
+        if not chains:
+            raise Unreadable(f"{site}/proof.json lists no chain {chain or ''}".rstrip())
+        found = found or chains[0]
+        query["chain"] = found["chain"]
+        # A range the crawler extended between two requests comes back again, longer: keep the newest.
+        ranges.update({r["first_block"]: r for r in chains[0]["ranges"]})
+        if chains[0].get("next_from_block") is None:
+            break
+        query["from_block"] = chains[0]["next_from_block"]
+    found["ranges"] = [ranges[first] for first in sorted(ranges)]
+    return found
+
+
+def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
+    """The listed (confirmed) donations of the chain, in block order."""
+    with _open(f"{site}/proof/donations.csv", timeout) as answer:
+        rows = [r for r in csv.DictReader(io.TextIOWrapper(answer, encoding="utf-8")) if r["chain"] == chain]
+    rows.sort(key=lambda r: int(r["block_number"]))
+    return rows
+
+
+# --- asking the node ----------------------------------------------------------------------------------------
+
+
+class Node:
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url, self.timeout, self.calls = url, timeout, 0
+
+    def batch(self, calls: list[tuple[str, list]]) -> list:
+        """Each call's result, or an RpcError in its place."""
+        results: list = []
+        for start in range(0, len(calls), BATCH):
+            chunk = calls[start : start + BATCH]
+            body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(chunk)]
+            with _open(self.url, self.timeout, body=json.dumps(body).encode(), name="your node") as answer:
+                try:
+                    replies = json.load(answer)
+                except ValueError:
+                    raise Unreadable("your node did not answer JSON") from None
+            if not isinstance(replies, list):
+                raise Unreadable(f"your node refused a batch: {str(replies)[:200]}")
+            by_id = {r.get("id"): r for r in replies if isinstance(r, dict)}
+            for i in range(len(chunk)):
+                reply = by_id.get(i) or {"error": {"message": "no answer"}}
+                if "error" in reply or reply.get("result") is None:
+                    results.append(RpcError(str(reply.get("error") or "null")))
+                else:
+                    results.append(reply["result"])
+            self.calls += len(chunk)
+        return results
+
+    def call(self, method: str, *params) -> object:
+        (result,) = self.batch([(method, list(params))])
+        if isinstance(result, RpcError):
+            raise result
+        return result
+
+
+def _topic(address: str) -> str:
+    return "0x" + "0" * 24 + address[2:]
+
+
+def balance_calls(address: str, coins: list[tuple[str, str]], block: int | str) -> list[tuple[str, list]]:
+    tag = hex(block) if isinstance(block, int) else block
+    return [("eth_getBalance", [address, tag]), ("eth_getTransactionCount", [address, tag])] + [
+        ("eth_call", [{"to": contract, "data": BALANCE_OF + _topic(address)[2:]}, tag]) for _, contract in coins
+    ]
+
+
+def balances(node: Node, address: str, coins: list[tuple[str, str]], blocks: list[int]) -> dict[int, dict]:
+    """Per block: ETH (wei), nonce and each coin (base units); NoHistory when the node keeps no state there."""
+    calls = [c for b in blocks for c in balance_calls(address, coins, b)]
+    answers, size, found = node.batch(calls), 2 + len(coins), {}
+    for i, block in enumerate(blocks):
+        part = answers[i * size : (i + 1) * size]
+        if any(isinstance(a, RpcError) for a in part):
+            at_head = node.batch(balance_calls(address, coins, "latest"))
+            if any(isinstance(a, RpcError) for a in at_head):
+                raise Unreadable(
+                    f"your node does not answer balances ({next(a for a in at_head if isinstance(a, RpcError))})"
+                )
+            raise NoHistory(block)
+        names = ["eth", "nonce"] + [asset for asset, _ in coins]
+        found[block] = {
+            name: int(value if value not in ("0x", "") else "0x0", 16) for name, value in zip(names, part, strict=True)
+        }
+    return found
+
+
+def moved_blocks(
+    node: Node, address: str, low: tuple[int, dict], high: tuple[int, dict]
+) -> list[tuple[int, dict, dict]]:
+    """The blocks after low[0] up to high[0] where the ETH balance or the nonce changed, each with the
+    (ETH, nonce) before and after it: intervals with equal ends are left alone (for an address without code
+    ETH leaves only with a transaction it signs, which moves the nonce, and the nonce never goes back)."""
+    key = ("eth", "nonce")
+    level, found = [(low, high)], []
+    while level:
+        split = []
+        for (a, va), (b, vb) in level:
+            if all(va[k] == vb[k] for k in key):
+                continue
+            if b - a == 1:
+                found.append((b, va, vb))
+            else:
+                split.append(((a, va), (a + b) // 2, (b, vb)))
+        if not split:
+            break
+        calls = [c for _, mid, _ in split for c in balance_calls(address, [], mid)]
+        answers = node.batch(calls)
+        level = []
+        for i, (left, mid, right) in enumerate(split):
+            pair = answers[2 * i : 2 * i + 2]
+            if any(isinstance(a, RpcError) for a in pair):
+                raise NoHistory(mid)
+            middle = (mid, {"eth": int(pair[0], 16), "nonce": int(pair[1], 16)})
+            level += [(left, middle), (middle, right)]
+    return sorted(found, key=lambda item: item[0])
+
+
+def transfer_logs(node: Node, contracts: list[str], topics: list, first: int, last: int) -> list[dict]:
+    found, start, span = [], first, LOG_SPAN
+    while start <= last:
+        end = min(last, start + span - 1)
+        try:
+            found += node.call(
+                "eth_getLogs", {"address": contracts, "topics": topics, "fromBlock": hex(start), "toBlock": hex(end)}
+            )
+        except RpcError as exc:
+            if end == start:
+                raise Unreadable(f"your node refuses eth_getLogs for block {start}: {exc}") from None
+            span = max(1, (end - start + 1) // 2)
+            continue
+        start = end + 1
+    return found
+
+
+def _fee(receipt: dict) -> int:
+    fee = int(receipt.get("gasUsed") or "0x0", 16) * int(
+        receipt.get("effectiveGasPrice") or receipt.get("gasPrice") or "0x0", 16
+    )
+    if receipt.get("blobGasUsed") and receipt.get("blobGasPrice"):
+        fee += int(receipt["blobGasUsed"], 16) * int(receipt["blobGasPrice"], 16)
+    return fee + int(receipt.get("l1Fee") or "0x0", 16)  # an OP-stack chain charges the L1 part beside the gas
+
+
+def _frame_at(call: dict, path: list[int]) -> tuple[dict | None, bool]:
+    """The call frame at `path` (sub-call indexes, value-less precompile calls not counted) and whether it
+    or a frame above it failed."""
+    failed = bool(call.get("error"))
+    for index in path:
+        children = [c for c in call.get("calls") or [] if not _quiet_precompile(c)]
+        if index >= len(children):
+            return None, failed
+        call = children[index]
+        failed = failed or bool(call.get("error"))
+    return call, failed
+
+
+def _quiet_precompile(call: dict) -> bool:
+    try:
+        return int(call.get("to") or "0x0", 16) in PRECOMPILES and int(call.get("value") or "0x0", 16) == 0
+    except ValueError:
+        return False
+
+
+# --- one range ----------------------------------------------------------------------------------------------
+
+
+def raw_amount(text: str, decimals: int) -> int:
+    whole, _, fraction = text.partition(".")
+    fraction = (fraction + "0" * decimals)[:decimals]
+    if text.partition(".")[2].rstrip("0")[decimals:]:
+        raise Mismatch(f"the donation amount {text} has more decimals than the asset")
+    return int(whole) * 10**decimals + int(fraction or "0")
+
+
+class Check:
+    """One range's check against the node."""
+
+    def __init__(self, node: Node, proof: dict, found: dict, rows: list[dict]) -> None:
+        self.node, self.found, self.rows = node, found, rows
+        self.us = proof["donation_address"].lower()
+        self.decimals = {a["asset"]: a["decimals"] for a in proof["assets"]}
+        self.coins = [(a["asset"], a["contract"].lower()) for a in proof["assets"] if a["contract"]]
+        self.first, self.last = found["first_block"], found["last_block"]
+        self.site = {a["asset"]: a for a in found["assets"]}
+        self.missing: list[str] = []  # what could not be checked
+
+    def run(self) -> None:
+        self.listed_sums()
+        block = self.node.call("eth_getBlockByNumber", hex(self.last), False)
+        if not isinstance(block, dict) or block.get("hash", "").lower() != self.found["last_block_hash"].lower():
+            raise Mismatch(
+                f"block {self.last} is {block.get('hash') if isinstance(block, dict) else None} on your node, "
+                f"the site says {self.found['last_block_hash']}"
+            )
+        logs = self.coin_logs()
+        arrived = self.coin_rows(logs[0])
+        if self.found["status"] != "proven":
+            self.missing.append(f"the site does not claim this range complete ({self.found['reason']})")
+            self.eth_rows_without_blocks()
+            return
+        try:
+            edges = balances(self.node, self.us, self.coins, [self.first - 1, self.last])
+        except NoHistory as exc:
+            self.missing.append(f"balances not checked: {exc}")
+            self.eth_rows_without_blocks()
+            return
+        self.compare_balances(edges)
+        self.coin_sums(arrived, logs[1])
+        self.check_eth(edges)
+
+    def listed_sums(self) -> None:
+        """The site's arithmetic, and its credited equal to the listed donations."""
+        for asset, figures in self.site.items():
+            mine = [r for r in self.rows if r["asset"] == asset]
+            listed = sum(raw_amount(r["amount"], self.decimals[asset]) for r in mine)
+            if listed != int(figures["credited"]) or len(mine) != figures["donations"]:
+                raise Mismatch(
+                    f"the site says {figures['credited']} raw units of {asset} were credited in "
+                    f"{figures['donations']} donations; its donation list has {listed} in {len(mine)}"
+                )
+            if None in (figures["opening"], figures["closing"], figures["left"]):
+                continue
+            change = int(figures["closing"]) - int(figures["opening"])
+            accounted = listed + int(figures["unexplained"]) + int(figures["uncredited"]) - int(figures["left"])
+            if int(figures["uncredited"]) < 0:
+                raise Mismatch(f"the site credits {asset} more than arrived (uncredited {figures['uncredited']})")
+            if change != accounted:
+                raise Mismatch(
+                    f"the site's {asset} figures do not add up: closing - opening = {change}, "
+                    f"credited + unexplained + uncredited - left = {accounted}"
+                )
+
+    def compare_balances(self, edges: dict[int, dict]) -> None:
+        for block, side in ((self.first - 1, "opening"), (self.last, "closing")):
+            for asset, value in edges[block].items():
+                said = self.found["nonce"][side] if asset == "nonce" else self.site[asset][side]
+                if said is None or int(said) != value:
+                    raise Mismatch(
+                        f"the {asset} balance at block {block} is {value} on your node, the site says {said}"
+                    )
+
+    def coin_logs(self) -> tuple[list[dict], list[dict]]:
+        if not self.coins:
+            return [], []
+        contracts = [c for _, c in self.coins]
+        return (
+            transfer_logs(self.node, contracts, [TRANSFER_TOPIC, None, _topic(self.us)], self.first, self.last),
+            transfer_logs(self.node, contracts, [TRANSFER_TOPIC, _topic(self.us)], self.first, self.last),
+        )
+
+    def coin_rows(self, to_us: list[dict]) -> dict[str, int]:
+        """Every coin Transfer to the address is a listed donation (or too small to be one, or from the address
+        itself) and every listed coin donation is such a Transfer; what arrived, per coin."""
+        by_contract = {c: a for a, c in self.coins}
+        listed = {
+            (r["tx_hash"].lower(), int(r["log_index"])): r for r in self.rows if r["asset"] in by_contract.values()
+        }
+        arrived = dict.fromkeys(by_contract.values(), 0)
+        for log in to_us:
+            asset, value = by_contract[log["address"].lower()], int(log.get("data") or "0x0", 16)
+            arrived[asset] += value
+            row = listed.pop((log["transactionHash"].lower(), int(log["logIndex"], 16)), None)
+            sender = "0x" + log["topics"][1][-40:]
+            unit = 10 ** max(0, self.decimals[asset] - COLUMN_DECIMALS)
+            if row is None:
+                if value >= unit and sender.lower() != self.us:
+                    raise Mismatch(
+                        f"a Transfer of {value} raw units of {asset} to the address (tx {log['transactionHash']}, "
+                        f"block {int(log['blockNumber'], 16)}) is not a listed donation"
+                    )
+                continue
+            if (
+                raw_amount(row["amount"], self.decimals[asset]) != value - value % unit
+                or row["donor"].lower() != sender.lower()
+            ):
+                raise Mismatch(
+                    f"the listed donation {row['tx_hash']} (log {row['log_index']}) is not what its Transfer says"
+                )
+        if listed:
+            row = next(iter(listed.values()))
+            raise Mismatch(
+                f"the listed donation {row['tx_hash']} (log {row['log_index']}) has no Transfer to the address there"
+            )
+        return arrived
+
+    def coin_sums(self, arrived: dict[str, int], from_us: list[dict]) -> None:
+        """What left by Transfer logs is what the site says, and the logs explain each coin's balance change."""
+        by_contract = {c: a for a, c in self.coins}
+        left = dict.fromkeys(by_contract.values(), 0)
+        for log in from_us:
+            left[by_contract[log["address"].lower()]] += int(log.get("data") or "0x0", 16)
+        for asset in by_contract.values():
+            site = self.site[asset]
+            if int(site["left"]) != left[asset]:
+                raise Mismatch(
+                    f"{left[asset]} raw units of {asset} left in Transfer logs, the site says {site['left']}"
+                )
+            change = int(site["closing"]) - int(site["opening"])
+            if arrived[asset] - left[asset] + int(site["unexplained"]) != change:
+                raise Mismatch(
+                    f"the {asset} Transfer logs and the unexplained inflows do not explain the balance change"
+                )
+
+    def check_eth(self, edges: dict[int, dict]) -> None:
+        code = self.node.batch([("eth_getCode", [self.us, hex(self.last)])])[0]
+        if isinstance(code, RpcError) or code not in ("0x", "0x0", ""):
+            self.missing.append(
+                "the address has code: ETH can come and go in internal calls, which cancel out in the "
+                "balances; only a trace of every block could show them"
+            )
+        low = (self.first - 1, edges[self.first - 1])
+        high = (self.last, edges[self.last])
+        try:
+            moved = moved_blocks(self.node, self.us, low, high)
+        except NoHistory as exc:
+            self.missing.append(f"ETH transfers not re-read: {exc}")
+            self.eth_rows_without_blocks()
+            return
+        eth_rows = [r for r in self.rows if r["asset"] == "eth"]
+        direct = {r["tx_hash"].lower(): r for r in eth_rows if not r["trace_address"]}
+        internal = [r for r in eth_rows if r["trace_address"]]
+        blocks = self.node.batch([("eth_getBlockByNumber", [hex(n), True]) for n, _, _ in moved])
+        ours = []  # (block number, tx) of transactions from or to the address
+        for (number, _, _), block in zip(moved, blocks, strict=True):
+            if isinstance(block, RpcError):
+                raise Unreadable(f"your node did not give block {number}: {block}")
+            ours += [
+                (number, tx)
+                for tx in block["transactions"]
+                if self.us in ((tx.get("from") or "").lower(), (tx.get("to") or "").lower())
+            ]
+        receipts = self.node.batch([("eth_getTransactionReceipt", [tx["hash"]]) for _, tx in ours])
+        left, residual = 0, {n: after["eth"] - before["eth"] for n, before, after in moved}
+        for (number, tx), receipt in zip(ours, receipts, strict=True):
+            if isinstance(receipt, RpcError):
+                raise Unreadable(f"your node did not give the receipt of {tx['hash']}: {receipt}")
+            ok, value = receipt.get("status") == "0x1", int(tx.get("value") or "0x0", 16)
+            if (tx.get("from") or "").lower() == self.us:
+                spent = (value if ok else 0) + _fee(receipt)
+                left += spent
+                residual[number] += spent
+            if (tx.get("to") or "").lower() == self.us and ok and value:
+                residual[number] -= value
+                row = direct.pop(tx["hash"].lower(), None)
+                if row is None and value >= 10 ** (18 - ETH_DECIMALS) and (tx.get("from") or "").lower() != self.us:
+                    raise Mismatch(
+                        f"transaction {tx['hash']} paid the address {value} wei in block {number}, "
+                        "and it is not a listed donation"
+                    )
+                if row is not None and (
+                    raw_amount(row["amount"], 18) != value - value % 10 ** (18 - ETH_DECIMALS)
+                    or int(row["block_number"]) != number
+                    or row["donor"].lower() != tx["from"].lower()
+                ):
+                    raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
+        if direct:
+            row = next(iter(direct.values()))
+            raise Mismatch(
+                f"the listed donation {row['tx_hash']} is not a transaction paying the address "
+                f"in block {row['block_number']}"
+            )
+        if not self.missing and left != int(self.site["eth"]["left"]):
+            raise Mismatch(f"{left} wei left the address in its transactions; the site says {self.site['eth']['left']}")
+        unexplained_in = sum(v for v in residual.values() if v > 0)
+        if any(v < 0 for v in residual.values()) and not self.missing:
+            number = next(n for n, v in residual.items() if v < 0)
+            raise Mismatch(f"ETH left the address in block {number} that no transaction of it shows")
+        traced = self.internal_rows(internal)
+        if traced + int(self.site["eth"]["unexplained"]) > unexplained_in:
+            raise Mismatch(
+                f"the site credits {traced} wei of internal ETH and {self.site['eth']['unexplained']} "
+                f"unexplained, but only {unexplained_in} wei arrived outside the address's transactions"
+            )
+
+    def succeeded(self, row: dict, method: str = "eth_getTransactionReceipt") -> dict:
+        """The listed donation's receipt (or transaction): it exists on your node and succeeded in its block."""
+        try:
+            answer = self.node.call(method, row["tx_hash"])
+        except RpcError:
+            raise Mismatch(f"your node does not know the listed donation's transaction {row['tx_hash']}") from None
+        if method == "eth_getTransactionReceipt" and (
+            answer.get("status") != "0x1"
+            or int(answer["blockNumber"], 16) != int(row["block_number"])
+            or answer.get("blockHash", "").lower() != row["block_hash"].lower()
+        ):
+            raise Mismatch(f"the listed donation {row['tx_hash']} did not succeed in block {row['block_number']}")
+        return answer
+
+    def internal_rows(self, rows: list[dict]) -> int:
+        """Each internal ETH donation re-read through the node's call traces; their sum in wei."""
+        total = 0
+        for row in rows:
+            self.succeeded(row)
+            amount = raw_amount(row["amount"], 18)
+            total += amount
+            try:
+                trace = self.node.call("debug_traceTransaction", row["tx_hash"], {"tracer": "callTracer"})
+            except RpcError:
+                self.missing.append(
+                    f"internal ETH donation {row['tx_hash']} ({row['trace_address']}): your node gives no "
+                    "call traces, so only its receipt was checked"
+                )
+                continue
+            frame, failed = _frame_at(trace, [int(i) for i in row["trace_address"].split(".")])
+            value = int(frame.get("value") or "0x0", 16) if frame else 0
+            if (
+                frame is None
+                or failed
+                or (frame.get("to") or "").lower() != self.us
+                or (frame.get("from") or "").lower() != row["donor"].lower()
+                or value - value % 10 ** (18 - ETH_DECIMALS) != amount
+            ):
+                raise Mismatch(
+                    f"the listed donation {row['tx_hash']} ({row['trace_address']}) is not what its call trace says"
+                )
+        return total
+
+    def eth_rows_without_blocks(self) -> None:
+        """Without the blocks' balances: each listed ETH donation's own transaction, at least."""
+        for row in (r for r in self.rows if r["asset"] == "eth"):
+            self.succeeded(row)
+            if not row["trace_address"]:
+                tx = self.succeeded(row, "eth_getTransactionByHash")
+                value = int(tx.get("value") or "0x0", 16)
+                if (tx.get("to") or "").lower() != self.us or raw_amount(row["amount"], 18) != value - value % 10 ** (
+                    18 - ETH_DECIMALS
+                ):
+                    raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
+
+
+# --- the whole proof ----------------------------------------------------------------------------------------
+
+
+def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdout) -> int:
+    site = site.rstrip("/")
+    proof = read_proof(site, chain, timeout)
+    rows = read_donations(site, proof["chain"], timeout)
+    node = Node(rpc, timeout)
+    node_chain = int(node.call("eth_chainId"), 16)
+    if proof.get("chain_id") is not None and node_chain != proof["chain_id"]:
+        raise Unreadable(f"your node is on chain id {node_chain}; the proof is for chain id {proof['chain_id']}")
+    print(
+        f"proof of {site}, chain {proof['chain']} (chain id {node_chain}), "
+        f"donation address {proof['donation_address']}",
+        file=out,
+    )
+    ranges = proof["ranges"]
+    if not ranges:
+        print("the site has published no range yet: nothing to check", file=out)
+        return INCOMPLETE
+    blocks = [int(r["block_number"]) for r in rows]
+    covered = bisect.bisect_left(blocks, ranges[0]["first_block"])
+    if covered:
+        print(
+            f"note: {covered} listed donation(s) lie before the first range (block {ranges[0]['first_block']})",
+            file=out,
+        )
+    incomplete, previous = [], None
+    for found in ranges:
+        name = f"blocks {found['first_block']}..{found['last_block']}"
+        if previous is not None and found["first_block"] != previous + 1:
+            print(f"does not match: blocks {previous + 1}..{found['first_block'] - 1}: no range covers them", file=out)
+            return MISMATCH
+        inside = rows[
+            bisect.bisect_left(blocks, found["first_block"]) : bisect.bisect_right(blocks, found["last_block"])
+        ]
+        check = Check(node, proof, found, inside)
+        try:
+            check.run()
+        except Mismatch as exc:
+            print(f"does not match: {name}: {exc}", file=out)
+            return MISMATCH
+        if check.missing:
+            incomplete.append(name)
+            print(
+                f"{name}: checked what could be ({len(inside)} donation(s)); not checked: " + "; ".join(check.missing),
+                file=out,
+            )
+        else:
+            print(f"{name}: matches ({len(inside)} donation(s))", file=out)
+        previous = found["last_block"]
+    beyond = len(blocks) - bisect.bisect_right(blocks, ranges[-1]["last_block"])
+    if beyond:
+        print(
+            f"note: {beyond} listed donation(s) lie after the last range (confirmed since it was published)", file=out
+        )
+    checked = len(rows) - covered - beyond
+    span = (
+        f"{len(ranges)} range(s), blocks {ranges[0]['first_block']}..{ranges[-1]['last_block']}, {checked} donation(s)"
+    )
+    if incomplete:
+        print(
+            f"matches as far as it could be checked: {span}; "
+            f"{len(incomplete)} range(s) not fully checked ({incomplete[0]} first)",
+            file=out,
+        )
+        return INCOMPLETE
+    print(f"matches: {span} ({node.calls} calls to your node)", file=out)
+    return MATCHES
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Check a dws sale's proof of completeness against your own node.")
+    parser.add_argument("--site", required=True, help="the sale's address, e.g. https://sale.example")
+    parser.add_argument(
+        "--rpc", required=True, help="your Ethereum node's JSON-RPC URL (an archive node for old ranges)"
+    )
+    parser.add_argument("--chain", help="which of the sale's chains to check (default: its first)")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each answer (default 60)")
+    args = parser.parse_args(argv)
+    try:
+        return verify(args.site, args.rpc, args.chain, args.timeout)
+    except (Unreadable, RpcError) as exc:
+        print(f"could not check: {exc}", file=sys.stderr)
+        return UNREADABLE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
