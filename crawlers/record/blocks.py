@@ -19,6 +19,8 @@ from django.db import transaction
 from crawlers.decode.blocks import BlockHeader
 from crawlers.record.cursors import cursor_write
 from crawlers.record.inflows import inflow_record
+from crawlers.record.proof_ranges import proof_range_record
+from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import ScannedBlock
 from donations.models import Donation, DonationStatus
 from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
@@ -181,13 +183,15 @@ def record_blocks(
     tally: BlockTally,
     move_cursor: bool,
     reach: BlockHeader | None = None,
+    proof: SpanLedger | UnprovenSpan | None = None,
 ) -> Recording:
     """Write the scanned blocks in order, stopping at the first without a price.
 
     A block with something to write gets a transaction of its own, which moves the `cursor` too (past
     the quiet blocks before it). A run of quiet blocks costs one cursor UPDATE at its end, and `reach`
     (the end of a sparse range, proven quiet after the last block written; only when the scan did not
-    hold) one more. SIGTERM stops between blocks, never inside one.
+    hold) one more. SIGTERM stops between blocks, never inside one. With the scan's `proof` (a final read
+    moving its cursor), each of those cursor moves publishes the blocks it passed, in its transaction.
     """
     writer = _Writer(chain, cursor, final, tiers, price_at)
     pending: BlockHeader | None = None  # the last quiet block passed, the cursor not yet moved over it
@@ -204,9 +208,7 @@ def record_blocks(
             with transaction.atomic():
                 _write_block(writer, block, tally)
                 if move_cursor:
-                    cursor_write(
-                        chain=chain.name, label=cursor, value=block.header.number, block_hash=block.header.hash
-                    )
+                    _move_cursor(chain, cursor, block.header, proof)
             pending = None
             _passed(tally, block.header.number, move_cursor)
         else:
@@ -215,9 +217,18 @@ def record_blocks(
     except PriceMissing as exc:
         missing = exc
     if pending is not None:
-        cursor_write(chain=chain.name, label=cursor, value=pending.number, block_hash=pending.hash)
+        with transaction.atomic():
+            _move_cursor(chain, cursor, pending, proof)
         _passed(tally, pending.number, move_cursor)
     return Recording(stopped=stopped, price_missing=None if stopped else missing)
+
+
+def _move_cursor(
+    chain: ChainSettings, cursor: str, header: BlockHeader, proof: SpanLedger | UnprovenSpan | None
+) -> None:
+    cursor_write(chain=chain.name, label=cursor, value=header.number, block_hash=header.hash)
+    if proof is not None:
+        proof_range_record(chain=chain.name, span=proof, through=header.number, through_hash=header.hash)
 
 
 def _passed(tally: BlockTally, number: int, move_cursor: bool) -> None:

@@ -37,6 +37,7 @@ from crawlers.record.completeness import completeness_proven, completeness_unpro
 from crawlers.record.cursors import cursor_get, cursor_write
 from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult
+from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.proof import ProvenRange, prove_range, proven_range_first_batches
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock, stuck_message
 from crawlers.scan.sparse import TOO_BUSY, SparseScan, scan_sparse, sparse_first_batch
@@ -115,13 +116,14 @@ def crawl(
                     logger.info("balance proof: blocks %d..%d proven complete (%s)", position + 1, end, label)
                     completeness_proven(chain=job.chain.name, label=label, through=end)
                 blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
+                proof: SpanLedger | UnprovenSpan | None = scan.ledger
             else:
                 # Read in full: no evidence for the sparse path, or a busy stretch (then the following
                 # ranges too are read in full, until one holds at most one block with something for us).
                 end = pace.full_range_end(position, end)
                 found = prove_range(client, job.chain, position + 1, end, job.mode)
                 _note_completeness(job, found)
-                blocks, held = found.blocks, found.held
+                blocks, held, proof = found.blocks, found.held, found.ledger
                 pace.after_full(end - position, blocks, busy=scan is TOO_BUSY, whole=held is None)
                 first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
             if first_parent and position_hash and first_parent != position_hash:
@@ -137,7 +139,7 @@ def crawl(
                 return result
             if held is None and end < tip and pace.used < budget:
                 _read_ahead(client, job, end, pace)  # fetched while this range is written
-            level = _record(job, blocks, held, result, move_cursor=True, reach=reach)
+            level = _record(job, blocks, held, result, move_cursor=True, reach=reach, proof=proof)
             if level is not None:
                 logger.log(level, "crawl %s: %s", label, result.held)
                 return result
@@ -176,6 +178,7 @@ def _record(
     *,
     move_cursor: bool,
     reach: BlockHeader | None = None,
+    proof: SpanLedger | UnprovenSpan | None = None,
 ) -> int | None:
     """Record the scanned blocks; a hold (the scan's, or a block waiting for its price) goes into
     `result.held`, and the level to log it at is returned (ERROR: stuck, WARNING: waiting), else None."""
@@ -189,6 +192,7 @@ def _record(
         tally=result,
         move_cursor=move_cursor,
         reach=reach if held is None else None,
+        proof=proof if job.mode.final else None,  # only the finalized crawler publishes the proof
     )
     if recording.stopped:
         return None

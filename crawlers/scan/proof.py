@@ -40,6 +40,7 @@ from crawlers.decode.amounts import WEI_PER_ETH
 from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, balances_in_batch
 from crawlers.decode.bloom import bloom_may_hold_transfer
 from crawlers.scan import traces
+from crawlers.scan.ledger import SpanLedger, UnprovenSpan, ledger_from_blocks
 from crawlers.scan.ranges import first_batches, read_range
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
 from dws_project.chain_settings import ChainSettings
@@ -50,6 +51,9 @@ logger = logging.getLogger("dws.crawlers")
 # each leaves less than one column unit unexplained, which is rounding, not a missing donation.
 COLUMN_UNIT_WEI = 10**10
 RECENT_STATES = 128  # blocks of state a full node keeps behind its head (geth's default)
+# Why a range is published unproven (docs/proof.md).
+GENESIS = "no balance before the genesis block"
+NO_HISTORY = "the provider keeps no historical state for these blocks"
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class ProvenRange:
     held: BlockHeld | None
     proven: tuple[int, int] | None = None  # (first, last): proven complete by the balances
     unproven: Unproven | None = None
+    ledger: SpanLedger | UnprovenSpan | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
 
 
 def balances_at(client: RpcClient, chain: ChainSettings, number: int, block_hash: str | None = None) -> Balances:
@@ -80,8 +85,8 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
     if start == 0:
         read = read_range(client, chain, start, end, mode)
         last = read.blocks[-1].header.number if read.blocks else None
-        unproven = Unproven(last + 1, "no balance before the genesis block") if last is not None else None
-        return ProvenRange(read.blocks, read.held, unproven=unproven)
+        unproven = Unproven(last + 1, GENESIS) if last is not None else None
+        return ProvenRange(read.blocks, read.held, unproven=unproven, ledger=UnprovenSpan(start, GENESIS))
     read = read_range(client, chain, start, end, mode, extra=edge_calls(chain, start, end))
     if not read.blocks:
         return ProvenRange([], read.held)
@@ -102,13 +107,16 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
             return ProvenRange(
                 [], BlockHeld(start, f"no balance evidence for blocks {start}..{last} (recent block: {exc})")
             )
-        return ProvenRange(read.blocks, read.held, unproven=Unproven(last + 1, str(exc)))
+        return ProvenRange(
+            read.blocks, read.held, unproven=Unproven(last + 1, str(exc)), ledger=UnprovenSpan(start, NO_HISTORY)
+        )
     except NoEvidenceError as exc:
         return ProvenRange([], BlockHeld(start, f"no balance evidence for blocks {start}..{last} ({exc})"))
     proven = (start, blocks[-1].header.number) if blocks else None
     if proven:
         logger.info("balance proof: blocks %d..%d proven complete (%s)", *proven, mode.name)
-    return ProvenRange(blocks, held or read.held, proven=proven)
+    ledger = ledger_from_blocks(start, before.values, blocks, after.block, after.values)
+    return ProvenRange(blocks, held or read.held, proven=proven, ledger=ledger)
 
 
 def proven_range_first_batches(
@@ -171,6 +179,7 @@ def settle(
         reason = _settle_block(client, chain, block, broken, mode)
         if reason is not None:
             return [b for b in blocks if b.header.number < number], BlockHeld(number, reason)
+        block.settled = broken
     return blocks, None
 
 

@@ -38,6 +38,7 @@ from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_amount, log_block_number
 from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, edge_balances
 from crawlers.decode.blocks import BlockHeader, header_of
+from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
 from crawlers.scan.proof import settle
 from crawlers.scan.ranges import read_range
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
@@ -64,6 +65,7 @@ class SparseScan:
     reach: BlockHeader | None  # the range's end when all of it is proven (the cursor's target)
     read: list[int] = field(default_factory=list)  # the blocks read in full (for the span's growth)
     proven: bool = False  # the whole range start..end is proven complete (the run records it)
+    ledger: SpanLedger | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
 
 
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
@@ -121,10 +123,13 @@ def scan_sparse(
         named |= set(recorded_blocks(start, end))
     wanted = sorted(set(changed) | named)
     if not wanted:
-        return SparseScan([], None, first_header.parent_hash, end_header, proven=True)
+        ledger = ledger_from_blocks(start, before.values, [], end, after.values)
+        return SparseScan([], None, first_header.parent_hash, end_header, proven=True, ledger=ledger)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs)
     reach = None if held else end_header
-    return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=bool(blocks) and held is None)
+    ledger = ledger_from_blocks(start, before.values, blocks, None if held else end, None if held else after.values)
+    proven = bool(blocks) and held is None
+    return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger)
 
 
 def _logs(client: RpcClient, chain: ChainSettings, start: int, end: int, answers: list | None):

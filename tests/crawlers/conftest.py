@@ -51,6 +51,15 @@ def _clean_redis() -> None:
         redis.delete(key)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_worker_warnings() -> None:
+    """Each test runs as a freshly started worker would: the warnings logged once per process (a provider
+    without historical state) are logged again, whichever test met them first."""
+    from crawlers.record import completeness
+
+    completeness._warned_unproven.clear()
+
+
 @pytest.fixture
 def crawl_config(settings, node: Anvil):
     """The crawlers' configuration for this test: this node, starting after its current head."""
