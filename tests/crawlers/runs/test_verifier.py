@@ -1,0 +1,329 @@
+"""deploy/verify_proof.py, run as anyone would run it (a separate Python without the project's packages), against
+the live site and the node: a real crawl matches; a site whose answer was tampered with is named by range;
+a node without historical state gets a plain account of what could not be checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import requests
+from django.core.management import call_command
+
+from donations.models import DonationStats
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, free_port
+from tests.rpc_proxy import RpcProxy
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("crawl_config", "eth_prices", "campaign_row"),
+]
+
+VERIFIER = Path(__file__).resolve().parents[3] / "deploy" / "verify_proof.py"
+USDT = 10**6
+BALANCE_READS = ("eth_getBalance", "eth_getTransactionCount", "eth_call")
+
+
+def verify(site: str, rpc: str, *extra: str) -> subprocess.CompletedProcess:
+    # -I -S: no site-packages and no environment, so anything beyond the standard library fails to import.
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(VERIFIER), "--site", site, "--rpc", rpc, *extra],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+class TamperingSite:
+    """The site as a man in the middle (or a dishonest operator) would serve it: every GET goes to the real
+    site and `rewrite(path, body)` may change the answer."""
+
+    def __init__(self, upstream: str, rewrite: Callable[[str, bytes], bytes]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                answer = requests.get(upstream + self.path, timeout=30)
+                body = rewrite(self.path, answer.content)
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/octet-stream"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.site = site
+
+    def __enter__(self) -> TamperingSite:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def campaign_row() -> None:
+    """The campaign row a migration makes; a transactional test before this one flushed it."""
+    if not DonationStats.objects.exists():
+        DonationStats.objects.create()
+
+
+@pytest.fixture
+def sale(node) -> dict:
+    """A sale with history over several published ranges: ETH and coin donations, an ETH donation made by a
+    contract in an internal call, dust, and ETH and coins paid out."""
+    donor, payee = ACCOUNTS[1], ACCOUNTS[5]
+    node.mint(node.coins["usdt"], donor, 1000 * USDT)
+    node.mint(node.coins["usdc"], ACCOUNTS[2], 1000 * USDT)
+    txs = {"eth": node.send_eth(donor, DONATION_ADDRESS, 2 * ETHER + 7)}
+    txs["usdt"] = node.transfer_token(node.coins["usdt"], donor, DONATION_ADDRESS, 300 * USDT)
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    txs["internal"] = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
+    node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, 1)  # dust
+    txs["usdc"] = node.transfer_token(node.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 50 * USDT)
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+
+    node.send_eth(DONATION_ADDRESS, payee, ETHER // 2)
+    node.transfer_token(node.coins["usdt"], DONATION_ADDRESS, payee, 120 * USDT)
+    txs["late"] = node.send_eth(ACCOUNTS[6], DONATION_ADDRESS, ETHER)
+    node.mine(20)
+    call_command("crawl", "finalized", "--once")
+    return txs
+
+
+def ranges(site: str) -> list[dict]:
+    return requests.get(f"{site}/proof.json", timeout=30).json()["chains"][0]["ranges"]
+
+
+def block_of(node, tx: str) -> int:
+    return int(node.receipt(tx)["blockNumber"], 16)
+
+
+def holding(published: list[dict], block: int) -> dict:
+    return next(r for r in published if r["first_block"] <= block <= r["last_block"])
+
+
+def test_a_real_crawl_matches_on_the_node_it_was_crawled_from(live_server, node, sale, settings):
+    published = ranges(live_server.url)
+    assert len(published) >= 3
+    settings.PROOF_CSV_RATE_BURST, settings.PROOF_CSV_RATE_PER_SECOND = 1, 1
+    assert requests.get(f"{live_server.url}/proof/donations.csv", timeout=30).status_code == 200  # budget spent
+
+    run = verify(live_server.url, node.url)  # refused the download at first: waits as told and asks again
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1].startswith(
+        f"matches: {len(published)} range(s), blocks {published[0]['first_block']}..{node.finalized()}, 5 donation(s)"
+    )
+    for found in published:
+        assert f"blocks {found['first_block']}..{found['last_block']}: matches" in run.stdout
+
+
+def rewrite_range(first_block: int, change: Callable[[dict], None]) -> Callable[[str, bytes], bytes]:
+    """A site answer with one range's figures changed (by `change`), everything else as served."""
+
+    def rewrite(path: str, body: bytes) -> bytes:
+        if not path.startswith("/proof.json"):
+            return body
+        answer = json.loads(body)
+        for found in answer["chains"][0]["ranges"]:
+            if found["first_block"] == first_block:
+                change({a["asset"]: a for a in found["assets"]})
+        return json.dumps(answer).encode()
+
+    return rewrite
+
+
+def test_a_tampered_balance_is_named_by_its_range(live_server, node, sale):
+    target = holding(ranges(live_server.url), block_of(node, sale["usdc"]))
+
+    def more_usdc(assets: dict) -> None:
+        assets["usdc"]["closing"] = str(int(assets["usdc"]["closing"]) + 1)
+        assets["usdc"]["uncredited"] = str(int(assets["usdc"]["uncredited"]) + 1)  # still adds up
+
+    with TamperingSite(live_server.url, rewrite_range(target["first_block"], more_usdc)) as site:
+        run = verify(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    name = f"blocks {target['first_block']}..{target['last_block']}"
+    assert run.stdout.splitlines()[-1].startswith(f"does not match: {name}: the usdc balance at block ")
+
+
+def test_a_donation_left_out_of_the_list_and_the_figures_is_found_on_chain(live_server, node, sale):
+    """A site hiding a donation consistently (gone from the CSV, its amount moved to "uncredited" so every
+    published figure still adds up) is caught by the transaction that paid the address."""
+    hidden = sale["late"]
+    target = holding(ranges(live_server.url), block_of(node, hidden))
+    name = f"blocks {target['first_block']}..{target['last_block']}"
+
+    def fewer(assets: dict) -> None:
+        assets["eth"]["credited"] = str(int(assets["eth"]["credited"]) - ETHER)
+        assets["eth"]["uncredited"] = str(int(assets["eth"]["uncredited"]) + ETHER)
+        assets["eth"]["donations"] -= 1
+
+    in_figures = rewrite_range(target["first_block"], fewer)
+
+    def hide(path: str, body: bytes) -> bytes:
+        if path.startswith("/proof/donations.csv"):
+            return b"".join(line for line in body.splitlines(keepends=True) if hidden.encode() not in line)
+        return in_figures(path, body)
+
+    with TamperingSite(live_server.url, hide) as site:
+        run = verify(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"does not match: {name}: transaction {hidden} paid the address {ETHER} wei" in run.stdout
+
+
+def test_against_a_node_without_history_it_checks_what_it_can_and_says_what_it_could_not(live_server, node, sale):
+    with RpcProxy(node.url) as no_history:
+        for method in BALANCE_READS:
+            no_history.arm(
+                method,
+                "error",
+                count=None,
+                message="missing trie node 7c1a (path ) state is not available",
+                when=lambda params: params[-1] != "latest",
+            )
+        run = verify(live_server.url, no_history.url("/rpc"))
+
+    assert run.returncode == 3, run.stdout + run.stderr
+    first = ranges(live_server.url)[0]
+    assert f"blocks {first['first_block']}..{first['last_block']}: checked what could be" in run.stdout
+    assert f"balances not checked: your node keeps no state for block {first['first_block'] - 1}" in run.stdout
+    assert "matches as far as it could be checked" in run.stdout.splitlines()[-1]
+
+
+def test_the_site_serves_the_verifier_it_documents(live_server):
+    answer = requests.get(f"{live_server.url}/proof/verify.py", timeout=30)
+
+    assert answer.status_code == 200
+    assert answer.headers["Content-Type"].startswith("text/x-python")
+    assert answer.content == VERIFIER.read_bytes()
+
+
+def lie_about(first_block: int, change: Callable[[dict], None], csv_without: str | None = None):
+    """A site answer with one range changed (`change` gets the range itself), and perhaps a CSV row gone."""
+
+    def rewrite(path: str, body: bytes) -> bytes:
+        if path.startswith("/proof/donations.csv") and csv_without:
+            return b"".join(line for line in body.splitlines(keepends=True) if csv_without.encode() not in line)
+        if not path.startswith("/proof.json"):
+            return body
+        answer = json.loads(body)
+        ranges = answer["chains"][0]["ranges"]
+        for found in list(ranges):
+            if found["first_block"] == first_block:
+                change(found)
+                if found.get("drop"):
+                    ranges.remove(found)
+        return json.dumps(answer).encode()
+
+    return rewrite
+
+
+def shift(found: dict, asset: str, **deltas: int) -> None:
+    figures = next(a for a in found["assets"] if a["asset"] == asset)
+    for name, delta in deltas.items():
+        figures[name] = figures[name] + delta if name == "donations" else str(int(figures[name]) + delta)
+
+
+def test_each_kind_of_lie_is_named_by_the_first_range_it_is_in(live_server, node, sale, settings):
+    settings.PROOF_CSV_RATE_BURST = 100  # one download per lie
+    first, second, third = ranges(live_server.url)[:3]
+    name = {r["first_block"]: f"blocks {r['first_block']}..{r['last_block']}" for r in (first, second, third)}
+    lies = [
+        # more ETH left than did (made up for in "uncredited", so the figures still add up)
+        (third, lambda r: shift(r, "eth", left=1, uncredited=1), None, "wei left the address in its transactions"),
+        (third, lambda r: shift(r, "eth", left=-1, uncredited=-1), None, "more than arrived"),
+        (first, lambda r: r.update(last_block_hash="0x" + "ab" * 32), None, f"block {first['last_block']} is 0x"),
+        (
+            second,
+            lambda r: r["nonce"].update(opening="99"),
+            None,
+            f"the nonce balance at block {second['first_block'] - 1}",
+        ),
+        (
+            first,
+            lambda r: shift(r, "usdt", credited=-300 * USDT, uncredited=300 * USDT, donations=-1),
+            sale["usdt"],
+            "a Transfer of 300000000 raw units of usdt to the address",
+        ),
+        (
+            second,
+            lambda r: r.update(drop=True),
+            None,
+            f"blocks {second['first_block']}..{second['last_block']}: no range",
+        ),
+        (second, lambda r: shift(r, "eth", credited=1, uncredited=-1), None, "its donation list has"),
+    ]
+    for target, change, csv_without, expected in lies:
+        with TamperingSite(live_server.url, lie_about(target["first_block"], change, csv_without)) as site:
+            run = verify(site.url, node.url)
+
+        assert run.returncode == 1, (expected, run.stdout + run.stderr)
+        last = run.stdout.splitlines()[-1]
+        where = "" if "no range" in expected else name[target["first_block"]] + ": "
+        assert last.startswith(f"does not match: {where}"), (expected, last)
+        assert expected in last, (expected, last)
+
+
+def test_a_node_that_cannot_be_reached_is_said_so_without_printing_its_url(live_server):
+    dead = f"http://127.0.0.1:{free_port()}/v3/0123456789abcdef-provider-key"
+
+    run = verify(live_server.url, dead)
+
+    assert run.returncode == 4
+    assert run.stderr.startswith("could not check: your node: ")
+    assert "provider-key" not in run.stdout + run.stderr
+
+
+def test_a_range_the_site_could_not_prove_is_checked_as_far_as_it_goes_and_said_to_be_unproven(
+    live_server, node, proxy, campaign_row
+):
+    node.mint(node.coins["usdt"], ACCOUNTS[1], 100 * USDT)
+    node.transfer_token(node.coins["usdt"], ACCOUNTS[1], DONATION_ADDRESS, 40 * USDT)
+    node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    node.mine(300)
+    pruned_below = node.head() - 128
+    for method in BALANCE_READS:  # the site's provider keeps no old state; the auditor's node does
+        proxy.arm(
+            method,
+            "error",
+            count=None,
+            message="missing trie node 2cf5 (path ) state is not available",
+            when=lambda params: (
+                isinstance(params[-1], str) and params[-1].startswith("0x") and int(params[-1], 16) < pruned_below
+            ),
+        )
+    call_command("crawl", "finalized", "--once")
+
+    run = verify(live_server.url, node.url)
+
+    assert run.returncode == 3, run.stdout + run.stderr
+    first = ranges(live_server.url)[0]
+    assert first["status"] == "unproven"
+    assert (
+        f"blocks {first['first_block']}..{first['last_block']}: checked what could be (2 donation(s)); not checked: "
+        "the site does not claim this range complete (the provider keeps no historical state" in run.stdout
+    )
+    assert run.stdout.splitlines()[-1].startswith("matches as far as it could be checked")
