@@ -21,7 +21,7 @@ class SignedRequestAuthentication(BaseAuthentication):
         signature = headers.get(signing.SIGNATURE_HEADER, "")
         try:
             address = signing.verify(
-                path=request.path,
+                path=request.path_info,  # the routed path: the endpoint the signature is for
                 key=key,
                 ts=ts,
                 signature=signature,
@@ -29,10 +29,10 @@ class SignedRequestAuthentication(BaseAuthentication):
                 rpc_url=settings.CONFIG.eth_rpc_url,
             )
         except signing.SignatureRejected as reason:
-            signing.log_rejection(reason, signature, request.path)
+            signing.log_rejection(reason, signature, request.path_info)
             raise AuthenticationFailed(SIGNATURE_REJECTED.message) from None
         except signing.SignatureUnverifiable as reason:
-            signing.log_rejection(reason, signature, request.path)
+            signing.log_rejection(reason, signature, request.path_info)
             raise ApiException(SIGNATURE_UNVERIFIABLE) from None
         return signing.SignedCaller(address), None
 

@@ -11,6 +11,11 @@ workers = int(os.environ.get("DWS_WEB_WORKERS", "3"))
 preload_app = True
 graceful_timeout = 30
 timeout = 30
+# Forwarded headers: gunicorn would take SCRIPT_NAME and PATH_INFO from a header, and the scheme from
+# X-Forwarded-Proto, from any peer in forwarded_allow_ips (loopback by default). dws decides the scheme
+# itself (DWS_TRUSTED_PROXIES, dws_project/forwarded.py) and is always served at the root.
+forwarder_headers = ""
+secure_scheme_headers = {}
 accesslog = "-"
 errorlog = "-"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import HttpRequest
 
-from dws_project.ratelimit import client_address, client_ip
+from dws_project.ip import in_networks
+from dws_project.ratelimit import client_address
 
 
 def operator_allowed(request: HttpRequest) -> bool:
     """True when the request comes from a network allowed to reach operator surfaces."""
     config = settings.CONFIG
-    ip = client_ip(client_address(request, config.trusted_proxies))
-    return ip is not None and any(ip in network for network in config.admin_allowed_networks)
+    return in_networks(client_address(request, config.trusted_proxies), config.admin_allowed_networks)

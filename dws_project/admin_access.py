@@ -41,11 +41,12 @@ class AdminAllowListMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not is_admin_path(request.path):
+        # The routed path (path_info): what Django dispatches on is what the rules decide on.
+        if not is_admin_path(request.path_info):
             return self.get_response(request)
         if not operator_allowed(request):
             return api_errors.json_error(api_errors.NOT_FOUND)
-        if request.path == LOGIN_PATH and request.method == "POST" and login_attempt_refused(request):
+        if request.path_info == LOGIN_PATH and request.method == "POST" and login_attempt_refused(request):
             # Django logs every 429 at WARNING already (django.request); one more line per refusal is noise.
             logger.info("admin login attempt refused: too many attempts")
             return api_errors.json_error(api_errors.RATE_LIMITED, **{"Retry-After": "60"})

@@ -19,6 +19,7 @@ import environ
 from eth_hash.auto import keccak
 
 from dws_project import ops_config
+from dws_project.ip import normalize_network
 from dws_project.redaction import redact_url
 
 # Stable coins the crawlers hold an ERC-20 ABI for; an asset outside this set is refused at start.
@@ -245,7 +246,8 @@ def parse_networks(value: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Ne
         if not entry:
             continue
         try:
-            networks.append(ipaddress.ip_network(entry, strict=False))
+            # ::ffff:10.0.0.0/104 and 10.0.0.0/8 are one network to every rule (dws_project/ip.py).
+            networks.append(normalize_network(ipaddress.ip_network(entry, strict=False)))
         except ValueError:
             raise ValueError(f"{entry!r} is not an IP address or network") from None
     return tuple(networks)

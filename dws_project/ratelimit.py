@@ -5,12 +5,11 @@ is one Lua script using Redis's own clock, so all processes on all machines see 
 and no two of them can race past the limit. The client is the direct peer address; X-Forwarded-For
 counts only when the peer is a configured trusted proxy (DWS_TRUSTED_PROXIES), because anyone can
 write that header and a rotating identifier would leave nothing to limit. IPv6 clients are grouped
-by /64. Signed endpoints draw on a second, smaller budget as well (see SignedApi).
+by /64 (dws_project/ip.py). Signed endpoints draw on a second, smaller budget as well (see SignedApi).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import math
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from redis.exceptions import RedisError
 
 from dws_project import api_errors, metrics
+from dws_project.ip import IPNetwork, bucket_id, in_networks, normalize_ip
 from dws_project.redis_client import get_redis
 
 logger = logging.getLogger("dws.ratelimit")
@@ -58,60 +58,28 @@ return {allowed, wait_ms}
 _script = None
 
 
-def client_address(request: HttpRequest, trusted_proxies: Sequence[ipaddress._BaseNetwork]) -> str:
-    """The address to limit: the direct peer, or behind trusted proxies the first untrusted hop."""
+def client_address(request: HttpRequest, trusted_proxies: Sequence[IPNetwork]) -> str:
+    """The address to limit: the direct peer, or behind trusted proxies the first untrusted hop.
+
+    Every address is compared through `dws_project.ip` (an IPv4-mapped peer is its IPv4 address), the
+    same reading the admin allow-list and the operator surfaces use."""
     peer = request.META.get("REMOTE_ADDR", "")
-    if not trusted_proxies or not _is_trusted(peer, trusted_proxies):
+    if not trusted_proxies or not in_networks(peer, trusted_proxies):
         return peer
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     hops = [h.strip() for h in forwarded.split(",") if h.strip()]
     # Walk from the nearest hop outwards; the first address we do not trust is the client.
     for hop in reversed(hops):
-        try:
-            ipaddress.ip_address(hop)
-        except ValueError:
+        if normalize_ip(hop) is None:
             return peer  # a garbled header: fall back to what we know for certain
-        if not _is_trusted(hop, trusted_proxies):
+        if not in_networks(hop, trusted_proxies):
             return hop
     return hops[0] if hops else peer
-
-
-def client_ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """The client's IP, an IPv4-mapped IPv6 address being the IPv4 client; None when not an address."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return None
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    return ip
-
-
-def bucket_id(address: str) -> str:
-    """Whose bucket a client address draws on: IPv4 as is, IPv6 by its /64 (one subscriber's network).
-
-    An IPv6 host usually owns a whole /64 and can pick any of its 2^64 addresses per request; limiting
-    by exact address would give it that many buckets.
-    """
-    ip = client_ip(address)
-    if ip is None:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        return str(ipaddress.IPv6Network((ip, 64), strict=False))
-    return str(ip)
 
 
 def client_bucket(request: HttpRequest) -> str:
     """The bucket id of this request's client (trusted proxies honoured, IPv6 by /64)."""
     return bucket_id(client_address(request, settings.CONFIG.trusted_proxies))
-
-
-def _is_trusted(address: str, networks: Sequence[ipaddress._BaseNetwork]) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return any(ip in network for network in networks)
 
 
 def take_token(client: str, *, rate: float, burst: int, scope: str = "") -> tuple[bool, float]:
@@ -151,7 +119,7 @@ class RateLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.path not in EXEMPT_PATHS:
+        if request.path_info not in EXEMPT_PATHS:
             retry_after = check_budget(
                 request, rate=settings.DWS_RATE_LIMIT_PER_SECOND, burst=settings.DWS_RATE_LIMIT_BURST
             )

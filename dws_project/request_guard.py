@@ -40,7 +40,7 @@ class RequestGuardMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         error = _read_body(request)
         if error is not None:
-            logger.warning("%s on %s %s: %s", error.code, request.method, request.path, error.message)
+            logger.warning("%s on %s %s: %s", error.code, request.method, request.path_info, error.message)
             return api_errors.json_error(error)
         return self.get_response(request)
 
