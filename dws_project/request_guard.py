@@ -1,9 +1,10 @@
 """Bad request bodies become numbered 400/413 answers, logged at WARNING, never a 500 and a traceback.
 
-An oversized body (beyond DATA_UPLOAD_MAX_MEMORY_SIZE: Django's RequestDataTooBig), too many form
-fields, a broken multipart upload: the middleware reads the body once, before any view, session or
-CSRF check touches it, and answers for it. JSON bodies go through `GuardedJSONParser`, which refuses
-a document nested deeper than MAX_JSON_DEPTH (counted without recursion, before the parser runs: deep
+An oversized body (beyond API_MAX_BODY for delphi, whose bodies are a few dozen bytes; beyond
+DATA_UPLOAD_MAX_MEMORY_SIZE for the admin's forms: Django's RequestDataTooBig), too many form fields, a
+broken multipart upload: the middleware reads the body once, before any view, session or CSRF check
+touches it, and answers for it. JSON bodies go through `GuardedJSONParser`, which refuses a document
+nested deeper than MAX_JSON_DEPTH (counted in one pass without recursion, before the parser runs: deep
 enough nesting overflows the C stack of the json module and kills the worker) and bytes that are not
 UTF-8, with the same numbered 400.
 """
@@ -23,6 +24,7 @@ from django.http.multipartparser import MultiPartParserError
 from rest_framework.parsers import JSONParser
 
 from dws_project import api_errors
+from dws_project.admin_access import is_admin_path
 from dws_project.api_errors import ApiException
 
 logger = logging.getLogger("dws.api")
@@ -30,7 +32,11 @@ logger = logging.getLogger("dws.api")
 _FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 # delphi's bodies are flat objects; nothing legitimate comes near this.
 MAX_JSON_DEPTH = 32
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# delphi's largest body ({"tx_hash": ..., "code": ...}) is about 100 bytes. The cap is taken before the
+# body is read, let alone scanned; the admin keeps Django's DATA_UPLOAD_MAX_MEMORY_SIZE.
+API_MAX_BODY = 4096
+# The characters the depth count looks at: brackets, and what opens, escapes or closes a string.
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
 
 
 class RequestGuardMiddleware:
@@ -45,10 +51,23 @@ class RequestGuardMiddleware:
         return self.get_response(request)
 
 
+def _api_body_too_large(request: HttpRequest) -> bool:
+    if is_admin_path(request.path_info):
+        return False
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0) > API_MAX_BODY
+    except ValueError:
+        return False  # Django refuses a malformed length itself
+
+
 def _read_body(request: HttpRequest) -> api_errors.ApiError | None:
+    if _api_body_too_large(request):
+        return api_errors.REQUEST_TOO_LARGE
     try:
         if request.META.get("CONTENT_LENGTH") not in (None, "", "0"):
             request.body  # noqa: B018 - reads once, bounded by DATA_UPLOAD_MAX_MEMORY_SIZE
+            if len(request.body) > API_MAX_BODY and not is_admin_path(request.path_info):
+                return api_errors.REQUEST_TOO_LARGE
         if request.method == "POST" and request.content_type in _FORM_TYPES:
             request.POST  # noqa: B018 - parse forms and uploads here, where a failure is answered
     except (RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent):
@@ -78,11 +97,25 @@ class GuardedJSONParser(JSONParser):
 
 
 def json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in `text` (brackets inside strings do not count)."""
+    """The deepest nesting of arrays and objects in `text` (brackets inside strings do not count).
+
+    One pass over the structural characters, never looking back: a string that never closes (`"` then
+    `\\"` repeated) once made a regex restart its scan at every quote, quadratic in the body."""
     depth = deepest = 0
-    for token in _JSON_TOKENS.finditer(text):
-        char = token.group()
-        if char in "[{":
+    in_string = False
+    escaped_at = -1  # the position a backslash inside a string escapes
+    for match in _JSON_STRUCTURE.finditer(text):
+        at, char = match.start(), match.group()
+        if in_string:
+            if at == escaped_at:
+                continue
+            if char == "\\":
+                escaped_at = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
             depth += 1
             deepest = max(deepest, depth)
         elif char in "]}":
