@@ -114,6 +114,8 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": CONFIG.redis_url,
         "KEY_PREFIX": "dws",
+        # JSON, never pickle: a value planted in Redis must not run code in whoever reads it.
+        "OPTIONS": {"serializer": "dws_project.cache.JSONSerializer"},
     }
 }
 
@@ -201,8 +203,12 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
+# JSON only, in and out (never pickle: a message planted in the broker must not run code in a worker).
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]
+CELERY_EVENT_SERIALIZER = "json"
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
