@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 
-from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpRequest
@@ -17,11 +16,7 @@ from django.http import HttpRequest
 from donations.models import Donation, DonationStats, UserData
 from donations.rules import sale_state, tokens_beyond_cap
 from donations.services import campaign_pause, campaign_resume
-from donations.webhook_delivery import webhook_redeliver
-from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEventType
-from donations.webhooks import body_bytes
 from dws_project.admin_base import ReadOnlyAdmin
-from dws_project.redaction import redact_url
 
 logger = logging.getLogger("dws.admin")
 
@@ -139,82 +134,5 @@ class UserDataAdmin(ReadOnlyAdmin):
         return super().get_search_results(request, queryset, search_term.strip().lower())
 
 
-# --- webhooks -------------------------------------------------------------------------------------
-
-
-class WebhookEndpointForm(forms.ModelForm):
-    """The secret is write-only: never rendered back; left blank on an edit, it stays as it was."""
-
-    url = forms.URLField(max_length=500, assume_scheme="https")
-    secret = forms.CharField(
-        widget=forms.PasswordInput(render_value=False),
-        required=False,
-        help_text="the shared HMAC key; leave blank to keep the current one",
-    )
-    events = forms.MultipleChoiceField(choices=WebhookEventType.choices, widget=forms.CheckboxSelectMultiple)
-
-    class Meta:
-        model = WebhookEndpoint
-        fields = ("url", "secret", "events", "active", "description")
-
-    def clean_secret(self) -> str:
-        secret = self.cleaned_data.get("secret") or ""
-        if not secret and not self.instance.pk:
-            raise forms.ValidationError("a new endpoint needs a secret")
-        if secret and len(secret) < 16:
-            raise forms.ValidationError("use at least 16 characters")
-        return secret or self.instance.secret
-
-
-@admin.register(WebhookEndpoint)
-class WebhookEndpointAdmin(admin.ModelAdmin):
-    form = WebhookEndpointForm
-    list_display = ("id", "shown_url", "events", "active", "description", "modified_at")
-    list_filter = ("active",)
-
-    @admin.display(description="URL (scheme and host)")
-    def shown_url(self, obj: WebhookEndpoint) -> str:
-        return redact_url(obj.url)
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False  # deliveries refer to it: deactivate instead
-
-
-class WebhookAttemptInline(admin.TabularInline):
-    model = WebhookAttempt
-    fields = ("attempted_at", "status_code", "error", "duration_ms")
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-
-@admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(ReadOnlyAdmin):
-    list_display = ("id", "event_name", "idempotency_key", "endpoint", "status", "attempts", "next_attempt_at")
-    list_filter = ("status", "event__event")
-    search_fields = ("event__idempotency_key",)
-    readonly_fields = ("event", "endpoint", "status", "attempts", "next_attempt_at", "delivered_at", "body")
-    exclude = ("order_key",)
-    inlines = (WebhookAttemptInline,)
-    actions = ["redeliver"]
-
-    @admin.display(description="event")
-    def event_name(self, obj: WebhookDelivery) -> str:
-        return obj.event.event
-
-    @admin.display(description="idempotency key")
-    def idempotency_key(self, obj: WebhookDelivery) -> str:
-        return obj.event.idempotency_key
-
-    @admin.display(description="body")
-    def body(self, obj: WebhookDelivery) -> str:
-        return body_bytes(obj.event.payload).decode()
-
-    @admin.action(description="Redeliver: send again now (attempts are kept)")
-    def redeliver(self, request: HttpRequest, queryset) -> None:
-        count = webhook_redeliver(delivery_ids=list(queryset.values_list("id", flat=True)))
-        logger.warning("admin: %s redelivered %d webhook deliveries", request.user.get_username(), count)
-        self.message_user(request, f"{count} deliveries queued again.", messages.SUCCESS)
+# The webhook endpoints and deliveries register themselves (donations/webhook_admin.py).
+from donations import webhook_admin  # noqa: E402, F401

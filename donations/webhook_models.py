@@ -3,14 +3,21 @@
 An event row and one delivery row per subscribed endpoint are written in the same database
 transaction as the change they describe (so a rolled-back change leaves nothing to send); a Celery
 task delivers them afterwards. Imported by donations/models.py so the app's migrations see them.
+
+An endpoint's secret is stored sealed with DWS_SECRETS_KEY (dws_project/secret_box.py); `secret` reads
+and writes it in the clear, in memory only.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
+
+from dws_project import egress
+from dws_project.secret_box import seal, unseal
 
 
 class WebhookEventType(models.TextChoices):
@@ -23,12 +30,18 @@ class WebhookEventType(models.TextChoices):
 
 
 def validate_webhook_url(value: str) -> None:
-    """Only http(s) targets: a file:, gopher: or ftp: URL has no business receiving our events."""
+    """Only http(s) targets whose host resolves to public addresses only: a file: or gopher: URL, the
+    cloud metadata service, this machine's database port or a private network have no business
+    receiving our events. The send checks again (a DNS answer can change after the save)."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(value.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValidationError("a webhook URL must be http:// or https:// with a host")
+    try:
+        egress.check_url(value.strip(), allow_loopback=settings.CONFIG.webhook_allow_loopback)
+    except egress.EgressError as exc:
+        raise ValidationError(f"a webhook URL must reach a public address: {exc}") from None
 
 
 def validate_event_list(value: object) -> None:
@@ -39,7 +52,7 @@ def validate_event_list(value: object) -> None:
 
 class WebhookEndpoint(models.Model):
     url = models.URLField(max_length=500, validators=[validate_webhook_url])
-    secret = models.CharField(max_length=200, help_text="shared HMAC-SHA256 key; never shown or logged")
+    sealed_secret = models.TextField(help_text="the shared HMAC-SHA256 key, encrypted with DWS_SECRETS_KEY")
     events = models.JSONField(default=list, validators=[validate_event_list], help_text="events subscribed")
     active = models.BooleanField(default=True)
     description = models.CharField(max_length=200, blank=True)
@@ -53,6 +66,15 @@ class WebhookEndpoint(models.Model):
         from dws_project.redaction import redact_url
 
         return f"{redact_url(self.url)} ({'active' if self.active else 'inactive'})"
+
+    @property
+    def secret(self) -> str:
+        """The shared key in the clear (SecretsKeyMissing / SecretUnreadable when it cannot be)."""
+        return unseal(self.sealed_secret, settings.CONFIG.secrets_key)
+
+    @secret.setter
+    def secret(self, value: str) -> None:
+        self.sealed_secret = seal(value, settings.CONFIG.secrets_key)
 
 
 class WebhookEvent(models.Model):
@@ -71,6 +93,10 @@ class WebhookEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} {self.idempotency_key}"
+
+
+# Redeliver sends an integrator an event again: a permission of its own (WebhookDelivery.Meta).
+REDELIVER_PERMISSION = "donations.redeliver_webhookdelivery"
 
 
 class DeliveryStatus(models.TextChoices):
@@ -93,6 +119,7 @@ class WebhookDelivery(models.Model):
     class Meta:
         db_table = "webhook_delivery"
         verbose_name_plural = "webhook deliveries"
+        permissions = [("redeliver_webhookdelivery", "Can redeliver webhook deliveries")]
         constraints = [
             models.UniqueConstraint(fields=["event", "endpoint"], name="webhook_delivery_event_endpoint"),
             models.CheckConstraint(condition=Q(attempts__gte=0), name="webhook_delivery_attempts_nonnegative"),

@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from decimal import Decimal
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -91,12 +92,14 @@ def webhook_event_record(
     return row
 
 
+DELIVER_TASK = "donations.deliver_webhooks"  # donations/tasks.py; named, so this module imports no task
+
+
 def _kick_delivery() -> None:
     """Ask a worker to drain the outbox now; the beat entry catches up if the broker is unreachable."""
     try:
-        from donations.tasks import deliver_webhooks
-
-        deliver_webhooks.apply_async(expires=60, retry=False)  # no waiting on a broker after a commit
+        # No waiting on a broker after a commit; routed to the webhooks queue by CELERY_TASK_ROUTES.
+        current_app.send_task(DELIVER_TASK, expires=60, retry=False)
     except Exception as exc:  # noqa: BLE001 - never let a broker hiccup reach a crawler
         logger.warning("webhooks: could not queue a delivery run (%s); the periodic run will send them", exc)
 

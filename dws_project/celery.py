@@ -24,10 +24,12 @@ def use_django_logging(**_: object) -> None:
 
 @signals.worker_init.connect
 def check_worker_database(**_: object) -> None:
+    from donations.webhook_delivery import check_secrets_key
     from dws_project.startup import check_database, check_redis_eviction
 
     check_database("celery worker")
     check_redis_eviction("celery worker")
+    check_secrets_key("celery worker")
 
 
 @signals.beat_init.connect

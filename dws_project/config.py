@@ -21,6 +21,7 @@ from eth_hash.auto import keccak
 from dws_project import ops_config
 from dws_project.ip import normalize_network
 from dws_project.redaction import redact_url
+from dws_project.secret_box import parse_secrets_key
 
 # Stable coins the crawlers hold an ERC-20 ABI for; an asset outside this set is refused at start.
 KNOWN_STABLE_COINS = frozenset({"usdt", "usdc"})
@@ -105,6 +106,10 @@ class Config:
     # DWS_HTTPS: secure cookies, HSTS, redirect to https, the proxy's https header (off: plain HTTP).
     https: bool = True
     csrf_trusted_origins: tuple[str, ...] = ()
+    # DWS_SECRETS_KEY: Fernet keys for the secrets kept in the database (dws_project/secret_box.py).
+    secrets_key: tuple[str, ...] | None = field(default=None, repr=False)
+    # DWS_WEBHOOK_ALLOW_LOOPBACK: a development chain's webhooks may go to this machine (the local demo).
+    webhook_allow_loopback: bool = False
 
     @property
     def eth_rpc_origin(self) -> str:
@@ -121,7 +126,7 @@ class Config:
 
     def secrets(self) -> list[str]:
         """Every secret string this configuration holds, for the log redactor."""
-        found = [self.database.password, self.secret_key, self.tt_private_key or ""]
+        found = [self.database.password, self.secret_key, self.tt_private_key or "", *(self.secrets_key or ())]
         rpc = urlsplit(self.eth_rpc_url)
         found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
         redis = urlsplit(self.redis_url)
@@ -314,6 +319,11 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     read("DWS_METRICS_PORT", ops_config.parse_port, default=None)
     read("DWS_METRICS_HOST", ops_config.parse_listen_host, default="127.0.0.1")
     read("DWS_HEARTBEAT_DIR", ops_config.parse_absolute_path, default=ops_config.DEFAULT_HEARTBEAT_DIR)
+    read("DWS_SECRETS_KEY", parse_secrets_key, default=None, secret=True)
+    read("DWS_WEBHOOK_ALLOW_LOOPBACK", _parse_on_off, default=False)
+    if values.get("DWS_WEBHOOK_ALLOW_LOOPBACK") and not dev_chain:
+        # Webhooks to this machine reach its database, Redis and metrics ports: a local demo's choice only.
+        problems.append(("DWS_WEBHOOK_ALLOW_LOOPBACK", _dev_only_reason(chain_id)))
     debug = bool(values.get("DJANGO_DEBUG"))
     # Outside development a missing secret key stops the process; DEBUG gets a throwaway one.
     read(
@@ -355,6 +365,8 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         heartbeat_dir=values["DWS_HEARTBEAT_DIR"],  # type: ignore[arg-type]
         https=values["DWS_HTTPS"],  # type: ignore[arg-type]
         csrf_trusted_origins=values["DWS_CSRF_TRUSTED_ORIGINS"],  # type: ignore[arg-type]
+        secrets_key=values["DWS_SECRETS_KEY"],  # type: ignore[arg-type]
+        webhook_allow_loopback=values["DWS_WEBHOOK_ALLOW_LOOPBACK"],  # type: ignore[arg-type]
     )
 
 

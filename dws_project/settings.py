@@ -214,10 +214,15 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
-# Queues (issue 14): the minute price cycle never waits behind a crawler catching up. A worker per
-# queue: `-Q prices` and `-Q crawlers,celery` (the default queue carries the delphi jobs).
-PRICES_QUEUE, CRAWLERS_QUEUE = "prices", "crawlers"
-CELERY_TASK_ROUTES = {"prices.*": {"queue": PRICES_QUEUE}, "crawlers.*": {"queue": CRAWLERS_QUEUE}}
+# Queues (issue 14): the minute price cycle never waits behind a crawler catching up, and a webhook run
+# (issue 21: its receivers are someone else's servers) never holds a crawler's worker. A worker per
+# queue: `-Q prices`, `-Q webhooks` and `-Q crawlers,celery` (the default queue carries the delphi jobs).
+PRICES_QUEUE, CRAWLERS_QUEUE, WEBHOOKS_QUEUE = "prices", "crawlers", "webhooks"
+CELERY_TASK_ROUTES = {
+    "prices.*": {"queue": PRICES_QUEUE},
+    "crawlers.*": {"queue": CRAWLERS_QUEUE},
+    "donations.deliver_webhooks": {"queue": WEBHOOKS_QUEUE},
+}
 # beat renews its heartbeat on every tick (dws_project/heartbeat.py); it ticks at least this often.
 CELERY_BEAT_SCHEDULER = "dws_project.heartbeat:HeartbeatScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = 10
@@ -271,6 +276,8 @@ CELERY_BEAT_SCHEDULE["every-5m-complete-unstakes"] = {
     "options": {"expires": 300},
 }
 # webhooks: each change queues a delivery run after its commit; this catches up retries and missed kicks.
+# One attempt's deadline (connection to answer), seconds; a run lasts about twice this at most.
+DWS_WEBHOOK_TIMEOUT = 10.0
 CELERY_BEAT_SCHEDULE["every-30s-deliver-webhooks"] = {
     "task": "donations.deliver_webhooks",
     "schedule": 30.0,

@@ -4,6 +4,7 @@ Values already in the environment win, so parallel checkouts can point at their 
 (DATABASE_URL) and Redis db (REDIS_URL).
 """
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -14,6 +15,8 @@ _TEST_ENV = {
     "DWS_HTTPS": "off",
     # The suite starts its own anvil nodes; this default only has to pass validation.
     "ETH_RPC_URL": "http://127.0.0.1:8545",
+    # Webhook secrets are stored encrypted; this key is the tests' own (never a deployment's).
+    "DWS_SECRETS_KEY": "CglKLesre-9og46v_kMsXlhVQCeM58u_j7ZwhTbuYzw=",
 }
 
 _defaults = {}
@@ -40,3 +43,8 @@ CRAWLER_READ_AHEAD = os.environ.get("TEST_CRAWLER_READ_AHEAD", "1") != "0"  # be
 HEALTH_CACHE_SECONDS = int(os.environ.get("TEST_HEALTH_CACHE_SECONDS", "0"))
 # Likewise the public proof's shared cache (crawlers/proof_report.py); a test of its own turns it on.
 PROOF_CACHE_SECONDS = int(os.environ.get("TEST_PROOF_CACHE_SECONDS", "0"))
+# The tests' webhook receivers listen on this machine (production refuses loopback; DWS_WEBHOOK_ALLOW_LOOPBACK
+# is accepted on a development chain only). The SSRF tests turn it off again.
+CONFIG = dataclasses.replace(CONFIG, webhook_allow_loopback=True)  # noqa: F405
+# The webhook worker test gives an attempt more time than the task's soft time limit it imposes.
+DWS_WEBHOOK_TIMEOUT = float(os.environ.get("TEST_WEBHOOK_TIMEOUT", "10"))

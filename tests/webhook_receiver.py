@@ -1,10 +1,11 @@
-"""A real HTTP webhook receiver for tests: answers from a script (500, a stall, 200) and records requests."""
+"""A real HTTP webhook receiver for tests: answers from a script (500, a stall, a drip, a hold, 200) and
+records requests."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,10 +22,17 @@ class Received:
 @dataclass
 class Receiver:
     url: str
-    # One entry per request, in order: "500", "stall" (answer after STALL seconds) or "200"; then "200".
+    # One entry per request, in order: "500", "stall" (answer after `stall_seconds`), "drip" (the answer one
+    # byte per `drip_seconds`, each byte inside any per-read time-out), "hold" (answer 200 once `release` is
+    # set, or after `hold_seconds`) or "200"; then "200".
     script: list[str] = field(default_factory=list)
     requests: list[Received] = field(default_factory=list)
     stall_seconds: float = 3.0
+    drip_seconds: float = 0.5
+    hold_seconds: float = 20.0
+    release: threading.Event = field(default_factory=threading.Event)
+    # Called with each request as it arrives, before it is answered (e.g. to look at the database then).
+    on_request: Callable[[Received], None] | None = None
 
     def accepted(self) -> list[Received]:
         return [r for r in self.requests if r.answered == "200"]
@@ -40,9 +48,22 @@ def webhook_receiver(script: list[str] | None = None) -> Iterator[Receiver]:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
             with lock:
                 action = state.script.pop(0) if state.script else "200"
-                state.requests.append(
-                    Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, action)
-                )
+                received = Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, action)
+                state.requests.append(received)
+            if state.on_request is not None:
+                state.on_request(received)
+            if action == "drip":
+                try:
+                    for byte in b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok":
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(state.drip_seconds)
+                except OSError:
+                    pass  # the sender hung up at its deadline
+                return
+            if action == "hold":
+                state.release.wait(state.hold_seconds)
+                action = "200"
             if action == "stall":
                 time.sleep(state.stall_seconds)
                 action = "200"  # too late: the sender has given up on this attempt
@@ -66,5 +87,6 @@ def webhook_receiver(script: list[str] | None = None) -> Iterator[Receiver]:
     try:
         yield state
     finally:
+        state.release.set()
         server.shutdown()
         server.server_close()

@@ -8,6 +8,7 @@ from tests.processes import base_environment, leaked_secrets, run_manage
 
 VALID_USDT = "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:6"
 VALID_USDC = "usdc:0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48:6"
+TWO_FERNET_KEYS = "CglKLesre-9og46v_kMsXlhVQCeM58u_j7ZwhTbuYzw=,qUOZGNSodj3Efd4cDUCd1bzF3g5YBvBC3sqBnZpNfK8="
 
 BAD_VALUES = [
     ("DATABASE_URL", None),
@@ -64,6 +65,10 @@ BAD_VALUES = [
     ("DWS_HTTPS", "yes please"),
     ("DWS_CSRF_TRUSTED_ORIGINS", "dws.example.org"),
     ("DWS_ADMIN_ALLOWED_NETWORKS", "10.0.0.0/33"),
+    ("DWS_SECRETS_KEY", "not-a-fernet-key-0123456789"),
+    ("DWS_SECRETS_KEY", "CglKLesre-9og46v_kMsXlhVQCeM58u_j7ZwhTbuYzw=,short"),
+    ("DWS_WEBHOOK_ALLOW_LOOPBACK", "on"),  # no development chain: webhooks stay off this machine
+    ("DWS_WEBHOOK_ALLOW_LOOPBACK", "maybe"),
 ]
 
 
@@ -98,6 +103,10 @@ def test_a_bad_value_stops_the_process_naming_the_variable(variable: str, value:
         ("DWS_SALE_PARAMS", "5:0.5"),
         ("DWS_MAX_TIMESTAMP_AGE", "300"),
         ("DWS_VENUE_KRAKEN_URL", "http://127.0.0.1:18600"),
+        (
+            "DWS_SECRETS_KEY",
+            "CglKLesre-9og46v_kMsXlhVQCeM58u_j7ZwhTbuYzw=,qUOZGNSodj3Efd4cDUCd1bzF3g5YBvBC3sqBnZpNfK8=",
+        ),
     ],
 )
 def test_a_good_value_starts(variable: str, value: str) -> None:

@@ -49,9 +49,9 @@ class Command(BaseCommand):
                 "status": "unconfirmed",
             },
         }
-        status, error, duration_ms = send(url, secret, payload)
+        sent = send(url, secret, payload)
         shown = redact_url(url)
-        if status is not None and 200 <= status < 300:
-            self.stdout.write(f"{shown}: accepted (HTTP {status}, {duration_ms} ms)")
+        if sent.accepted:
+            self.stdout.write(f"{shown}: accepted (HTTP {sent.status_code}, {sent.duration_ms} ms)")
             return
-        raise CommandError(f"{shown}: not accepted ({error or status})")
+        raise CommandError(f"{shown}: not accepted ({sent.error or sent.status_code})")
