@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test deps services lint assets browser
+.PHONY: run test deps services lint assets browser lock audit
 
 run: deps services assets
 	deploy/run-local.sh
@@ -17,11 +17,24 @@ test: deps services assets browser
 
 deps: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: requirements.txt
+# The runtime packages exactly as the image gets them (pinned and hashed), then the test and check tools.
+$(VENV)/.installed: requirements.txt requirements-dev.txt deploy/requirements.lock
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -r requirements.txt
+	$(VENV)/bin/pip install --quiet --require-hashes --no-deps -r deploy/requirements.lock
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
 	touch $@
+
+# After changing requirements.txt: pin and hash the whole runtime tree again (needs the PyPI index).
+lock: $(VENV)/.installed
+	$(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+	  --no-emit-find-links --no-header -o deploy/requirements.lock requirements.txt
+
+# Before a release, on a machine that reaches the vulnerability databases (PyPI's JSON API or OSV, and the
+# npm registry's audit endpoint; the development machines here reach neither).
+audit: $(VENV)/.installed
+	$(VENV)/bin/pip-audit --no-deps --disable-pip --strict -r deploy/requirements.lock
+	npm audit --omit=dev --audit-level=moderate
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund

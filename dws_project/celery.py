@@ -56,10 +56,11 @@ _add_heartbeat_step()
 def serve_worker_metrics(**_: object) -> None:
     from django.conf import settings
 
-    from dws_project import metrics_collectors
+    from dws_project import metrics_server
 
-    if settings.CONFIG.metrics_port is not None:
-        metrics_collectors.serve(settings.CONFIG.metrics_port, settings.CONFIG.metrics_host)
+    config = settings.CONFIG
+    if config.metrics_port is not None:
+        metrics_server.serve(config.metrics_port, config.metrics_host, config.metrics_token)
 
 
 @signals.worker_process_init.connect

@@ -102,6 +102,8 @@ class Config:
     freeze_on_drift: bool = True
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    # DWS_METRICS_TOKEN: the bearer token the worker's /metrics asks for when bound beyond loopback.
+    metrics_token: str | None = field(default=None, repr=False)
     heartbeat_dir: str = ops_config.DEFAULT_HEARTBEAT_DIR
     # DWS_HTTPS: secure cookies, HSTS, redirect to https, the proxy's https header (off: plain HTTP).
     https: bool = True
@@ -126,7 +128,8 @@ class Config:
 
     def secrets(self) -> list[str]:
         """Every secret string this configuration holds, for the log redactor."""
-        found = [self.database.password, self.secret_key, self.tt_private_key or "", *(self.secrets_key or ())]
+        found = [self.database.password, self.secret_key, self.tt_private_key or "", self.metrics_token or ""]
+        found += list(self.secrets_key or ())
         rpc = urlsplit(self.eth_rpc_url)
         found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
         redis = urlsplit(self.redis_url)
@@ -318,6 +321,11 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     read("DWS_FREEZE_ON_DRIFT", ops_config.parse_on_off, default=True)
     read("DWS_METRICS_PORT", ops_config.parse_port, default=None)
     read("DWS_METRICS_HOST", ops_config.parse_listen_host, default="127.0.0.1")
+    read("DWS_METRICS_TOKEN", ops_config.parse_token, default=None, secret=True)
+    metrics_beyond_loopback = values.get("DWS_METRICS_PORT") and not is_loopback_host(str(values["DWS_METRICS_HOST"]))
+    if metrics_beyond_loopback and not values.get("DWS_METRICS_TOKEN"):
+        # Beyond loopback nothing filters who reaches the worker's port; a token does.
+        problems.append(("DWS_METRICS_TOKEN", "is required when DWS_METRICS_HOST is not a loopback address"))
     read("DWS_HEARTBEAT_DIR", ops_config.parse_absolute_path, default=ops_config.DEFAULT_HEARTBEAT_DIR)
     read("DWS_SECRETS_KEY", parse_secrets_key, default=None, secret=True)
     read("DWS_WEBHOOK_ALLOW_LOOPBACK", _parse_on_off, default=False)
@@ -362,6 +370,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         freeze_on_drift=values["DWS_FREEZE_ON_DRIFT"],  # type: ignore[arg-type]
         metrics_port=values["DWS_METRICS_PORT"],  # type: ignore[arg-type]
         metrics_host=values["DWS_METRICS_HOST"],  # type: ignore[arg-type]
+        metrics_token=values["DWS_METRICS_TOKEN"],  # type: ignore[arg-type]
         heartbeat_dir=values["DWS_HEARTBEAT_DIR"],  # type: ignore[arg-type]
         https=values["DWS_HTTPS"],  # type: ignore[arg-type]
         csrf_trusted_origins=values["DWS_CSRF_TRUSTED_ORIGINS"],  # type: ignore[arg-type]

@@ -164,11 +164,3 @@ def scrape_registry() -> CollectorRegistry:
         registry.register(_ThisProcess())
     registry.register(DatabaseCollector())
     return registry
-
-
-def serve(port: int, host: str) -> None:
-    """The worker's scrape endpoint: a small HTTP server thread in the worker's main process."""
-    from prometheus_client import start_http_server
-
-    start_http_server(port, addr=host, registry=scrape_registry())
-    logger.info("metrics served on http://%s:%d/metrics", host, port)

@@ -37,3 +37,13 @@ def parse_absolute_path(value: str) -> str:
     if not text.startswith("/"):
         raise ValueError("must be an absolute path")
     return text
+
+
+MIN_TOKEN_LENGTH = 24
+
+
+def parse_token(value: str) -> str:
+    text = value.strip()
+    if len(text) < MIN_TOKEN_LENGTH or any(c.isspace() for c in text):
+        raise ValueError(f"must be at least {MIN_TOKEN_LENGTH} characters without spaces")
+    return text

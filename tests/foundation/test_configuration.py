@@ -164,3 +164,14 @@ def test_debug_is_refused_outside_a_development_chain(chain_id: str | None) -> N
     assert result.returncode == 2
     assert "DJANGO_DEBUG is only accepted on a development chain (DWS_CHAIN_ID one of 1337, 31337)" in result.stderr
     assert f"DWS_CHAIN_ID is {chain_id or 'not set'}" in result.stderr
+
+
+def test_every_variable_the_configuration_reads_is_documented_in_env_example() -> None:
+    import re
+
+    from tests.processes import ROOT
+
+    source = (ROOT / "dws_project" / "config.py").read_text()
+    read = set(re.findall(r'read\(\s*"([A-Z_]+)"', source))
+    documented = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / "deploy" / "env.example").read_text(), re.M))
+    assert read - documented == set()

@@ -81,14 +81,14 @@ def test_compose_runs_a_worker_for_every_queue():
 
 
 def test_kubernetes_has_a_deployment_per_process_with_probes_and_no_cronjob():
-    assert {doc["kind"] for doc in MANIFESTS} == {"Deployment", "Service"}  # beat schedules: no CronJob
+    assert {doc["kind"] for doc in MANIFESTS} == {"Deployment", "Service", "NetworkPolicy"}  # no CronJob
     commands = {}
     for name, deployment in DEPLOYMENTS.items():
         (container,) = deployment["spec"]["template"]["spec"]["containers"]
         commands[name] = container["command"]
         assert "livenessProbe" in container, name
     assert sorted(commands.values()) == sorted(
-        [["deploy/start-web"], ["deploy/start-beat"], ["deploy/start-worker"], ["deploy/start-worker"]]
+        [["deploy/start-web"], ["deploy/start-beat"]] + [["deploy/start-worker"]] * len(routed_queues() - {"celery"})
     )
     for command in commands.values():
         assert (ROOT / command[0]).exists()
@@ -136,3 +136,62 @@ def test_the_operating_manual_documents_every_metric():
     assert len(defined_metric_names()) >= 20
     for name in defined_metric_names():
         assert f"`{name}" in manual, name
+
+
+# --- what the deployment exposes (issue 21: medium 4, low 14) ------------------------------------------
+
+DOCKERFILE = (DEPLOY / "Dockerfile").read_text()
+LOCK = (DEPLOY / "requirements.lock").read_text()
+
+
+def dws_services() -> dict[str, dict]:
+    return {n: s for n, s in COMPOSE["services"].items() if s.get("command", [""])[0].startswith("deploy/start-")}
+
+
+def test_compose_publishes_the_web_port_on_loopback_only_and_nothing_else():
+    for name, service in COMPOSE["services"].items():
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond loopback"
+    assert COMPOSE["services"]["web"]["ports"] == ["127.0.0.1:8000:8000"]
+
+
+def test_compose_redis_asks_for_a_password_and_sits_with_postgres_on_an_internal_network():
+    assert "--requirepass" in COMPOSE["services"]["redis"]["command"]
+    assert COMPOSE["networks"]["backend"]["internal"] is True
+    assert COMPOSE["services"]["redis"]["networks"] == ["backend"]
+    assert COMPOSE["services"]["db"]["networks"] == ["backend"]
+    for name, service in dws_services().items():
+        assert service["environment"]["REDIS_URL"].startswith("redis://:${REDIS_PASSWORD"), name
+        assert "backend" in service["networks"], name
+
+
+def test_kubernetes_lets_only_dws_pods_reach_redis_and_postgres():
+    policies = {doc["metadata"]["name"]: doc for doc in MANIFESTS if doc["kind"] == "NetworkPolicy"}
+    for name, port in (("dws-redis-from-dws-only", 6379), ("dws-postgres-from-dws-only", 5432)):
+        (rule,) = policies[name]["spec"]["ingress"]
+        assert rule["from"] == [{"podSelector": {"matchLabels": {"app": "dws"}}}]
+        assert rule["ports"] == [{"protocol": "TCP", "port": port}]
+    web = next(d for n, d in DEPLOYMENTS.items() if n == "dws-web")
+    assert web["spec"]["template"]["metadata"]["labels"]["app"] == "dws"
+
+
+def test_the_image_is_built_from_a_digest_with_hashed_runtime_packages_only():
+    (base,) = re.findall(r"^FROM (\S+)", DOCKERFILE, re.M)
+    assert re.fullmatch(r"python:3\.11-slim-bookworm@sha256:[0-9a-f]{64}", base)
+    assert "pip install --require-hashes --no-deps -r deploy/requirements.lock" in DOCKERFILE
+    assert not re.search(r"^(RUN|COPY).*requirements(-dev)?\.txt", DOCKERFILE, re.M)
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {"tests", "bench", "requirements-dev.txt"} <= set(ignored)
+
+
+def test_the_lock_pins_every_runtime_requirement_at_its_version_and_no_test_tool():
+    def pins(text: str) -> dict[str, str]:
+        found = re.findall(r"^([A-Za-z0-9_.-]+)==([^\s\\]+)", text, re.M)
+        return {name.lower().replace("_", "-"): version for name, version in found}
+
+    locked = pins(LOCK)
+    runtime = pins((ROOT / "requirements.txt").read_text())
+    assert {n: locked.get(n) for n in runtime} == runtime, "run `make lock` after changing requirements.txt"
+    assert all("--hash=sha256:" in block for block in re.split(r"\n(?=[a-z])", LOCK.strip()))
+    tools = pins((ROOT / "requirements-dev.txt").read_text())
+    assert not set(tools) & set(locked), "a test or check tool in the production lock"
