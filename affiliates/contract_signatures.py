@@ -2,32 +2,61 @@
 
 A delphi signature that does not recover to `delphi-key` may still be the key's: when `delphi-key` is
 a contract, its `isValidSignature(hash, signature)` decides, asked at the latest block through
-ETH_RPC_URL. `hash` is the EIP-191 personal_sign hash of the delphi message; only the magic value
-0x1626ba7e accepts. A signature ending with the 32-byte ERC-6492 suffix wraps (factory, factory
-calldata, inner signature): an eth_call without `to` runs SignatureCheck's creation code
+ETH_RPC_URL. `hash` is the EIP-191 personal_sign hash of the delphi message; only the 32-byte magic word
+(0x1626ba7e, then zeros) accepts. A signature ending with the 32-byte ERC-6492 suffix wraps (factory,
+factory calldata, inner signature): an eth_call without `to` runs SignatureCheck's creation code
 (tests/contracts/SignatureCheck.sol), which deploys the wallet from its factory inside the call and then
 asks it, so a counterfactual wallet can sign before it exists and nothing persists.
 
-Nothing is cached: the wallet is asked on every request, so an owner change revokes at once. A
-provider that cannot answer (error, time-out, rate limit) makes the request fail as unverifiable, never
-accepted; a wallet that reverts or answers anything but the magic value refuses it.
+Anyone can send a signature that does not recover, so what it may cost is bounded for the whole
+deployment, whatever the request rate:
+
+- a shared budget in Redis (`CONTRACT_CHECKS_PER_SECOND`, a token bucket every web process draws on):
+  past it the check is refused as unverifiable (503, code 1102: try again), never accepted;
+- an address seen without code is remembered for `NO_CODE_SECONDS`: its next bad signatures cost
+  nothing (a wallet deployed meanwhile waits that long; its ERC-6492 signature works at once);
+- one round trip per check (eth_getCode and the eth_call in one batch), each eth_call with a gas cap,
+  through one client per process (a pooled connection) that waits at most ~2 s (PROVIDER_TIMEOUT each
+  to connect and to read) and backs off in a scope of its own: a 429 the web tier meets never pauses the
+  crawlers.
+
+The wallet's answer itself is never cached: an owner change revokes at once. A provider that cannot
+answer (error, time-out, rate limit, its back-off) makes the request fail as unverifiable, never
+accepted; a wallet that reverts or answers anything but the magic word refuses it.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 from dataclasses import dataclass
 
 from eth_abi import decode, encode
 from eth_utils import keccak
+from redis.exceptions import RedisError
 
 from crawlers.chain.outcomes import Answer, NoEvidence
-from crawlers.chain.rpc import RpcClient
+from crawlers.chain.rpc import WEB_BACKOFF_SCOPE, RpcClient
+from dws_project.ratelimit import take_token
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.signing")
 
 ERC1271_MAGIC = "1626ba7e"
+ERC1271_YES = "0x" + ERC1271_MAGIC + "00" * 28  # bytes4 magic, ABI-encoded: exactly one 32-byte word
 ERC6492_SUFFIX = bytes.fromhex("6492" * 16)
-# A short budget: a donor is waiting, and the answer is needed before the request can proceed.
-CONNECT_TIMEOUT = 2.0
-READ_TIMEOUT = 4.0
+# A donor is waiting, and a web worker with it: connect and read each get this long (~2 s in all).
+PROVIDER_TIMEOUT = 1.0
+# Gas each eth_call may burn on the provider: a Safe's isValidSignature with several owners needs ~100k;
+# the ERC-6492 check also deploys the wallet through its factory.
+ERC1271_GAS = 1_000_000
+ERC6492_GAS = 5_000_000
+# The deployment-wide budget of checks that reach the provider (all web processes together).
+CONTRACT_CHECKS_PER_SECOND = 2.0
+CONTRACT_CHECKS_BURST = 4
+NO_CODE_SECONDS = 60
+_BUDGET_KEY = "contract-signature-checks"
+_NO_CODE_KEY = "dws:no-code:"
 
 # Creation code of tests/contracts/SignatureCheck.sol, solc 0.8.37 (optimizer 200 runs, cancun).
 SIGNATURE_CHECK_BYTECODE = (
@@ -93,25 +122,68 @@ def _result(outcome: object, what: str) -> str:
     raise ContractUnreachable(outcome.describe() if isinstance(outcome, NoEvidence) else f"{what}: malformed answer")
 
 
+@functools.cache
+def web_client(rpc_url: str) -> RpcClient:
+    """The process's one client for signature checks: its pooled connection is kept between requests."""
+    return RpcClient(
+        rpc_url, connect_timeout=PROVIDER_TIMEOUT, read_timeout=PROVIDER_TIMEOUT, backoff_scope=WEB_BACKOFF_SCOPE
+    )
+
+
+def _known_without_code(address: str) -> bool:
+    try:
+        return bool(get_redis().exists(_NO_CODE_KEY + address))
+    except RedisError:
+        return False  # then the budget decides
+
+
+def _remember_without_code(address: str) -> None:
+    try:
+        get_redis().set(_NO_CODE_KEY + address, 1, ex=NO_CODE_SECONDS)
+    except RedisError as exc:
+        logger.warning("contract signatures: could not remember an address without code: %s", type(exc).__name__)
+
+
+def _take_budget() -> None:
+    """One check's share of the deployment-wide budget, or ContractUnreachable (Redis down: refused too,
+    since nothing would bound the provider work then)."""
+    try:
+        allowed, _ = take_token(_BUDGET_KEY, rate=CONTRACT_CHECKS_PER_SECOND, burst=CONTRACT_CHECKS_BURST)
+    except RedisError as exc:
+        raise ContractUnreachable(f"the check budget is unavailable ({type(exc).__name__})") from None
+    if not allowed:
+        raise ContractUnreachable("the contract-signature check budget is spent for now")
+
+
 def check_contract_signature(*, rpc_url: str, address: str, message: str, signature: bytes) -> None:
     """Return when the contract at `address` accepts `signature` for `message`; raise otherwise."""
-    client = RpcClient(rpc_url, connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT)
     digest = personal_sign_hash(message)
     wrapped = unwrap_6492(signature)
+    if wrapped is None and _known_without_code(address):
+        raise ContractRefused("signer is not delphi-key (no code, remembered)")
+    _take_budget()
+    client = web_client(rpc_url)
     if wrapped is not None:
         args = encode(
             ["address", "bytes32", "bytes", "address", "bytes"],
             [address, digest, wrapped.signature, wrapped.factory, wrapped.factory_calldata],
         )
-        call = {"data": SIGNATURE_CHECK_BYTECODE + args.hex()}
+        call = {"data": SIGNATURE_CHECK_BYTECODE + args.hex(), "gas": hex(ERC6492_GAS)}
         answer = _result(client.call("eth_call", [call, "latest"]), "ERC-6492 check")
         if answer.lower() != "0x01":
             raise ContractRefused("the counterfactual wallet does not accept the signature")
         return
-    code = _result(client.call("eth_getCode", [address, "latest"]), "eth_getCode")
-    if code in ("0x", "0x0", ""):
-        raise ContractRefused("signer is not delphi-key")
     data = "0x" + ERC1271_MAGIC + encode(["bytes32", "bytes"], [digest, signature]).hex()
-    answer = _result(client.call("eth_call", [{"to": address, "data": data}, "latest"]), "isValidSignature")
-    if not answer.lower().startswith("0x" + ERC1271_MAGIC):
+    code_outcome, call_outcome = client.batch(
+        [
+            ("eth_getCode", [address, "latest"]),
+            ("eth_call", [{"to": address, "data": data, "gas": hex(ERC1271_GAS)}, "latest"]),
+        ]
+    )
+    code = _result(code_outcome, "eth_getCode")
+    if code in ("0x", "0x0", ""):
+        _remember_without_code(address)
+        raise ContractRefused("signer is not delphi-key")
+    answer = _result(call_outcome, "isValidSignature")
+    if answer.lower() != ERC1271_YES:
         raise ContractRefused("the wallet contract does not accept the signature")

@@ -90,6 +90,7 @@ class Seen:
     methods: list[str] = field(default_factory=list)
     at: float = field(default_factory=time.monotonic)  # when the request arrived
     calls: list[list] = field(default_factory=list)  # [method, params] of each request in it
+    peer: tuple[str, int] | None = None  # the client's address and port: one per TCP connection
 
 
 class RpcProxy:
@@ -210,7 +211,9 @@ class RpcProxy:
         batch = payload if isinstance(payload, list) else [payload]
         with self._lock:
             calls = [[r.get("method"), r.get("params")] for r in batch]
-            self.seen.append(Seen(handler.path, [r.get("method") for r in batch], calls=calls))
+            self.seen.append(
+                Seen(handler.path, [r.get("method") for r in batch], calls=calls, peer=handler.client_address[:2])
+            )
         transport = None
         for request in batch:
             transport = self._take(request, ("status", "hang", "drop"))

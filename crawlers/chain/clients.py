@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from crawlers.chain.rpc import READ_TIMEOUT, RpcClient
+from crawlers.chain.rpc import READ_TIMEOUT, WEB_BACKOFF_SCOPE, RpcClient
 from dws_project.chain_settings import ChainSettings
 
 PROBE_TIMEOUT = 2.0  # seconds: /health and the admin ask the provider, and must answer even if it hangs
@@ -17,5 +17,11 @@ def make_client(chain: ChainSettings) -> RpcClient:
 
 
 def make_probe_client(chain: ChainSettings) -> RpcClient:
-    """A client for quick looks (health, admin forms)."""
-    return RpcClient(chain.rpc_url, connect_timeout=PROBE_TIMEOUT / 2, read_timeout=PROBE_TIMEOUT)
+    """A client for quick looks (health, admin forms): a 429 met here backs off the web tier only, never
+    the crawlers."""
+    return RpcClient(
+        chain.rpc_url,
+        connect_timeout=PROBE_TIMEOUT / 2,
+        read_timeout=PROBE_TIMEOUT,
+        backoff_scope=WEB_BACKOFF_SCOPE,
+    )

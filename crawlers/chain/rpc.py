@@ -9,8 +9,10 @@ Only `redact_url(url)` (scheme, host, port) of the provider URL ever appears in 
 exception: providers put the API key in the path or the query string. requests' own exception texts
 carry the full URL, so they are never passed on; we name the exception class instead.
 
-A 429 or a rate-limit error object opens a back-off window in Redis (keyed by the provider's origin),
-and every worker on every machine asks nothing of that provider until it has passed.
+A 429 or a rate-limit error object opens a back-off window in Redis (keyed by the provider's origin and
+the client's `backoff_scope`), and every worker on every machine asks nothing of that provider until it
+has passed. The crawlers share the default scope; the web tier's signature checks have their own
+("web"), so a rate limit they meet never pauses crawling.
 
 Read-ahead (pipelining): a crawler may ask for the next range's first requests while it writes the
 current one (`read_ahead`); the next `batch` of exactly those calls takes the answers. At most one
@@ -48,6 +50,7 @@ MAX_BATCH = 200  # providers cap batch sizes; bigger batches are split into seve
 LOG_SPAN_MAX = 2000
 LOG_SPAN_MIN = 1
 LOG_SPAN_PROBE_AFTER = 10  # accepted ranges before we try a span the provider refused earlier
+WEB_BACKOFF_SCOPE = "web"  # the web tier's clients (signature checks, /health): a back-off of their own
 
 _RATE_LIMIT_TEXT = re.compile(
     r"rate.?limit|too many requests|request limit|requests? per|exceeded .*(capacity|quota|compute units)|"
@@ -99,8 +102,10 @@ class RpcClient:
         read_timeout: float = READ_TIMEOUT,
         max_batch: int = MAX_BATCH,
         log_span: int = LOG_SPAN_MAX,
+        backoff_scope: str | None = None,
     ) -> None:
         self._url = url
+        self._backoff_scope = backoff_scope
         self.origin = redact_url(url)
         parts = urlsplit(url)
         # Belt and braces: should any library log the URL, the formatter masks the key parts.
@@ -121,7 +126,8 @@ class RpcClient:
     # --- back-off window, shared by every worker --------------------------------------------
     @property
     def _backoff_key(self) -> str:
-        return f"dws:rpc-backoff:{self.origin}"
+        scope = f"{self._backoff_scope}:" if self._backoff_scope else ""
+        return f"dws:rpc-backoff:{scope}{self.origin}"
 
     def backoff_remaining(self) -> float:
         try:
