@@ -70,3 +70,21 @@ class AffiliateDonation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tx_hash} via {self.affiliate_code} ({self.status})"
+
+
+class UsedSignature(models.Model):
+    """A signed delphi message already accepted: kept until no clock could accept it again.
+
+    In PostgreSQL rather than Redis, so a Redis flush or restart (or an eviction) cannot reopen the
+    window in which the same signed request would be accepted twice. The primary key is the SHA-256 of
+    the message: the insert that takes it is the check, and its unique violation is the refusal.
+    """
+
+    message_hash = models.CharField(max_length=64, primary_key=True)
+    expires_at = models.DateTimeField(db_index=True, help_text="after this the message is too old anyway")
+
+    class Meta:
+        db_table = "used_signature"
+
+    def __str__(self) -> str:
+        return f"{self.message_hash[:16]}… until {self.expires_at:%Y-%m-%d %H:%M:%S}"

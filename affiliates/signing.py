@@ -16,12 +16,14 @@ to `delphi-key`, the contract at that address decides (ERC-1271), or, for an ERC
 wallet its factory would deploy there (affiliates/contract_signatures.py). The signature may then be
 any length up to MAX_SIGNATURE_BYTES.
 
-A message is accepted once: after a signature checks out, the message is remembered in Redis for the
+A message is accepted once: after a signature checks out, the message's SHA-256 is inserted into the
+`used_signature` table (PostgreSQL: a Redis flush or restart must not reopen the window), kept for the
 whole window, plus the 5 s future allowance, plus a clock-skew margin (REPLAY_SKEW_MARGIN), counted
 from the moment it was accepted. Another web node whose clock lags still finds it there: keeping it
 only for the rest of the window on the accepting node's clock let a lagging node accept it again.
 Keying on the message rather than the signature bytes also stops the malleable twin of a signature
-(same message, other `s`) from being replayed.
+(same message, other `s`) from being replayed. Expired rows are deleted by a periodic job
+(`used_signatures_purge`).
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 from eth_account import Account
 from eth_account.messages import encode_defunct
 
 from affiliates.contract_signatures import ContractRefused, ContractUnreachable, check_contract_signature
+from affiliates.models import UsedSignature
 from dws_project.redaction import signature_digest
-from dws_project.redis_client import get_redis
 
 logger = logging.getLogger("dws.signing")
 
@@ -123,15 +127,30 @@ def verify(
     message = signed_message(path, address, ts)
     if _recovered(message, signature) != address:
         _check_by_contract(rpc_url, address, message, signature)
-    replay_key = "dws:signed-message:" + hashlib.sha256(message.encode()).hexdigest()
-    if not get_redis().set(replay_key, 1, nx=True, ex=replay_key_seconds(max_age)):
-        raise SignatureRejected("message already used")
+    _use_once(message, max_age)
     return address
 
 
 def replay_key_seconds(max_age: int) -> int:
     """How long a used message is remembered: longer than any node's clock could still accept it."""
     return int((timedelta(seconds=max_age) + MAX_FUTURE + REPLAY_SKEW_MARGIN).total_seconds())
+
+
+def _use_once(message: str, max_age: int) -> None:
+    """Take the message for this request, or SignatureRejected when it was taken before."""
+    expires_at = timezone.now() + timedelta(seconds=replay_key_seconds(max_age))
+    digest = hashlib.sha256(message.encode()).hexdigest()
+    try:
+        with transaction.atomic():  # a savepoint: the caller's transaction survives the refusal
+            UsedSignature.objects.create(message_hash=digest, expires_at=expires_at)
+    except IntegrityError:
+        raise SignatureRejected("message already used") from None
+
+
+def used_signatures_purge(*, now: datetime | None = None) -> int:
+    """Delete the used messages no clock could accept any more; returns how many."""
+    deleted, _ = UsedSignature.objects.filter(expires_at__lt=now or timezone.now()).delete()
+    return deleted
 
 
 def _recovered(message: str, signature: str) -> str | None:

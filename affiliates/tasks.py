@@ -7,6 +7,7 @@ import logging
 from celery import shared_task
 
 from affiliates.services import affiliate_donations_resolve
+from affiliates.signing import used_signatures_purge
 from dws_project.locks import non_overlapping
 
 logger = logging.getLogger("dws.affiliates")
@@ -19,3 +20,10 @@ def resolve_affiliate_donations() -> int:
     if settled:
         logger.info("settled %d affiliate donation claim(s)", settled)
     return settled
+
+
+@shared_task(name="affiliates.purge_used_signatures", soft_time_limit=50, time_limit=60)
+@non_overlapping("purge-used-signatures", ttl=90)
+def purge_used_signatures() -> int:
+    """Drop the used signed messages whose window has passed (they would be refused as stale anyway)."""
+    return used_signatures_purge()

@@ -283,6 +283,12 @@ CELERY_BEAT_SCHEDULE["every-30s-deliver-webhooks"] = {
     "schedule": 30.0,
     "options": {"expires": 30},
 }
+# The used signed messages (replay protection, in PostgreSQL) outlive their window by minutes at most.
+CELERY_BEAT_SCHEDULE["every-10m-purge-used-signatures"] = {
+    "task": "affiliates.purge_used_signatures",
+    "schedule": 600.0,
+    "options": {"expires": 600},
+}
 CELERY_BEAT_SCHEDULE["every-60s-resolve-affiliate-donations"] = {
     "task": "affiliates.tasks.resolve_affiliate_donations",
     "schedule": 60.0,

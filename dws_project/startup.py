@@ -3,9 +3,9 @@
 The configuration is validated while Django loads the settings module; this module adds the database
 check and the Redis eviction check. A process that cannot reach its database logs a redacted reason
 and exits non-zero: something else (compose, systemd, Kubernetes) restarts it, and we never run
-half-configured. A Redis that may evict keys under memory pressure could drop a used signature's
-replay key (and accept the message again) or a job lock (and run a job twice): the web, worker and
-beat processes refuse to start on one.
+half-configured. A Redis that may evict keys under memory pressure could drop a job lock (and run a
+job twice) or a provider's back-off window: the web, worker and beat processes refuse to start on one.
+(Used signed messages are kept in PostgreSQL, affiliates.signing, so no Redis loss can replay one.)
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def check_redis_eviction(process: str) -> None:
         return
     if policy not in SAFE_EVICTION_POLICIES:
         logger.critical(
-            "%s: Redis at %s has maxmemory-policy %s, which may evict replay keys and job locks; "
+            "%s: Redis at %s has maxmemory-policy %s, which may evict job locks; "
             "set maxmemory-policy to noeviction (or a volatile-* policy) on the server behind REDIS_URL",
             process,
             where,

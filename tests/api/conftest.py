@@ -16,11 +16,11 @@ from tests.chain import Anvil
 
 @pytest.fixture(autouse=True)
 def _fresh_redis():
-    """Every test starts with empty rate-limit buckets (the contract-check budget's among them), an empty
-    replay cache, no remembered code-less addresses and no provider back-off (and nothing else is touched,
-    so other parts of the suite may share the Redis db)."""
+    """Every test starts with empty rate-limit buckets (the contract-check budget's among them), no
+    remembered code-less addresses and no provider back-off (and nothing else is touched, so other parts
+    of the suite may share the Redis db). Used messages live in PostgreSQL, rolled back with the test."""
     redis = get_redis()
-    for pattern in ("dws:ratelimit:*", "dws:signed-message:*", "dws:no-code:*", "dws:rpc-backoff:*"):
+    for pattern in ("dws:ratelimit:*", "dws:no-code:*", "dws:rpc-backoff:*"):
         keys = list(redis.scan_iter(match=pattern, count=1000))
         if keys:
             redis.delete(*keys)

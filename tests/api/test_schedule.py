@@ -11,6 +11,7 @@ DELPHI_JOBS = {
     "every-5m-complete-unstakes": "donations.tasks.complete_unstakes",
     "every-60s-resolve-affiliate-donations": "affiliates.tasks.resolve_affiliate_donations",
     "every-30s-deliver-webhooks": "donations.deliver_webhooks",
+    "every-10m-purge-used-signatures": "affiliates.purge_used_signatures",
 }
 
 
@@ -45,6 +46,8 @@ def test_every_periodic_task_expires_within_its_cadence():
         ("crawlers.crawl_old_unconfirmed", "crawlers"),
         ("crawlers.reconcile_last_day", "crawlers"),
         ("donations.tasks.complete_unstakes", "celery"),
+        ("donations.deliver_webhooks", "webhooks"),
+        ("affiliates.purge_used_signatures", "celery"),
     ],
 )
 def test_each_task_goes_to_its_own_queue(task, queue):

@@ -142,3 +142,30 @@ def test_a_message_used_on_one_node_is_refused_by_a_node_whose_clock_lags(api, d
             max_age=max_age,
             now=lagging_clock,
         )
+
+
+def test_a_redis_flush_does_not_reopen_the_replay_window(api, donor):
+    """The used message is kept in PostgreSQL: a real FLUSHDB of this run's Redis db (a restart without
+    persistence, or an operator's flush, looks the same to us) leaves it refused."""
+    from dws_project.redis_client import get_redis
+
+    headers = wallet_headers(donor, "affiliate code")
+    assert post_code(api, headers).status_code == 200
+
+    get_redis().flushdb()
+
+    assert_rejected(post_code(api, headers))
+
+
+def test_used_messages_are_purged_once_no_clock_could_accept_them(api, donor):
+    from affiliates import signing
+    from affiliates.models import UsedSignature
+
+    assert post_code(api, wallet_headers(donor, "affiliate code")).status_code == 200
+    used = UsedSignature.objects.order_by("-expires_at").first()
+    window = timedelta(seconds=signing.replay_key_seconds(settings.CONFIG.max_timestamp_age))
+
+    signing.used_signatures_purge(now=datetime.now(UTC) + window - timedelta(seconds=5))
+    assert UsedSignature.objects.filter(pk=used.pk).exists()  # still inside some node's window
+    assert signing.used_signatures_purge(now=used.expires_at + timedelta(seconds=1)) >= 1
+    assert not UsedSignature.objects.filter(pk=used.pk).exists()

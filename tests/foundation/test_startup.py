@@ -200,7 +200,7 @@ def test_the_web_process_refuses_a_redis_that_may_evict_its_keys(throwaway_redis
     result = run_web(env)
 
     assert result.returncode != 0
-    assert f"has maxmemory-policy {policy}, which may evict replay keys and job locks" in result.stderr
+    assert f"has maxmemory-policy {policy}, which may evict job locks" in result.stderr
     assert "set maxmemory-policy to noeviction" in result.stderr
     assert leaked_secrets(result.stdout + result.stderr) == []
 
