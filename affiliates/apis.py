@@ -16,7 +16,8 @@ _CODE = r"^[A-Za-z0-9]{1,16}$"
 
 
 class AffiliateCodeApi(SignedApi):
-    """The caller's affiliate code, created on the first call (signed: "affiliate code, <address>, <ts>")."""
+    """The caller's affiliate code, created on the first call once a donation of the caller has been seen
+    (signed: "affiliate code, <address>, <ts>")."""
 
     @extend_schema_serializer(component_name="AffiliateCodeOutput")
     class OutputSerializer(serializers.Serializer):
@@ -25,7 +26,10 @@ class AffiliateCodeApi(SignedApi):
     @extend_schema(
         operation_id="affiliate_code",
         request=None,
-        responses={200: OutputSerializer, **error_responses(api_errors.SIGNATURE_REJECTED)},
+        responses={
+            200: OutputSerializer,
+            **error_responses(api_errors.SIGNATURE_REJECTED, api_errors.NO_DONATION_SEEN),
+        },
     )
     def post(self, request: Request) -> Response:
         code = services.affiliate_code_get_or_create(address=request.user.address)

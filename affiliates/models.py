@@ -10,13 +10,16 @@ from dws_project.fields import PostgresEnumField
 
 
 class WalletConnection(models.Model):
+    """The referrer's code an address arrived with: one row per address, the latest code replacing the
+    one before (a free key can sign for itself, so rows per key must not grow with its requests)."""
+
     address = models.CharField(max_length=42)
     affiliate_code = models.CharField(max_length=16)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
 
     class Meta:
         db_table = "wallet_connection"
-        indexes = [models.Index(fields=["address"], name="wallet_connection_address_idx")]
+        constraints = [models.UniqueConstraint(fields=["address"], name="wallet_connection_address_key")]
 
     def __str__(self) -> str:
         return f"{self.address} via {self.affiliate_code}"

@@ -18,6 +18,7 @@ from affiliates.rules import CLAIM_LIFETIME, MAX_OPEN_CLAIMS, claim_outcome, nex
 from donations.models import Donation, UserData
 from dws_project.api_errors import (
     ATTRIBUTION_CONFLICT,
+    NO_DONATION_SEEN,
     NOT_THE_DONOR,
     SELF_REFERRAL,
     TOO_MANY_OPEN_CLAIMS,
@@ -37,15 +38,19 @@ def new_affiliate_code() -> str:
 
 
 def affiliate_code_get_or_create(*, address: str) -> str:
-    """The address's affiliate code, created on the first call.
+    """The address's affiliate code, created on the first call; only for an address a donation of which
+    has been seen (recorded, confirmed or not): NO_DONATION_SEEN otherwise.
 
-    Codes hang off the user_data row. A caller without one (no confirmed donation yet: a referrer who
-    shares the link before donating) gets a row with zero totals, status none and the fresh code, in
-    one `INSERT ... ON CONFLICT DO NOTHING`; the crawler's totals upsert fills it in later. Concurrent
-    first calls race on that insert, or on a conditional UPDATE for an existing row without a code:
-    exactly one sets the code, the others read the winner's. A code another address already holds
+    Codes hang off the user_data row, and a user_data row is never made for an address that never
+    donated: any key can sign, so rows made for free keys would grow without bound. A donor seen before
+    its donation is confirmed has no row yet: it gets one with zero totals, status none and the fresh
+    code, in one `INSERT ... ON CONFLICT DO NOTHING`; the crawler's totals upsert fills it in later.
+    Concurrent first calls race on that insert, or on a conditional UPDATE for an existing row without a
+    code: exactly one sets the code, the others read the winner's. A code another address already holds
     fails the unique constraint (or is skipped by the insert) and is drawn again.
     """
+    if not Donation.objects.filter(address=address).exists():
+        raise ApiException(NO_DONATION_SEEN)
     for _ in range(_COLLISION_RETRIES):
         row = UserData.objects.filter(address=address).values_list("affiliate_code").first()
         if row is None:
@@ -76,14 +81,22 @@ def _code_owner(code: str) -> str:
     return owner
 
 
+# One row per address: a new code replaces the old one (and its time); the same code again changes nothing.
+_CONNECT = """
+INSERT INTO wallet_connection (address, affiliate_code, created_at) VALUES (%s, %s, now())
+ON CONFLICT (address) DO UPDATE SET affiliate_code = EXCLUDED.affiliate_code, created_at = EXCLUDED.created_at
+WHERE wallet_connection.affiliate_code IS DISTINCT FROM EXCLUDED.affiliate_code
+"""
+
+
 def wallet_connection_create(*, address: str, code: str) -> WalletConnection:
-    """Record that `address` arrived through `code`. Connecting with the same code again is a no-op."""
+    """Record that `address` arrived through `code` (any visitor, donor or not, may). An address holds
+    one connection: a later code replaces the earlier one; the same code again is a no-op."""
     if _code_owner(code) == address:
         raise ApiException(SELF_REFERRAL)
-    existing = WalletConnection.objects.filter(address=address, affiliate_code=code).order_by("id").first()
-    if existing is not None:
-        return existing
-    return WalletConnection.objects.create(address=address, affiliate_code=code)
+    with connection.cursor() as cursor:
+        cursor.execute(_CONNECT, [address, code])
+    return WalletConnection.objects.get(address=address)
 
 
 def _recorded(tx_hashes: list[str]) -> dict[str, list[tuple[str, str]]]:

@@ -46,6 +46,8 @@ SELF_REFERRAL = ApiError(1201, 403, "an address cannot use its own affiliate cod
 NOT_THE_DONOR = ApiError(1202, 403, "the transaction was not sent by the signing address")
 ATTRIBUTION_CONFLICT = ApiError(1203, 409, "the transaction is already attributed to another code")
 TOO_MANY_OPEN_CLAIMS = ApiError(1204, 409, "too many pending claims for this address")
+# An affiliate code is made only for an address a donation of which has been seen (no row for free keys).
+NO_DONATION_SEEN = ApiError(1205, 403, "no donation seen for this address yet")
 INSUFFICIENT_TOKENS = ApiError(1300, 409, "not enough unstaked tokens")
 STAKE_WHILE_UNSTAKING = ApiError(1301, 409, "tokens are being unstaked")
 NOTHING_STAKED = ApiError(1302, 409, "no staked tokens")

@@ -101,3 +101,12 @@ def make_donor(address: str, *, tokens: int = 1000, usd_amount: str = "1.00") ->
 
 def minutes_ago(n: int) -> datetime:
     return datetime.now(UTC) - timedelta(minutes=n)
+
+
+def post_code_as_donor(api, headers):
+    """POST /affiliate/code with `headers`, a donation of the signing address recorded first (a code is
+    only made for an address a donation of which was seen): for tests about the signature itself."""
+    address = headers.get("HTTP_DELPHI_KEY", "")
+    if address and not Donation.objects.filter(address=address).exists():
+        make_donation(address, status=DonationStatus.UNCONFIRMED)
+    return api.post("/affiliate/code", content_type="application/json", **headers)

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 from django.utils import timezone
+from eth_account import Account
 
 from affiliates.models import AffiliateDonation, WalletConnection
 from affiliates.rules import CHECK_FIRST_DELAY
@@ -45,7 +46,17 @@ class TestAffiliateCode:
 
         assert code_of(api, wallet) != code_of(api, other_wallet)
 
-    def test_an_address_without_a_donation_gets_a_code_on_a_fresh_zero_record(self, api, wallet):
+    def test_an_address_never_seen_donating_gets_no_code_and_no_record(self, api, wallet):
+        # Any key can sign: a record per free key would grow the table without bound.
+        response = signed_post(api, wallet, "/affiliate/code")
+
+        assert response.status_code == 403
+        assert response.json() == {"code": 1205, "message": "no donation seen for this address yet"}
+        assert not UserData.objects.exists()
+
+    def test_a_donor_seen_before_confirmation_gets_a_code_on_a_fresh_zero_record(self, api, wallet):
+        make_donation(wallet.address, status="unconfirmed")
+
         code = code_of(api, wallet)
 
         record = UserData.objects.get(address=wallet.address.lower())
@@ -54,6 +65,7 @@ class TestAffiliateCode:
         assert code_of(api, wallet) == code
 
     def test_a_later_confirmed_donation_keeps_the_code_and_fills_in_the_totals(self, api, wallet):
+        make_donation(wallet.address, status="unconfirmed")
         code = code_of(api, wallet)
 
         make_donor(wallet.address, tokens=5000)
@@ -69,10 +81,12 @@ class TestAffiliateCode:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("has_donated", [True, False], ids=["donor", "no-record-yet"])
+@pytest.mark.parametrize("has_donated", [True, False], ids=["donor", "seen-no-record-yet"])
 def test_concurrent_first_calls_all_get_the_one_code(wallet, has_donated):
     if has_donated:
         make_donor(wallet.address)
+    else:
+        make_donation(wallet.address, status="unconfirmed")  # seen, not confirmed: no user_data row yet
     callers = 8
     # Each caller signs a different second, as separate clicks would; the same second would be a replay.
     headers = [wallet_headers(wallet, "affiliate code") for _ in range(callers)]
@@ -130,6 +144,25 @@ class TestWalletConnection:
         )
 
         assert WalletConnection.objects.filter(address=wallet.address.lower()).count() == 1
+
+    def test_a_later_code_replaces_the_earlier_one(self, api, wallet, referrer_code):
+        second_referrer = Account.create()
+        make_donor(second_referrer.address)
+        second_code = code_of(api, second_referrer)
+        signed_post(api, wallet, "/wallet/connection", {"code": referrer_code})
+
+        response = signed_post(api, wallet, "/wallet/connection", {"code": second_code})
+
+        assert (response.status_code, response.json()["code"]) == (200, second_code)
+        rows = WalletConnection.objects.filter(address=wallet.address.lower())
+        assert list(rows.values_list("affiliate_code", flat=True)) == [second_code]
+
+    def test_a_free_key_holds_one_connection_however_often_it_signs(self, api, wallet, referrer_code):
+        for _ in range(5):
+            assert signed_post(api, wallet, "/wallet/connection", {"code": referrer_code}).status_code == 200
+
+        assert WalletConnection.objects.count() == 1
+        assert not UserData.objects.filter(address=wallet.address.lower()).exists()  # a visitor, not a donor
 
     def test_an_unknown_code_is_a_numbered_404(self, api, wallet, referrer_code):
         response = signed_post(api, wallet, "/wallet/connection", {"code": "NoSuchCode1"})

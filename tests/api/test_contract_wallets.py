@@ -11,6 +11,7 @@ from eth_account import Account
 from affiliates.contract_signatures import SIGNATURE_CHECK_BYTECODE
 from dws_project.api_errors import SIGNATURE_REJECTED, SIGNATURE_UNVERIFIABLE
 from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet, set_owner
+from tests.api.support import post_code_as_donor as post_code
 from tests.api.support import wallet_headers
 from tests.chain import Anvil, load_artifact
 from tests.rpc_proxy import RpcProxy
@@ -30,10 +31,6 @@ def node(api_chain: Anvil) -> Iterator[Anvil]:
 @pytest.fixture
 def owner():
     return Account.create()
-
-
-def post_code(api, headers):
-    return api.post("/affiliate/code", content_type="application/json", **headers)
 
 
 def assert_refused(response, error=SIGNATURE_REJECTED):

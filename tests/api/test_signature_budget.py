@@ -23,6 +23,7 @@ from crawlers.chain.rpc import RpcClient
 from donations.models import DonationStats
 from dws_project.api_errors import SIGNATURE_REJECTED, SIGNATURE_UNVERIFIABLE
 from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet
+from tests.api.support import post_code_as_donor as post_code
 from tests.api.support import wallet_headers
 from tests.chain import Anvil
 from tests.rpc_proxy import RpcProxy
@@ -54,10 +55,6 @@ def bad_signature_headers() -> dict[str, str]:
 
 def as_requests_headers(headers: dict[str, str]) -> dict[str, str]:
     return {k.removeprefix("HTTP_").replace("_", "-").lower(): v for k, v in headers.items()}
-
-
-def post_code(api, headers):
-    return api.post("/affiliate/code", content_type="application/json", **headers)
 
 
 def assert_answer(response, error) -> None:

@@ -72,6 +72,7 @@ def test_an_address_without_donations_cannot_stake_and_gets_no_row(api, wallet):
 
 
 def test_a_record_made_by_the_affiliate_code_call_has_nothing_to_stake_or_unstake(api, wallet):
+    make_donation(wallet.address, status="unconfirmed")  # seen, so the code call makes a zero record
     code = api.post("/affiliate/code", content_type="application/json", **wallet_headers(wallet, "affiliate code"))
     assert code.status_code == 200
 

@@ -83,7 +83,9 @@ def test_donations_go_from_click_to_confirmed_tokens(live_server, wallet_page, d
     chain = dev_chain
     chain.mint(USDC, DONOR, 1_000 * 10**6)
 
-    # A referrer asks for a link before ever donating: the first signed call creates the code.
+    # A referrer whose donation the crawler has seen asks for a link: the first signed call creates the code
+    # (an address never seen donating gets none: no record is made for a free key).
+    make_donation(REFERRER, status="unconfirmed")
     referrer_page = wallet_page(rpc_url=chain.url, account=REFERRER, connected=True)
     referrer_page.goto(live_server.url)
     expect(referrer_page.locator("#account-address")).to_have_text(REFERRER)
