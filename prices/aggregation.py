@@ -10,7 +10,8 @@ The six steps (seed 000, "price aggregation"):
 6. the price is the mean of the survivors.
 
 Historical minutes (klines) use the same steps scaled to the venues that answered: a quorum of one and a
-majority of the usable quotes surviving (`min_survivors=None`).
+majority of the usable quotes surviving (`min_survivors=None`). A minute made from one venue alone is
+recorded flagged and values no donation until a second venue agrees (prices/lookup.py).
 """
 
 from __future__ import annotations

@@ -14,6 +14,12 @@ TOKEN = "dws"  # noqa: S105 - an asset name, not a secret
 PRICE_ASSETS = (ETH, TOKEN)
 
 
+class PriceQuerySet(models.QuerySet):
+    def corroborated(self) -> PriceQuerySet:
+        """The rows a donation may be valued with: every row but a minute only one venue has quoted."""
+        return self.filter(single_venue=False)
+
+
 class Price(models.Model):
     asset = models.CharField(max_length=8, choices=[(a, a) for a in PRICE_ASSETS])
     price = models.DecimalField(max_digits=20, decimal_places=8)
@@ -21,6 +27,11 @@ class Price(models.Model):
     sources = models.JSONField(
         default=dict, blank=True, help_text="audit trail: venues used and dropped, with their quotes and reasons"
     )
+    # A past minute only one venue quoted (klines): on record, but it values no donation until a second
+    # venue agrees within the gate; the same row is then completed (prices.services.price_record).
+    single_venue = models.BooleanField(default=False, db_default=False)
+
+    objects = PriceQuerySet.as_manager()
 
     class Meta:
         db_table = "price"

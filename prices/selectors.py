@@ -8,8 +8,14 @@ from prices.models import ETH, Price
 
 
 def latest_eth_price() -> dict[str, str | None]:
-    """The newest ETH price row (served from the (asset, created_at) unique index)."""
-    row = Price.objects.filter(asset=ETH).order_by("-created_at").values_list("price", "created_at").first()
+    """The newest ETH price row that may value a donation (served from the (asset, created_at) index)."""
+    row = (
+        Price.objects.corroborated()
+        .filter(asset=ETH)
+        .order_by("-created_at")
+        .values_list("price", "created_at")
+        .first()
+    )
     if row is None:
         raise ApiException(PRICE_UNAVAILABLE)
     price, created_at = row

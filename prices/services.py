@@ -2,7 +2,10 @@
 
 Writes go through `price_insert`, an INSERT ... ON CONFLICT (asset, created_at) DO NOTHING: a minute
 already on record keeps its price, so a re-run, an overlapping kline window or two racing workers
-never change or duplicate a price a donation may already have been valued with.
+never change or duplicate a price a donation may already have been valued with. The one exception is
+a past minute only one venue quoted (`single_venue`): no donation is valued with it (one malicious venue
+API, or one egress proxy, would set the price alone), and `price_record` completes that same row once a
+second venue agrees within the gate.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from django.utils import timezone
 from dws_project.redaction import redact
 from prices import dev
 from prices.aggregation import Aggregate, VenueQuote, aggregate
+from prices.lookup import eth_price_lookup
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 from prices.venues import KLINE_VENUES, VENUES, VENUES_BY_NAME, Kline, Venue, VenueError, base_urls, client_for
 
@@ -35,7 +39,6 @@ PRICE_QUANTUM = Decimal("0.00000001")  # price.price is NUMERIC(20, 8)
 COLLECT_GRACE_SECONDS = 0.25
 KLINE_COUNT = 10  # klines fetched per request, starting at the requested minute
 RETRY_AFTER = timedelta(minutes=5)  # a failed request is asked again after this
-MATCH_WINDOW = timedelta(seconds=90)  # the crawler looks for a price within ±1.5 minutes
 OVERDUE_AFTER = timedelta(hours=1)  # unfulfilled this long: error-level log on every poll
 POLL_BATCH = 20
 POLL_BUDGET_SECONDS = 60  # a poll claims no new request after this; the rest wait for the next poll
@@ -57,19 +60,20 @@ def price_insert(*, asset: str, created_at: datetime, price: Decimal, sources: d
         return cursor.fetchone() is not None
 
 
-def price_near(*, asset: str, moment: datetime) -> bool:
-    """Whether a price lies inside the window the crawler searches (±1.5 minutes of `moment`)."""
-    return Price.objects.filter(
-        asset=asset, created_at__gte=moment - MATCH_WINDOW, created_at__lte=moment + MATCH_WINDOW
-    ).exists()
+# A flagged one-venue minute is replaced by its cross-checked price, in place; any other row stays as it is.
+_RECORD = (
+    "INSERT INTO price (asset, price, created_at, sources, single_venue) VALUES (%s, %s, %s, %s::jsonb, %s) "
+    "ON CONFLICT (asset, created_at) DO UPDATE SET price = EXCLUDED.price, sources = EXCLUDED.sources, "
+    "single_venue = false WHERE price.single_venue AND NOT EXCLUDED.single_venue RETURNING id"
+)
 
 
-def eth_price_near(minute: datetime) -> Decimal | None:
-    """The ETH price of the row nearest `minute` within MATCH_WINDOW (the price a block's ETH donation is
-    valued at), or None while there is none."""
-    rows = list(Price.objects.filter(asset=ETH, created_at__range=(minute - MATCH_WINDOW, minute + MATCH_WINDOW)))
-    row = min(rows, key=lambda r: (abs(r.created_at - minute), r.created_at), default=None)
-    return row.price if row is not None else None
+def price_record(*, asset: str, created_at: datetime, price: Decimal, sources: dict, single_venue: bool) -> bool:
+    """Record a kline minute: a new row (flagged when one venue alone quoted it), or the completion of a
+    flagged row by a cross-checked price; True when a row was written."""
+    with connection.cursor() as cursor:
+        cursor.execute(_RECORD, [asset, price.quantize(PRICE_QUANTUM), created_at, json.dumps(sources), single_venue])
+        return cursor.fetchone() is not None
 
 
 def price_request_file(minute: datetime) -> PriceRequest:
@@ -262,15 +266,16 @@ def price_request_serve(
     Every kline venue is asked at once (bounded by the venue time-out) and each closed minute is made
     from their closes by the minute cycle's rules (`aggregation.aggregate`) scaled to what answered:
     median reference, 10 % gate, mean of the survivors, a majority of the answers surviving. A minute
-    only one venue covers is written and marked `single_venue`; a minute the venues disagree on beyond
-    the gate is not written, so the request stays unserved and is retried.
+    only one venue covers is written flagged `single_venue` (it values nothing, so the request stays
+    open and is retried; a later answer of a second venue completes the row); a minute the venues
+    disagree on beyond the gate is not written, so the request stays unserved and is retried.
     """
     requested = minute_of(request.requested_at)
     if request.asset != ETH:
         # Klines are ETH/USD; the sale token's price is set by the crawler, never fetched.
         logger.error("price request %s asks for asset %r, which has no klines", requested.isoformat(), request.asset)
         return False
-    if price_near(asset=request.asset, moment=requested):
+    if eth_price_lookup(requested).row is not None:
         return True  # the minute cycle (or an earlier request's window) already covers it
     if (dev_price := dev.dev_eth_price()) is not None:
         # A dev chain: the requested minute gets the fixed dev price; no venue is asked.
@@ -296,21 +301,29 @@ def price_request_serve(
                 "price request %s: minute %s not written: %s", requested.isoformat(), minute.isoformat(), result.reason
             )
             continue
-        if len(result.used) == 1:
+        single = len(result.used) == 1
+        if single:
             venue = result.used[0].venue
             logger.warning(
-                "price request %s: minute %s from %s alone", requested.isoformat(), minute.isoformat(), venue
+                "price request %s: minute %s from %s alone: flagged, it values nothing until a second venue agrees",
+                requested.isoformat(),
+                minute.isoformat(),
+                venue,
             )
-        written += price_insert(
+        written += price_record(
             asset=request.asset,
             created_at=minute,
             price=result.price,
             sources=_kline_sources(result, minute=minute, request=request),
+            single_venue=single,
         )
-    if price_near(asset=request.asset, moment=requested):
+    if eth_price_lookup(requested).row is not None:
         logger.info("price request %s: served from klines (%d new rows)", requested.isoformat(), written)
         return True
-    logger.warning("price request %s: the klines leave the minute uncovered", requested.isoformat())
+    if Price.objects.filter(asset=request.asset, single_venue=True, created_at=requested).exists():
+        logger.warning("price request %s: one venue alone has quoted the minute; asked again", requested.isoformat())
+    else:
+        logger.warning("price request %s: the klines leave the minute uncovered", requested.isoformat())
     return False
 
 

@@ -56,8 +56,9 @@ class PriceMissing(Exception):
             f"no ETH price within 1.5 minutes of {minute:%Y-%m-%d %H:%M} UTC; a price request is filed, waiting"
         )
 
-    def describe(self) -> str:
-        return f"block: {self.number} -- {self}"
+    def describe(self, reason: str | None = None) -> str:
+        """The hold's text; `reason` (the price service's, when it knows more) replaces the generic one."""
+        return f"block: {self.number} -- {reason or self}"
 
 
 @dataclass(frozen=True)

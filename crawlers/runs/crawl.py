@@ -45,7 +45,8 @@ from donations.selectors import recorded_block_numbers
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.config import Config
-from prices.services import eth_price_near, price_request_file
+from prices.lookup import eth_price_missing, eth_price_near
+from prices.services import price_request_file
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -197,8 +198,10 @@ def _record(
     if recording.stopped:
         return None
     if recording.price_missing is not None:
-        price_request_file(recording.price_missing.minute)  # outside the rolled-back block: the hold resolves
-        result.held = recording.price_missing.describe()
+        missing = recording.price_missing
+        price_request_file(missing.minute)  # outside the rolled-back block: the hold resolves
+        # The reason is the price service's: no price near that minute, or one exchange's alone.
+        result.held = missing.describe(eth_price_missing(missing.minute))
         return logging.WARNING
     if held is not None:
         result.held = held.describe()

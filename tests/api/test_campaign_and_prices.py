@@ -113,3 +113,18 @@ def test_the_eth_price_is_the_latest_row(api):
 
     assert response.json() == {"asset": "eth", "price": "2001.25000000", "ts": "2026-01-01T12:01:00Z"}
     assert response["Cache-Control"] == "public, max-age=15"
+
+
+@pytest.mark.django_db
+def test_the_eth_price_shown_is_never_a_minute_one_exchange_alone_quoted(api):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from prices.models import ETH, Price
+
+    minute = timezone.now().replace(second=0, microsecond=0)
+    Price.objects.create(asset=ETH, price="2000", created_at=minute - timedelta(minutes=5))
+    Price.objects.create(asset=ETH, price="9999", created_at=minute, single_venue=True)
+
+    assert api.get("/price/eth").json()["price"] == "2000.00000000"

@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
+from prices.lookup import eth_price_lookup
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 from prices.services import price_request_claim, serve_price_requests
 from tests.prices import recorded
@@ -34,6 +35,26 @@ def kraken_klines(up_to: datetime, *, missing: frozenset[datetime] = frozenset()
     return reply
 
 
+def binance_klines(up_to: datetime, *, missing: frozenset[datetime] = frozenset(), close: str = "2000.5", delay=0.0):
+    """binance's klines as it would answer at `up_to` for the window asked (startTime, limit)."""
+
+    def reply(query: dict[str, str]) -> Reply:
+        start = datetime.fromtimestamp(int(query["startTime"]) / 1000, tz=up_to.tzinfo)
+        minutes = min(int(query["limit"]), int((up_to - start).total_seconds() // 60) + 1)
+        opened = [start + timedelta(minutes=i) for i in range(max(minutes, 0))]
+        rows = [m for m in opened if m not in missing]
+        body = "[" + ",".join(recorded.binance_klines(m, [close])[1:-1] for m in rows) + "]"
+        return Reply(body, delay=delay)
+
+    return reply
+
+
+def two_venues(server, up_to: datetime, **options) -> None:
+    """kraken and binance answer the same closes: a minute two venues agree on (a price may credit)."""
+    server.route(recorded.KRAKEN_OHLC, kraken_klines(up_to, **options))
+    server.route(recorded.BINANCE_KLINES, binance_klines(up_to, **options))
+
+
 def serve(server, now: datetime):
     return serve_price_requests(now=now, urls=server.urls(), timeout=TIMEOUT)
 
@@ -46,7 +67,7 @@ def prices_at() -> dict[datetime, Decimal]:
 def test_a_new_request_is_served_from_ten_klines_starting_at_its_minute(venue_server):
     requested = minute_now() - timedelta(minutes=30)
     request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))
+    two_venues(venue_server, minute_now())
 
     result = serve(venue_server, recorded.now_utc())
 
@@ -55,16 +76,16 @@ def test_a_new_request_is_served_from_ten_klines_starting_at_its_minute(venue_se
     assert (request.status, request.attempts) == (PriceRequestStatus.SUCCEEDED, 1)
     assert sorted(prices_at()) == [requested + timedelta(minutes=m) for m in range(10)]
     row = Price.objects.get(created_at=requested)
-    assert row.price == Decimal("2000.5")
+    assert (row.price, row.single_venue) == (Decimal("2000.5"), False)
     assert row.sources["method"].startswith("mean of the one-minute kline closes")
-    assert row.sources["used"] == [{"venue": "kraken", "quote": "2000.5"}]
+    assert row.sources["used"] == [{"venue": "binance", "quote": "2000.5"}, {"venue": "kraken", "quote": "2000.5"}]
 
 
 @pytest.mark.django_db
 def test_the_kline_of_the_minute_in_progress_is_never_stored(venue_server):
     current = minute_now()
     PriceRequest.objects.create(asset=ETH, requested_at=current - timedelta(minutes=3))
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(current))  # last row: the open minute
+    two_venues(venue_server, current)  # last row: the open minute
 
     serve(venue_server, recorded.now_utc())
 
@@ -75,7 +96,7 @@ def test_the_kline_of_the_minute_in_progress_is_never_stored(venue_server):
 def test_a_request_for_the_minute_in_progress_waits_until_it_has_closed(venue_server):
     current = minute_now()
     request = PriceRequest.objects.create(asset=ETH, requested_at=current)
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(current))
+    two_venues(venue_server, current)
     now = recorded.now_utc()
 
     first = serve(venue_server, now)
@@ -84,7 +105,7 @@ def test_a_request_for_the_minute_in_progress_waits_until_it_has_closed(venue_se
     assert (first.failed, request.status) == (1, PriceRequestStatus.FAILED)
     assert not Price.objects.exists()
 
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(current + timedelta(minutes=6)))
+    two_venues(venue_server, current + timedelta(minutes=6))
     serve(venue_server, now + timedelta(minutes=6))
 
     request.refresh_from_db()
@@ -97,7 +118,7 @@ def test_a_gap_in_the_klines_fails_the_request_which_is_retried_after_five_minut
     requested = minute_now() - timedelta(minutes=30)
     request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
     gap = frozenset(requested + timedelta(minutes=m) for m in range(-2, 5))  # no trades around the minute
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now(), missing=gap))
+    two_venues(venue_server, minute_now(), missing=gap)
     now = recorded.now_utc()
 
     first = serve(venue_server, now)
@@ -115,7 +136,7 @@ def test_a_gap_in_the_klines_fails_the_request_which_is_retried_after_five_minut
     assert (too_soon.claimed, request.attempts) == (0, 1)
     assert len(venue_server.hits) == 4
 
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))  # the venue has filled the gap
+    two_venues(venue_server, minute_now())  # the venues have filled the gap
     serve(venue_server, now + timedelta(minutes=5, seconds=1))
 
     request.refresh_from_db()
@@ -136,10 +157,12 @@ def test_venues_without_usable_klines_are_dropped_with_their_reason(venue_server
     serve(venue_server, recorded.now_utc())
 
     request.refresh_from_db()
-    assert request.status == PriceRequestStatus.SUCCEEDED
-    sources = Price.objects.get(created_at=requested).sources
+    assert request.status == PriceRequestStatus.FAILED  # one venue alone: asked again later
+    row = Price.objects.get(created_at=requested)
+    sources = row.sources
     assert sources["used"] == [{"venue": "binance", "quote": "2000.0"}]
     assert sources["single_venue"] is True
+    assert row.single_venue is True
     reasons = {d["venue"]: d["reason"] for d in sources["dropped"]}
     assert sorted(reasons) == ["bitfinex", "kraken", "kucoin"]
     assert "Too many requests" in reasons["kraken"]
@@ -149,7 +172,7 @@ def test_venues_without_usable_klines_are_dropped_with_their_reason(venue_server
 def test_a_succeeded_request_is_never_revisited(venue_server):
     requested = minute_now() - timedelta(minutes=30)
     request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now()))
+    two_venues(venue_server, minute_now())
     now = recorded.now_utc()
     serve(venue_server, now)
     request.refresh_from_db()
@@ -244,7 +267,7 @@ def test_two_concurrent_pollers_never_serve_a_request_twice(venue_server):
     requested = [base - timedelta(minutes=15 * i) for i in range(4)]  # windows far enough apart not to overlap
     for minute in requested:
         PriceRequest.objects.create(asset=ETH, requested_at=minute)
-    venue_server.route(recorded.KRAKEN_OHLC, kraken_klines(minute_now(), delay=0.3))
+    two_venues(venue_server, minute_now(), delay=0.3)
     now = recorded.now_utc()
     start = threading.Barrier(2)
     results = []
@@ -313,22 +336,51 @@ def test_a_historical_minute_is_the_mean_of_the_venues_within_10_percent_of_thei
 
 
 @pytest.mark.django_db
-def test_a_minute_only_one_venue_answers_for_is_written_and_marked_single_venue(venue_server, caplog):
+def test_a_minute_only_one_venue_answers_for_is_flagged_and_completed_when_a_second_agrees(venue_server, caplog):
+    """Issue 21 (medium 10): one venue's close is written flagged (it values no donation) and the request
+    stays open; when a second venue answers within the gate, the same row becomes the cross-checked price."""
     requested = minute_now() - timedelta(minutes=30)
     request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
     every_kline_venue(venue_server, requested, {"bitfinex": "2001.25"})  # the others answer 404
+    now = recorded.now_utc()
 
     with caplog.at_level(logging.WARNING, logger="dws.prices"):
-        serve(venue_server, recorded.now_utc())
+        first = serve(venue_server, now)
 
     request.refresh_from_db()
-    assert request.status == PriceRequestStatus.SUCCEEDED
+    assert (first.failed, request.status) == (1, PriceRequestStatus.FAILED)
     row = Price.objects.get(asset=ETH, created_at=requested)
-    assert row.price == Decimal("2001.25")
-    assert row.sources["single_venue"] is True
+    assert (row.price, row.single_venue) == (Decimal("2001.25"), True)
     assert row.sources["used"] == [{"venue": "bitfinex", "quote": "2001.25"}]
     assert sorted(d["venue"] for d in row.sources["dropped"]) == ["binance", "kraken", "kucoin"]
-    assert f"minute {requested.isoformat()} from bitfinex alone" in caplog.text
+    assert f"minute {requested.isoformat()} from bitfinex alone: flagged" in caplog.text
+    assert eth_price_lookup(requested).row is None  # nothing may be valued with it
+
+    every_kline_venue(venue_server, requested, {"bitfinex": "2001.25", "kraken": "2000.75"})
+    serve(venue_server, now + timedelta(minutes=5, seconds=1))
+
+    request.refresh_from_db()
+    assert (request.status, request.attempts) == (PriceRequestStatus.SUCCEEDED, 2)
+    completed = Price.objects.get(asset=ETH, created_at=requested)
+    assert completed.pk == row.pk  # the same row, completed
+    assert (completed.price, completed.single_venue) == (Decimal("2001"), False)
+    assert eth_price_lookup(requested).row == completed
+
+
+@pytest.mark.django_db
+def test_a_second_venue_disagreeing_beyond_the_gate_leaves_the_minute_flagged(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    every_kline_venue(venue_server, requested, {"bitfinex": "2001.25"})
+    now = recorded.now_utc()
+    serve(venue_server, now)
+
+    every_kline_venue(venue_server, requested, {"bitfinex": "2001.25", "kraken": "2600"})  # 30 % apart
+    serve(venue_server, now + timedelta(minutes=5, seconds=1))
+
+    row = Price.objects.get(asset=ETH, created_at=requested)
+    assert (row.price, row.single_venue) == (Decimal("2001.25"), True)
+    assert PriceRequest.objects.get().status == PriceRequestStatus.FAILED
 
 
 @pytest.mark.django_db

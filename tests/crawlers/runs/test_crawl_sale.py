@@ -18,6 +18,7 @@ from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats, UserData
 from dws_project.config import SaleTier
 from prices.models import ETH, TOKEN, Price, PriceRequest
+from prices.services import price_record
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.invariants import assert_ledger_invariants
 from tests.rpc_proxy import RpcProxy
@@ -170,6 +171,40 @@ def test_a_block_without_an_eth_price_holds_the_cursor_and_files_one_price_reque
     assert result.held is None
     assert Donation.objects.get().usd_amount == Decimal("2500.00")
     assert cursor_get(chain=CHAIN, label=LATEST).value == node.head()
+    assert_ledger_invariants()
+
+
+def test_a_minute_one_exchange_alone_quoted_credits_nothing_until_a_second_agrees(node, caplog):
+    """Issue 21 (medium 10): one venue's kline is on record, flagged; the block waits with a reason an
+    operator can read, and is written at the cross-checked price once a second venue completes that row."""
+    later = datetime.now(tz=UTC).replace(second=0, microsecond=0) + timedelta(hours=3)
+    node.set_next_block_timestamp(int(later.timestamp()) + 20)
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(1)
+    one_venue = {"used": [{"venue": "bitfinex", "quote": "9999"}], "single_venue": True}
+    row = Price.objects.create(asset=ETH, price=Decimal("9999"), created_at=later, sources=one_venue, single_venue=True)
+
+    with caplog.at_level(logging.WARNING, logger="dws.crawlers"):
+        held = crawl(LATEST)
+
+    assert cursor_get(LATEST).value == block - 1
+    assert held.held == (
+        f"block: {block} -- the ETH price near {later:%Y-%m-%d %H:%M} UTC is quoted by one exchange only "
+        "(bitfinex); waiting for a second to agree; a price request is filed"
+    )
+    assert "quoted by one exchange only" in caplog.text
+    assert not Donation.objects.exists()
+    assert PriceRequest.objects.filter(asset=ETH, requested_at=later).exists()
+
+    # A second venue agrees within the gate: the same row is completed with the cross-checked price.
+    both = {"used": [{"venue": "bitfinex", "quote": "2499"}, {"venue": "kraken", "quote": "2501"}]}
+    price_record(asset=ETH, created_at=later, price=Decimal("2500"), sources=both, single_venue=False)
+    result = crawl(LATEST)
+
+    assert result.held is None
+    assert Price.objects.get(asset=ETH, created_at=later).pk == row.pk
+    assert Donation.objects.get().usd_amount == Decimal("2500.00")
     assert_ledger_invariants()
 
 
