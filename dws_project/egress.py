@@ -212,6 +212,10 @@ def request(
             content = response.read(max_bytes + 1)
             if len(content) > max_bytes:
                 raise EgressTooLarge(f"answer larger than {max_bytes} bytes")
+        if watchdog.fired:
+            raise EgressTimeout("time-out")  # the socket was shut mid-answer: what was read is partial
+        if max_bytes > 0 and response.length:
+            raise EgressError("the answer was cut short")  # fewer bytes than its Content-Length said
         return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, content)
     except EgressError:
         raise

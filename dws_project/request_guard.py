@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from rest_framework.parsers import JSONParser
 from dws_project import api_errors
 from dws_project.admin_access import is_admin_path
 from dws_project.api_errors import ApiException
+from dws_project.json_limits import json_depth
 
 logger = logging.getLogger("dws.api")
 
@@ -35,8 +35,6 @@ MAX_JSON_DEPTH = 32
 # delphi's largest body ({"tx_hash": ..., "code": ...}) is about 100 bytes. The cap is taken before the
 # body is read, let alone scanned; the admin keeps Django's DATA_UPLOAD_MAX_MEMORY_SIZE.
 API_MAX_BODY = 4096
-# The characters the depth count looks at: brackets, and what opens, escapes or closes a string.
-_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
 
 
 class RequestGuardMiddleware:
@@ -94,33 +92,6 @@ class GuardedJSONParser(JSONParser):
             raise ApiException(api_errors.MALFORMED_BODY) from None
         except ValueError:
             raise ApiException(api_errors.INVALID_REQUEST) from None
-
-
-def json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in `text` (brackets inside strings do not count).
-
-    One pass over the structural characters, never looking back: a string that never closes (`"` then
-    `\\"` repeated) once made a regex restart its scan at every quote, quadratic in the body."""
-    depth = deepest = 0
-    in_string = False
-    escaped_at = -1  # the position a backslash inside a string escapes
-    for match in _JSON_STRUCTURE.finditer(text):
-        at, char = match.start(), match.group()
-        if in_string:
-            if at == escaped_at:
-                continue
-            if char == "\\":
-                escaped_at = at + 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def _refuse_constant(name: str) -> None:

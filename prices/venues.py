@@ -6,9 +6,12 @@ its quote was taken, the error shapes it uses) and returns a `Decimal` parsed st
 text. Anything it cannot vouch for raises `VenueError` with a short reason that is safe to log and to
 store in the price's audit trail: the venue then drops out of the cycle.
 
-All adapters share one `requests.Session` (connection reuse, a descriptive User-Agent) and every call
-runs under the client time-out. A venue's base URL comes from `DWS_VENUE_<NAME>_URL` when set (an
-egress proxy, or a local server in the tests) and the adapter appends the documented path.
+Every call goes through dws_project/egress.py with a descriptive User-Agent: the whole exchange ends
+within the client time-out (a venue trickling its answer a byte at a time cannot stretch it), the answer
+is read up to MAX_ANSWER_BYTES and nested at most MAX_ANSWER_DEPTH deep, and a redirect is an answer,
+never followed. Whatever breaks one of those bounds drops the venue from the cycle, like any other
+failure. A venue's base URL comes from `DWS_VENUE_<NAME>_URL` when set (an egress proxy, or a local
+server in the tests) and the adapter appends the documented path.
 
 A 429 (or binance's 418) pauses that venue for every worker: the pause lives in Redis, because the
 request budget is shared by all our processes, and asking again inside the window only burns it.
@@ -18,18 +21,18 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import urlencode
 
-import requests
 from django.conf import settings
 from redis.exceptions import RedisError
-from requests.adapters import HTTPAdapter
 
+from dws_project import egress
+from dws_project.json_limits import json_depth
 from dws_project.redaction import redact, redact_url
 from dws_project.redis_client import get_redis
 
@@ -40,6 +43,9 @@ MAX_QUOTE_AGE = timedelta(minutes=2)  # older venue-stamped quotes are stale
 MAX_QUOTE_LEAD = timedelta(seconds=30)  # a quote stamped further in the future is not trusted
 DEFAULT_RATE_LIMIT_PAUSE = 60  # seconds, when a 429 carries no usable Retry-After
 MAX_RATE_LIMIT_PAUSE = 600
+# A ticker is under 1 KB; kraken's OHLC since a minute half a day back is ~50 KB (720 rows).
+MAX_ANSWER_BYTES = 256 * 1024
+MAX_ANSWER_DEPTH = 8  # the venues' shapes nest 4 deep at most
 
 
 class VenueError(Exception):
@@ -53,26 +59,6 @@ class Kline:
     venue: str
     minute: datetime  # UTC, second 0
     close: Decimal
-
-
-# --- the shared HTTP session ------------------------------------------------------------------
-
-_session: requests.Session | None = None
-_session_lock = threading.Lock()
-
-
-def http_session() -> requests.Session:
-    """One pooled session for all venues (six concurrent calls fit in its pool)."""
-    global _session
-    with _session_lock:
-        if _session is None:
-            session = requests.Session()
-            adapter = HTTPAdapter(pool_connections=8, pool_maxsize=16, max_retries=0)
-            session.mount("https://", adapter)
-            session.mount("http://", adapter)
-            session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
-            _session = session
-        return _session
 
 
 def _pause_key(venue: str) -> str:
@@ -105,37 +91,58 @@ def _pause(venue: str, retry_after: str | None) -> datetime:
 # --- the common request path ------------------------------------------------------------------
 
 
+_HEADERS = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+
+
 @dataclass(frozen=True)
 class VenueClient:
-    """How one venue is reached in this run: its base URL, the session and the time-out."""
+    """How one venue is reached in this run: its base URL and the time-out of each call (all of it)."""
 
     venue: str
     base_url: str
     timeout: float
-    session: requests.Session
 
     def get_json(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
         """GET base_url+path and decode the body with every JSON number as a Decimal."""
         until = paused_until(self.venue)
         if until is not None:
             raise VenueError(f"paused after a rate limit until {until:%H:%M:%S} UTC")
+        url = self.base_url + path + (f"?{urlencode(params)}" if params else "")
         try:
-            response = self.session.get(self.base_url + path, params=params, timeout=self.timeout)
-        except requests.Timeout:
+            # The operator names the venue's base URL (DWS_VENUE_*_URL), so any address it resolves to is
+            # allowed; the answer is still bounded in time, size and depth.
+            reply = egress.request(
+                "GET", url, headers=_HEADERS, timeout=self.timeout, max_bytes=MAX_ANSWER_BYTES, public_only=False
+            )
+        except egress.EgressTimeout:
             raise VenueError(f"no answer within {self.timeout:g} s") from None
-        except requests.RequestException as exc:
-            # The exception text carries the full URL; only the origin may be shown.
-            raise VenueError(f"request to {redact_url(self.base_url)} failed ({type(exc).__name__})") from None
-        if response.status_code in (418, 429):
-            until = _pause(self.venue, response.headers.get("Retry-After"))
-            raise VenueError(f"rate limited (HTTP {response.status_code}), paused until {until:%H:%M:%S} UTC")
-        try:
-            body = json.loads(response.text, parse_float=Decimal)
-        except ValueError:
-            raise VenueError(f"HTTP {response.status_code} with a body that is not JSON") from None
-        if response.status_code >= 400:
-            raise VenueError(f"HTTP {response.status_code}: {_describe_error(body)}")
+        except egress.EgressTooLarge:
+            raise VenueError(f"answer larger than {MAX_ANSWER_BYTES // 1024} KiB") from None
+        except egress.EgressError as exc:
+            # Never the URL (an egress proxy's may carry a token): the origin and the kind of failure only.
+            raise VenueError(f"request to {redact_url(self.base_url)} failed ({exc})") from None
+        if reply.status in (418, 429):
+            until = _pause(self.venue, reply.headers.get("retry-after"))
+            raise VenueError(f"rate limited (HTTP {reply.status}), paused until {until:%H:%M:%S} UTC")
+        if 300 <= reply.status < 400:
+            raise VenueError(f"HTTP {reply.status}: a redirect, not followed")
+        body = _decode(reply)
+        if reply.status >= 400:
+            raise VenueError(f"HTTP {reply.status}: {_describe_error(body)}")
         return body
+
+
+def _decode(reply: egress.Reply) -> Any:
+    try:
+        text = reply.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise VenueError(f"HTTP {reply.status} with a body that is not UTF-8") from None
+    if json_depth(text) > MAX_ANSWER_DEPTH:
+        raise VenueError(f"HTTP {reply.status} with JSON nested deeper than {MAX_ANSWER_DEPTH}")
+    try:
+        return json.loads(text, parse_float=Decimal)
+    except ValueError:
+        raise VenueError(f"HTTP {reply.status} with a body that is not JSON") from None
 
 
 def _describe_error(body: Any) -> str:
@@ -453,5 +460,4 @@ def client_for(venue: str, *, urls: Mapping[str, str], timeout: float | None = N
         venue=venue,
         base_url=urls[venue].rstrip("/"),
         timeout=settings.CONFIG.venue_timeout if timeout is None else timeout,
-        session=http_session(),
     )

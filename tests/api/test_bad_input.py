@@ -89,7 +89,7 @@ def test_a_string_that_never_closes_is_read_once_not_once_per_quote(api, wallet,
     ],
 )
 def test_the_depth_of_a_document_counts_brackets_outside_strings_only(text, depth):
-    from dws_project.request_guard import json_depth
+    from dws_project.json_limits import json_depth
 
     assert json_depth(text) == depth
 

@@ -278,6 +278,39 @@ def test_a_hanging_venue_times_out_under_the_client_timeout(venue_server):
         ask(venue_server, "cexio")
 
 
+def test_a_venue_trickling_its_answer_is_cut_at_the_timeout_of_the_whole_call(venue_server):
+    # Each byte arrives well inside any per-read time-out; the whole answer would take ~40 s.
+    venue_server.route(recorded.CEXIO_TICKER, Reply(recorded.cexio_ticker("2001.5", recorded.now_utc()), trickle=0.2))
+
+    with pytest.raises(VenueError, match="no answer within 1 s"):
+        ask(venue_server, "cexio")
+
+
+def test_a_redirect_is_not_followed(venue_server):
+    # A redirect to a server that would answer: taking it would let the venue (or a proxy) send us anywhere.
+    venue_server.route("/elsewhere", Reply(recorded.binance_ticker("9999")))
+    venue_server.route(recorded.BINANCE_TICKER, Reply("", 302, {"Location": f"{venue_server.url}/elsewhere"}))
+
+    with pytest.raises(VenueError, match="HTTP 302: a redirect, not followed"):
+        ask(venue_server, "binance")
+    assert venue_server.hits_on("/elsewhere") == []
+
+
+def test_an_answer_beyond_the_cap_is_refused_unread(venue_server):
+    padded = recorded.binance_ticker("2001.5")[:-1] + "," + '"pad":"' + "x" * (300 * 1024) + '"}'
+    venue_server.route(recorded.BINANCE_TICKER, Reply(padded))
+
+    with pytest.raises(VenueError, match="answer larger than 256 KiB"):
+        ask(venue_server, "binance")
+
+
+def test_deeply_nested_json_is_refused_before_it_is_parsed(venue_server):
+    venue_server.route(recorded.BINANCE_TICKER, Reply("[" * 50_000 + "]" * 50_000))
+
+    with pytest.raises(VenueError, match="nested deeper than"):
+        ask(venue_server, "binance")
+
+
 def test_an_unreachable_venue_is_named_by_origin_only(venue_server):
     venue_server.close()  # nothing listens on the port any more
     urls = {name: venue_server.url for name in venue_server.urls()}
@@ -285,7 +318,7 @@ def test_an_unreachable_venue_is_named_by_origin_only(venue_server):
     with pytest.raises(VenueError) as raised:
         venues.coinbase_quote(client_for("coinbase", urls=urls, timeout=TIMEOUT), recorded.now_utc())
 
-    assert str(raised.value) == f"request to {venue_server.url} failed (ConnectionError)"
+    assert str(raised.value) == f"request to {venue_server.url} failed (connection refused)"
 
 
 def test_a_rate_limited_venue_is_paused_for_every_worker_until_its_window_ends(venue_server):
