@@ -5,6 +5,7 @@ Each is refused with a reason the operator can act on, and logged with the opera
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 
 from django.conf import settings
 
@@ -88,14 +89,21 @@ def inflow_credit(
             f"it {why} (transactions, call traces, logs)"
         )
     locked = inflow_mark_credited(inflow_id=inflow_id, tx_hash=tx_hash, operator=operator)
+    credited = sum((r.amount for r in rows), Decimal(0))
+    # The audit line says what the crediting covered: the amount credited and what of the inflow it leaves.
     logger.warning(
-        "unexplained inflow %d (block %d, %s %s) credited by %s as transaction %s (%s)",
+        "unexplained inflow %d (block %d, %s %s) credited by %s as transaction %s: %s %s credited, %s %s left "
+        "open (%s)",
         locked.pk,
         locked.block_number,
         locked.amount,
         locked.asset,
         operator,
         tx_hash,
+        credited,
+        locked.asset,
+        locked.amount - credited,
+        locked.asset,
         ", ".join(f"donation id {r.id}: {r.amount} from {r.address}, {r.status}" for r in rows),
     )
     return locked

@@ -151,6 +151,8 @@ def test_credit_this_transaction_credits_it_through_the_traces_and_reconcile_the
         "confirmed",
     )
     assert f"credited by alice (admin) as transaction {forwarded['tx']}" in caplog.text
+    # The audit line carries the amount check: what was credited, and what of the inflow is left open.
+    assert f"3.0000000000 eth credited, {inflow.amount - donation.amount} eth left open" in caplog.text
     output, status = reconcile(forwarded)
     assert status == 0, output
 
