@@ -24,7 +24,7 @@ from donations.models import DonationStats
 from dws_project.api_errors import SIGNATURE_REJECTED, SIGNATURE_UNVERIFIABLE
 from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet
 from tests.api.support import post_code_as_donor as post_code
-from tests.api.support import wallet_headers
+from tests.api.support import wallet_headers, wallet_ts
 from tests.chain import Anvil
 from tests.rpc_proxy import RpcProxy
 
@@ -49,8 +49,9 @@ def proxy(node: Anvil, settings) -> Iterator[RpcProxy]:
 
 def bad_signature_headers() -> dict[str, str]:
     """A fresh key's request signed by another fresh key: it recovers to neither, so it reaches the
-    contract path (what anyone can send at no cost)."""
-    return wallet_headers(Account.create(), "affiliate code", signer=Account.create())
+    contract path (what anyone can send at no cost). A fresh key makes a fresh message, so its timestamp
+    is simply now."""
+    return wallet_headers(Account.create(), "affiliate code", signer=Account.create(), ts=wallet_ts())
 
 
 def as_requests_headers(headers: dict[str, str]) -> dict[str, str]:
