@@ -14,7 +14,7 @@ from prices.models import Price, PriceRequest
 @admin.register(Price)
 class PriceAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "asset", "price", "made_from", "cross_checked", "dropped")
-    list_filter = ("asset",)
+    list_filter = ("asset", "single_venue")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     fields = ("asset", "price", "created_at", "sources_audit")
@@ -26,9 +26,9 @@ class PriceAdmin(ReadOnlyAdmin):
 
     @admin.display(description="cross-checked")
     def cross_checked(self, obj: Price) -> str:
-        # A historical minute only one venue answered for is accepted, but nothing confirmed it.
-        if (obj.sources or {}).get("single_venue"):
-            return "NO: single venue"
+        # A historical minute only one venue answered for values no donation until a second agrees.
+        if obj.single_venue:
+            return "NO: single venue, waiting for a second"
         used = len((obj.sources or {}).get("used", []))
         return f"{used} venues" if used else "-"
 
