@@ -35,6 +35,16 @@ def api_chain() -> Iterator[Anvil]:
         yield anvil
 
 
+@pytest.fixture
+def node(api_chain: Anvil) -> Iterator[Anvil]:
+    """The API's node for one test: what the test deploys or sends is reverted afterwards."""
+    snapshot = api_chain.snapshot()
+    try:
+        yield api_chain
+    finally:
+        api_chain.revert(snapshot)
+
+
 @pytest.fixture(autouse=True)
 def _api_provider(api_chain: Anvil, settings) -> Anvil:
     settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=api_chain.url)

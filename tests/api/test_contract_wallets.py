@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 from eth_account import Account
@@ -13,19 +12,10 @@ from dws_project.api_errors import SIGNATURE_REJECTED, SIGNATURE_UNVERIFIABLE
 from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet, set_owner
 from tests.api.support import post_code_as_donor as post_code
 from tests.api.support import wallet_headers
-from tests.chain import Anvil, load_artifact
+from tests.chain import load_artifact
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db]
-
-
-@pytest.fixture
-def node(api_chain: Anvil) -> Iterator[Anvil]:
-    snapshot = api_chain.snapshot()
-    try:
-        yield api_chain
-    finally:
-        api_chain.revert(snapshot)
 
 
 @pytest.fixture

@@ -32,15 +32,6 @@ pytestmark = [pytest.mark.django_db]
 
 
 @pytest.fixture
-def node(api_chain: Anvil) -> Iterator[Anvil]:
-    snapshot = api_chain.snapshot()
-    try:
-        yield api_chain
-    finally:
-        api_chain.revert(snapshot)
-
-
-@pytest.fixture
 def proxy(node: Anvil, settings) -> Iterator[RpcProxy]:
     with RpcProxy(node.url) as running:
         settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))

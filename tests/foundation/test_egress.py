@@ -100,6 +100,13 @@ def trusting(pki: dict[str, Path]) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(pki["ca"]))
 
 
+def fetch(pki: dict[str, Path], url: str, *, method: str = "GET", max_bytes: int = 100, **options) -> egress.Reply:
+    """egress.request to the local TLS server, whatever name `url` uses (it resolves to 127.0.0.1)."""
+    options.setdefault("public_only", False)
+    options.setdefault("resolver", lambda host, port: ["127.0.0.1"])
+    return egress.request(method, url, timeout=10, max_bytes=max_bytes, ssl_context=trusting(pki), **options)
+
+
 def test_the_connection_goes_to_the_checked_address_with_sni_and_the_name_verified(pki):
     resolved: list[str] = []
 
@@ -108,16 +115,8 @@ def test_the_connection_goes_to_the_checked_address_with_sni_and_the_name_verifi
         return ["127.0.0.1"]
 
     with https_server(pki, (200, {}, b"fine")) as server:
-        reply = egress.request(
-            "GET",
-            f"https://receiver.test:{server['port']}/hooks?x=1",
-            timeout=10,
-            max_bytes=100,
-            public_only=True,
-            allow_loopback=True,
-            resolver=resolver,
-            ssl_context=trusting(pki),
-        )
+        url = f"https://receiver.test:{server['port']}/hooks?x=1"
+        reply = fetch(pki, url, public_only=True, allow_loopback=True, resolver=resolver)
 
     assert (reply.status, reply.body) == (200, b"fine")
     assert resolved == ["receiver.test"]  # one resolution: the address checked is the one connected to
@@ -127,29 +126,12 @@ def test_the_connection_goes_to_the_checked_address_with_sni_and_the_name_verifi
 
 def test_a_certificate_for_another_name_is_refused_even_at_the_right_address(pki):
     with https_server(pki, (200, {}, b"fine")) as server, pytest.raises(egress.EgressError, match="certificate"):
-        egress.request(
-            "GET",
-            f"https://other.test:{server['port']}/",
-            timeout=10,
-            max_bytes=100,
-            public_only=False,
-            resolver=lambda host, port: ["127.0.0.1"],
-            ssl_context=trusting(pki),
-        )
+        fetch(pki, f"https://other.test:{server['port']}/")
 
 
 def test_a_redirect_is_an_answer_and_is_not_followed(pki):
     with https_server(pki, (307, {"Location": "http://169.254.169.254/latest/"}, b"")) as server:
-        reply = egress.request(
-            "POST",
-            f"https://receiver.test:{server['port']}/",
-            body=b"{}",
-            timeout=10,
-            max_bytes=100,
-            public_only=False,
-            resolver=lambda host, port: ["127.0.0.1"],
-            ssl_context=trusting(pki),
-        )
+        reply = fetch(pki, f"https://receiver.test:{server['port']}/", method="POST", body=b"{}")
 
     assert reply.status == 307
     assert server["hosts"] == [f"receiver.test:{server['port']}"]  # asked once, nothing else
@@ -160,15 +142,7 @@ def test_an_answer_beyond_the_cap_is_refused(pki):
         https_server(pki, (200, {}, b"x" * 5000)) as server,
         pytest.raises(egress.EgressTooLarge, match="4096 bytes"),
     ):
-        egress.request(
-            "GET",
-            f"https://receiver.test:{server['port']}/",
-            timeout=10,
-            max_bytes=4096,
-            public_only=False,
-            resolver=lambda host, port: ["127.0.0.1"],
-            ssl_context=trusting(pki),
-        )
+        fetch(pki, f"https://receiver.test:{server['port']}/", max_bytes=4096)
 
 
 @pytest.mark.parametrize(
