@@ -17,7 +17,7 @@ from donations.models import Donation
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from donations.webhooks import webhook_donation_event
-from tests.crawlers.test_webhooks import unconfirmed_donation
+from tests.donations.test_webhooks import unconfirmed_donation
 from tests.webhook_receiver import Received, webhook_receiver
 
 pytestmark = [pytest.mark.django_db]

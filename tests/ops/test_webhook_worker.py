@@ -12,7 +12,7 @@ from django.utils import timezone
 from donations.webhook_models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from donations.webhooks import DELIVER_TASK, webhook_donation_event
 from dws_project.redis_client import get_redis
-from tests.crawlers.test_webhooks import unconfirmed_donation
+from tests.donations.test_webhooks import unconfirmed_donation
 from tests.ops.processes import process_environment, worker
 from tests.webhook_receiver import webhook_receiver
 
