@@ -162,5 +162,9 @@ def indexes(table: str) -> dict[str, str]:
 def test_the_poll_and_lookup_indexes_exist() -> None:
     assert "(status, block_time)" in indexes("donation")["donation_status_block_time_idx"]
     assert "(status, modified_at)" in indexes("price_req")["price_req_status_modified_at_idx"]
-    assert "(address)" in indexes("wallet_connection")["wallet_connection_address_idx"]
+    # One wallet connection per address (issue 21): the address lookup is the unique key's index.
+    assert "UNIQUE INDEX" in indexes("wallet_connection")["wallet_connection_address_key"]
+    assert "(address)" in indexes("wallet_connection")["wallet_connection_address_key"]
     WalletConnection.objects.create(address="0x66", affiliate_code="code")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        WalletConnection.objects.create(address="0x66", affiliate_code="other")

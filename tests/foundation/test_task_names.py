@@ -19,6 +19,7 @@ TASK_NAMES = {
     "donations.deliver_webhooks",
     "donations.tasks.complete_unstakes",
     "affiliates.tasks.resolve_affiliate_donations",
+    "affiliates.purge_used_signatures",  # issue 22: the replay keys live in PostgreSQL
 }
 
 
