@@ -188,7 +188,7 @@ def test_a_minute_one_exchange_alone_quoted_credits_nothing_until_a_second_agree
     with caplog.at_level(logging.WARNING, logger="dws.crawlers"):
         held = crawl(LATEST)
 
-    assert cursor_get(LATEST).value == block - 1
+    assert cursor_get(chain=CHAIN, label=LATEST).value == block - 1
     assert held.held == (
         f"block: {block} -- the ETH price near {later:%Y-%m-%d %H:%M} UTC is quoted by one exchange only "
         "(bitfinex); waiting for a second to agree; a price request is filed"
