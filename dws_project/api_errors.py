@@ -110,7 +110,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, drf_exceptions.AuthenticationFailed | drf_exceptions.NotAuthenticated):
         response["WWW-Authenticate"] = 'delphi-signature realm="delphi"'
     if isinstance(exc, drf_exceptions.Throttled):
-        response["Retry-After"] = str(max(1, math.ceil(exc.wait or 1)))
+        # djangorestframework-stubs 3.18 leave out `wait`, which Throttled.__init__ always sets.
+        response["Retry-After"] = str(max(1, math.ceil(exc.wait or 1)))  # type: ignore[attr-defined]
     return response
 
 

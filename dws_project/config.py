@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from typing import TypedDict, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import environ
@@ -35,6 +36,9 @@ DEV_CHAIN_IDS = frozenset({31337, 1337})
 # Operator surfaces answer only the machine itself unless an operator names more networks.
 DEFAULT_ADMIN_NETWORKS = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
 VENUE_TIMEOUT_RANGE = (Decimal("0.5"), Decimal("30"))  # seconds; a price cycle runs every 60 s
+
+_T = TypeVar("_T")
+_D = TypeVar("_D")
 
 
 class ConfigError(Exception):
@@ -261,121 +265,135 @@ def parse_networks(value: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Ne
     return tuple(networks)
 
 
+class _Reader:
+    """Reads variables one at a time, keeping every problem instead of stopping at the first."""
+
+    def __init__(self, environ_: Mapping[str, str]) -> None:
+        self._environ = environ_
+        self.problems: list[tuple[str, str]] = []
+
+    def required(self, var: str, parse: Callable[[str], _T], *, secret: bool = False) -> _T | None:
+        """The parsed value; None (and a problem) when unset or invalid."""
+        if self._raw(var) is None:
+            self.problems.append((var, "is required but not set or empty"))
+            return None
+        return self.optional(var, parse, None, secret=secret)
+
+    def optional(self, var: str, parse: Callable[[str], _T], default: _D, *, secret: bool = False) -> _T | _D:
+        """The parsed value, or `default` when unset (and, with a problem, when invalid)."""
+        raw = self._raw(var)
+        if raw is None:
+            return default
+        try:
+            return parse(raw)
+        except (ValueError, TypeError) as exc:
+            self.problems.append((var, "has an invalid value" if secret else str(exc)))
+            return default
+
+    def _raw(self, var: str) -> str | None:
+        raw = self._environ.get(var)
+        return None if raw is None or raw.strip() == "" else raw
+
+
+def _present(value: _T | None) -> _T:
+    """A required value once the problems are raised: a missing one was reported and never gets here."""
+    assert value is not None
+    return value
+
+
 def load_config(environ_: Mapping[str, str]) -> Config:
     """Read and validate every dws variable; raise ConfigError listing each bad one."""
-    problems: list[tuple[str, str]] = []
-    values: dict[str, object] = {}
-
-    def read(var: str, parse, *, default: object = environ.Env.NOTSET, secret: bool = False) -> None:
-        raw = environ_.get(var)
-        if raw is None or raw.strip() == "":
-            if default is environ.Env.NOTSET:
-                problems.append((var, "is required but not set or empty"))
-            else:
-                values[var] = default
-            return
-        try:
-            values[var] = parse(raw)
-        except (ValueError, TypeError) as exc:
-            reason = "has an invalid value" if secret else str(exc)
-            problems.append((var, reason))
-
-    read("DATABASE_URL", _parse_database_url, secret=True)
-    read("DWS_DB_SSLMODE", _parse_sslmode, default="require")
-    read("REDIS_URL", _parse_redis_url, default="redis://127.0.0.1:6379/0", secret=True)
-    read("DWS_DONATION_ADDRESS", parse_address)
-    read("DWS_STABLE_COINS", parse_stable_coins)
-    read("DWS_SALE_PARAMS", parse_sale_params)
-    read("ETH_RPC_URL", parse_rpc_url)
-    read("DWS_MAX_TIMESTAMP_AGE", _parse_timestamp_age, default=30)
-    read("DWS_DEBUG_DATA_STORE", _parse_directory, default=None)
-    read("DWS_BLOCK_CACHE", _parse_directory, default=None)
-    read("DWS_TT_PRIVATE_KEY", _parse_private_key, default=None, secret=True)
-    read("DWS_START_BLOCK", _parse_block_number, default=None)
-    read("DWS_CHAIN_ID", _parse_chain_id, default=None)
-    read("DWS_DEV_ETH_PRICE", _parse_dev_eth_price, default=None)
-    chain_id = values.get("DWS_CHAIN_ID")
-    if values.get("DWS_DEV_ETH_PRICE") is not None and chain_id not in DEV_CHAIN_IDS:
+    env = _Reader(environ_)
+    database = env.required("DATABASE_URL", _parse_database_url, secret=True)
+    sslmode = env.optional("DWS_DB_SSLMODE", _parse_sslmode, "require")
+    redis_url = env.optional("REDIS_URL", _parse_redis_url, "redis://127.0.0.1:6379/0", secret=True)
+    donation_address = env.required("DWS_DONATION_ADDRESS", parse_address)
+    stable_coins = env.required("DWS_STABLE_COINS", parse_stable_coins)
+    sale_tiers = env.required("DWS_SALE_PARAMS", parse_sale_params)
+    eth_rpc_url = env.required("ETH_RPC_URL", parse_rpc_url)
+    max_timestamp_age = env.optional("DWS_MAX_TIMESTAMP_AGE", _parse_timestamp_age, 30)
+    debug_data_store = env.optional("DWS_DEBUG_DATA_STORE", _parse_directory, None)
+    block_cache = env.optional("DWS_BLOCK_CACHE", _parse_directory, None)
+    tt_private_key = env.optional("DWS_TT_PRIVATE_KEY", _parse_private_key, None, secret=True)
+    start_block = env.optional("DWS_START_BLOCK", _parse_block_number, None)
+    chain_id = env.optional("DWS_CHAIN_ID", _parse_chain_id, None)
+    dev_eth_price = env.optional("DWS_DEV_ETH_PRICE", _parse_dev_eth_price, None)
+    if dev_eth_price is not None and chain_id not in DEV_CHAIN_IDS:
         # A made-up price on a real chain would credit real money at a fake rate.
-        problems.append(("DWS_DEV_ETH_PRICE", _dev_only_reason(chain_id)))
-    read("DWS_TRUSTED_PROXIES", parse_networks, default=())
-    read("DWS_ADMIN_ALLOWED_NETWORKS", parse_networks, default=DEFAULT_ADMIN_NETWORKS)
-    read("DWS_LOG_LEVEL", _parse_log_level, default="INFO")
-    read("DJANGO_DEBUG", _parse_bool, default=False)
+        env.problems.append(("DWS_DEV_ETH_PRICE", _dev_only_reason(chain_id)))
+    trusted_proxies = env.optional("DWS_TRUSTED_PROXIES", parse_networks, ())
+    admin_allowed_networks = env.optional("DWS_ADMIN_ALLOWED_NETWORKS", parse_networks, DEFAULT_ADMIN_NETWORKS)
+    log_level = env.optional("DWS_LOG_LEVEL", _parse_log_level, "INFO")
+    debug = env.optional("DJANGO_DEBUG", _parse_bool, False)
     dev_chain = chain_id in DEV_CHAIN_IDS
-    if values.get("DJANGO_DEBUG") and not dev_chain:
+    if debug and not dev_chain:
         # DEBUG shows settings and tracebacks to anyone and accepts a public fallback secret key.
-        problems.append(("DJANGO_DEBUG", _dev_only_reason(chain_id)))
+        env.problems.append(("DJANGO_DEBUG", _dev_only_reason(chain_id)))
     # Plain HTTP is the default only where no real money moves (a development chain).
-    read("DWS_HTTPS", _parse_on_off, default=not dev_chain)
-    read("DWS_CSRF_TRUSTED_ORIGINS", _parse_origins, default=())
-    read("DJANGO_ALLOWED_HOSTS", _parse_hosts, default=("localhost", "127.0.0.1", "[::1]"))
+    https = env.optional("DWS_HTTPS", _parse_on_off, not dev_chain)
+    csrf_trusted_origins = env.optional("DWS_CSRF_TRUSTED_ORIGINS", _parse_origins, ())
+    allowed_hosts = env.optional("DJANGO_ALLOWED_HOSTS", _parse_hosts, ("localhost", "127.0.0.1", "[::1]"))
     venue_urls: dict[str, str] = {}
     for venue in VENUES:
-        var = f"DWS_VENUE_{venue}_URL"
-        read(var, parse_venue_url, default=None)
-        if values.get(var):
-            venue_urls[venue.lower()] = values[var]  # type: ignore[assignment]
-    read("DWS_VENUE_TIMEOUT", _parse_venue_timeout, default=5.0)
-    read("DWS_TRACE", _parse_trace_mode, default="auto")
-    read("DWS_FREEZE_ON_DRIFT", ops_config.parse_on_off, default=True)
-    read("DWS_METRICS_PORT", ops_config.parse_port, default=None)
-    read("DWS_METRICS_HOST", ops_config.parse_listen_host, default="127.0.0.1")
-    read("DWS_METRICS_TOKEN", ops_config.parse_token, default=None, secret=True)
-    metrics_beyond_loopback = values.get("DWS_METRICS_PORT") and not is_loopback_host(str(values["DWS_METRICS_HOST"]))
-    if metrics_beyond_loopback and not values.get("DWS_METRICS_TOKEN"):
+        url = env.optional(f"DWS_VENUE_{venue}_URL", parse_venue_url, None)
+        if url:
+            venue_urls[venue.lower()] = url
+    venue_timeout = env.optional("DWS_VENUE_TIMEOUT", _parse_venue_timeout, 5.0)
+    trace_mode = env.optional("DWS_TRACE", _parse_trace_mode, "auto")
+    freeze_on_drift = env.optional("DWS_FREEZE_ON_DRIFT", ops_config.parse_on_off, True)
+    metrics_port = env.optional("DWS_METRICS_PORT", ops_config.parse_port, None)
+    metrics_host = env.optional("DWS_METRICS_HOST", ops_config.parse_listen_host, "127.0.0.1")
+    metrics_token = env.optional("DWS_METRICS_TOKEN", ops_config.parse_token, None, secret=True)
+    if metrics_port and not is_loopback_host(str(metrics_host)) and not metrics_token:
         # Beyond loopback nothing filters who reaches the worker's port; a token does.
-        problems.append(("DWS_METRICS_TOKEN", "is required when DWS_METRICS_HOST is not a loopback address"))
-    read("DWS_HEARTBEAT_DIR", ops_config.parse_absolute_path, default=ops_config.DEFAULT_HEARTBEAT_DIR)
-    read("DWS_SECRETS_KEY", parse_secrets_key, default=None, secret=True)
-    read("DWS_WEBHOOK_ALLOW_LOOPBACK", _parse_on_off, default=False)
-    if values.get("DWS_WEBHOOK_ALLOW_LOOPBACK") and not dev_chain:
+        env.problems.append(("DWS_METRICS_TOKEN", "is required when DWS_METRICS_HOST is not a loopback address"))
+    heartbeat_dir = env.optional("DWS_HEARTBEAT_DIR", ops_config.parse_absolute_path, ops_config.DEFAULT_HEARTBEAT_DIR)
+    secrets_key = env.optional("DWS_SECRETS_KEY", parse_secrets_key, None, secret=True)
+    webhook_allow_loopback = env.optional("DWS_WEBHOOK_ALLOW_LOOPBACK", _parse_on_off, False)
+    if webhook_allow_loopback and not dev_chain:
         # Webhooks to this machine reach its database, Redis and metrics ports: a local demo's choice only.
-        problems.append(("DWS_WEBHOOK_ALLOW_LOOPBACK", _dev_only_reason(chain_id)))
-    debug = bool(values.get("DJANGO_DEBUG"))
+        env.problems.append(("DWS_WEBHOOK_ALLOW_LOOPBACK", _dev_only_reason(chain_id)))
     # Outside development a missing secret key stops the process; DEBUG gets a throwaway one.
-    read(
-        "DJANGO_SECRET_KEY",
-        _parse_secret_key,
-        default="dev-only-insecure-key" if debug else environ.Env.NOTSET,
-        secret=True,
-    )
-    if problems:
-        raise ConfigError(problems)
+    secret_key: str | None
+    if debug:
+        secret_key = env.optional("DJANGO_SECRET_KEY", _parse_secret_key, "dev-only-insecure-key", secret=True)
+    else:
+        secret_key = env.required("DJANGO_SECRET_KEY", _parse_secret_key, secret=True)
+    if env.problems:
+        raise ConfigError(env.problems)
 
-    db = values["DATABASE_URL"]
     return Config(
-        database=Database(**db, sslmode=values["DWS_DB_SSLMODE"]),  # type: ignore[arg-type]
-        redis_url=values["REDIS_URL"],  # type: ignore[arg-type]
-        donation_address=values["DWS_DONATION_ADDRESS"],  # type: ignore[arg-type]
-        stable_coins=values["DWS_STABLE_COINS"],  # type: ignore[arg-type]
-        sale_tiers=values["DWS_SALE_PARAMS"],  # type: ignore[arg-type]
-        eth_rpc_url=values["ETH_RPC_URL"],  # type: ignore[arg-type]
-        max_timestamp_age=values["DWS_MAX_TIMESTAMP_AGE"],  # type: ignore[arg-type]
-        debug_data_store=values["DWS_DEBUG_DATA_STORE"],  # type: ignore[arg-type]
-        block_cache=values["DWS_BLOCK_CACHE"],  # type: ignore[arg-type]
-        tt_private_key=values["DWS_TT_PRIVATE_KEY"],  # type: ignore[arg-type]
-        start_block=values["DWS_START_BLOCK"],  # type: ignore[arg-type]
-        chain_id=values["DWS_CHAIN_ID"],  # type: ignore[arg-type]
-        dev_eth_price=values["DWS_DEV_ETH_PRICE"],  # type: ignore[arg-type]
+        database=Database(**_present(database), sslmode=sslmode),
+        redis_url=redis_url,
+        donation_address=_present(donation_address),
+        stable_coins=_present(stable_coins),
+        sale_tiers=_present(sale_tiers),
+        eth_rpc_url=_present(eth_rpc_url),
+        max_timestamp_age=max_timestamp_age,
+        debug_data_store=debug_data_store,
+        block_cache=block_cache,
+        tt_private_key=tt_private_key,
+        start_block=start_block,
+        chain_id=chain_id,
+        dev_eth_price=dev_eth_price,
         venue_urls=venue_urls,
-        venue_timeout=values["DWS_VENUE_TIMEOUT"],  # type: ignore[arg-type]
-        trace_mode=values["DWS_TRACE"],  # type: ignore[arg-type]
-        trusted_proxies=values["DWS_TRUSTED_PROXIES"],  # type: ignore[arg-type]
-        admin_allowed_networks=values["DWS_ADMIN_ALLOWED_NETWORKS"],  # type: ignore[arg-type]
-        secret_key=values["DJANGO_SECRET_KEY"],  # type: ignore[arg-type]
-        allowed_hosts=values["DJANGO_ALLOWED_HOSTS"],  # type: ignore[arg-type]
+        venue_timeout=venue_timeout,
+        trace_mode=trace_mode,
+        trusted_proxies=trusted_proxies,
+        admin_allowed_networks=admin_allowed_networks,
+        secret_key=_present(secret_key),
+        allowed_hosts=allowed_hosts,
         debug=debug,
-        log_level=values["DWS_LOG_LEVEL"],  # type: ignore[arg-type]
-        freeze_on_drift=values["DWS_FREEZE_ON_DRIFT"],  # type: ignore[arg-type]
-        metrics_port=values["DWS_METRICS_PORT"],  # type: ignore[arg-type]
-        metrics_host=values["DWS_METRICS_HOST"],  # type: ignore[arg-type]
-        metrics_token=values["DWS_METRICS_TOKEN"],  # type: ignore[arg-type]
-        heartbeat_dir=values["DWS_HEARTBEAT_DIR"],  # type: ignore[arg-type]
-        https=values["DWS_HTTPS"],  # type: ignore[arg-type]
-        csrf_trusted_origins=values["DWS_CSRF_TRUSTED_ORIGINS"],  # type: ignore[arg-type]
-        secrets_key=values["DWS_SECRETS_KEY"],  # type: ignore[arg-type]
-        webhook_allow_loopback=values["DWS_WEBHOOK_ALLOW_LOOPBACK"],  # type: ignore[arg-type]
+        log_level=log_level,
+        freeze_on_drift=freeze_on_drift,
+        metrics_port=metrics_port,
+        metrics_host=metrics_host,
+        metrics_token=metrics_token,
+        heartbeat_dir=heartbeat_dir,
+        https=https,
+        csrf_trusted_origins=csrf_trusted_origins,
+        secrets_key=secrets_key,
+        webhook_allow_loopback=webhook_allow_loopback,
     )
 
 
@@ -387,7 +405,17 @@ def _dev_only_reason(chain_id: object) -> str:
     )
 
 
-def _parse_database_url(value: str) -> dict[str, object]:
+class _DatabaseURL(TypedDict):
+    """What DATABASE_URL names; DWS_DB_SSLMODE completes the `Database`."""
+
+    name: str
+    user: str
+    password: str
+    host: str
+    port: int | None
+
+
+def _parse_database_url(value: str) -> _DatabaseURL:
     scheme = urlsplit(value.strip()).scheme
     if scheme not in ("postgres", "postgresql", "pgsql"):
         raise ValueError("must be a postgres:// URL")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import models
+from django.db import migrations, models
 
 
 class PostgresEnumField(models.CharField):
@@ -27,10 +27,8 @@ class PostgresEnumField(models.CharField):
         return self.enum_name
 
 
-def create_enum(enum_name: str, values: list[str]):  # -> migrations.RunSQL
+def create_enum(enum_name: str, values: list[str]) -> migrations.RunSQL:
     """The migration step that creates (and on reverse drops) an enum type."""
-    from django.db import migrations
-
     labels = ", ".join(f"'{v}'" for v in values)
     return migrations.RunSQL(
         f"CREATE TYPE {enum_name} AS ENUM ({labels});",

@@ -13,10 +13,13 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from celery import bootsteps
 from celery.beat import PersistentScheduler
+from celery.worker import WorkController
 from django.conf import settings
+from kombu.asynchronous.timer import Entry, Timer
 
 logger = logging.getLogger("dws.heartbeat")
 
@@ -53,17 +56,20 @@ def age(kind: str, *, now: float | None = None) -> float | None:
 class WorkerHeartbeat(bootsteps.StartStopStep):
     """Renews the worker's heartbeat from the worker's timer (the main process's event loop)."""
 
-    requires = {"celery.worker.components:Timer"}
+    requires = ("celery.worker.components:Timer",)
 
-    def __init__(self, worker: object, **kwargs: object) -> None:
+    def __init__(self, worker: WorkController, **kwargs: Any) -> None:
         super().__init__(worker, **kwargs)
-        self.tref = None
+        self.tref: Entry | None = None
 
-    def start(self, worker: object) -> None:
+    def start(self, worker: WorkController) -> None:
         touch(WORKER)
-        self.tref = worker.timer.call_repeatedly(WORKER_INTERVAL, touch, (WORKER,), priority=10)  # type: ignore[attr-defined]
+        # celery-types 0.26 type `worker.timer` as the Timer bootstep; it holds the timer that step built
+        # (kombu's, under the worker's event loop), and `requires` runs that step before this one.
+        timer = cast(Timer, worker.timer)
+        self.tref = timer.call_repeatedly(WORKER_INTERVAL, touch, (WORKER,), priority=10)
 
-    def stop(self, worker: object) -> None:
+    def stop(self, worker: WorkController) -> None:
         if self.tref is not None:
             self.tref.cancel()
             self.tref = None
@@ -72,6 +78,6 @@ class WorkerHeartbeat(bootsteps.StartStopStep):
 class HeartbeatScheduler(PersistentScheduler):
     """celery beat's scheduler, touching beat's heartbeat on every tick."""
 
-    def tick(self, *args: object, **kwargs: object) -> float:
+    def tick(self, *args: Any, **kwargs: Any) -> float:  # passed through unchanged
         touch(BEAT)
         return super().tick(*args, **kwargs)

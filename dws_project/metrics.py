@@ -17,7 +17,8 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import ParamSpec
 
 from prometheus_client import Counter, Gauge, Histogram, multiprocess
 
@@ -116,14 +117,16 @@ def drop_reason(text: str) -> str:
     return next((label for needle, label in _DROP_REASONS if needle in text), "no-quote")
 
 
-def _never_raise(func):
+_HookParams = ParamSpec("_HookParams")
+
+
+def _never_raise(func: Callable[_HookParams, None]) -> Callable[_HookParams, None]:
     @functools.wraps(func)
-    def guarded(*args, **kwargs):
+    def guarded(*args: _HookParams.args, **kwargs: _HookParams.kwargs) -> None:
         try:
-            return func(*args, **kwargs)
+            func(*args, **kwargs)
         except Exception:
             logger.warning("metrics hook %s failed", func.__name__, exc_info=True)
-            return None
 
     return guarded
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.conf import settings
@@ -78,7 +78,7 @@ def _read_body(request: HttpRequest) -> api_errors.ApiError | None:
 class GuardedJSONParser(JSONParser):
     """DRF's JSON parser, with nesting and encoding failures as the numbered 400 (not a 500)."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         raw = stream.read() if stream is not None else b""
         try:
             text = raw.decode(settings.DEFAULT_CHARSET)

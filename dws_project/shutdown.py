@@ -13,11 +13,25 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
 
 logger = logging.getLogger("dws.shutdown")
 
 _requested = threading.Event()
-_state = {"pool_process": False, "busy": False, "previous": None}
+
+
+@dataclass
+class _ProcessState:
+    pool_process: bool = False
+    busy: bool = False
+    # The SIGTERM handler ours replaced, as `signal.getsignal` reports it.
+    previous: Callable[[int, FrameType | None], Any] | int | None = None
+
+
+_state = _ProcessState()
 
 
 def requested() -> bool:
@@ -25,9 +39,9 @@ def requested() -> bool:
     return _requested.is_set()
 
 
-def _note(signum: int, frame: object) -> None:
-    if not _state["busy"]:  # idle: stop the way the pool always did
-        previous = _state["previous"]
+def _note(signum: int, frame: FrameType | None) -> None:
+    if not _state.busy:  # idle: stop the way the pool always did
+        previous = _state.previous
         if callable(previous):
             previous(signum, frame)
             return
@@ -45,20 +59,20 @@ def task_started() -> None:
     Installed here, not at process start: the pool sets its own SIGTERM handler after the process
     initializer has run; ours keeps it for when no task is running.
     """
-    if not _state["pool_process"]:  # solo pool / eager: the main process keeps Celery's own handler
+    if not _state.pool_process:  # solo pool / eager: the main process keeps Celery's own handler
         return
     if signal.getsignal(signal.SIGTERM) is not _note:
-        _state["previous"] = signal.getsignal(signal.SIGTERM)
+        _state.previous = signal.getsignal(signal.SIGTERM)
         signal.signal(signal.SIGTERM, _note)
-    _state["busy"] = True
+    _state.busy = True
 
 
 def pool_process_started() -> None:
-    _state["pool_process"] = True
+    _state.pool_process = True
 
 
 def task_finished() -> None:
-    _state["busy"] = False
+    _state.busy = False
 
 
 def signal_pool_processes() -> None:

@@ -39,7 +39,7 @@ def describe_database_error(exc: BaseException) -> str:
         return "server does not support SSL, but DWS_DB_SSLMODE requires it"
     if "timeout expired" in text:
         return f"connection timed out after {settings.DB_CONNECT_TIMEOUT} s"
-    password = settings.DATABASES["default"]["PASSWORD"]
+    password = settings.CONFIG.database.password  # what DATABASES["default"]["PASSWORD"] holds
     if password:
         text = text.replace(password, "***")
     return redact(text)[:500]
