@@ -32,7 +32,7 @@ class AffiliateCodeApi(SignedApi):
         },
     )
     def post(self, request: Request) -> Response:
-        code = services.affiliate_code_get_or_create(address=request.user.address)
+        code = services.affiliate_code_get_or_create(address=self.signer(request))
         return Response(self.OutputSerializer({"code": code}).data)
 
 
@@ -66,7 +66,7 @@ class WalletConnectionApi(SignedApi):
     def post(self, request: Request) -> Response:
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        connection = services.wallet_connection_create(address=request.user.address, code=body.validated_data["code"])
+        connection = services.wallet_connection_create(address=self.signer(request), code=body.validated_data["code"])
         return Response(self.OutputSerializer(connection).data)
 
 
@@ -106,5 +106,5 @@ class AffiliateDonationApi(SignedApi):
     def post(self, request: Request) -> Response:
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        claim = services.affiliate_donation_claim(signer=request.user.address, **body.validated_data)
+        claim = services.affiliate_donation_claim(signer=self.signer(request), **body.validated_data)
         return Response(self.OutputSerializer(claim).data)

@@ -11,6 +11,7 @@ import logging
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from donations.models import Donation, DonationStats, UserData
@@ -45,7 +46,9 @@ class DonationAdmin(ReadOnlyAdmin):
     ordering = ("-block_time", "-id")
     readonly_fields = [f.name for f in Donation._meta.fields]
 
-    def get_search_results(self, request: HttpRequest, queryset, search_term: str):
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Donation], search_term: str
+    ) -> tuple[QuerySet[Donation], bool]:
         # hashes and addresses are stored lower case; an operator pastes them checksummed
         return super().get_search_results(request, queryset, search_term.strip().lower())
 
@@ -95,7 +98,7 @@ class CampaignAdmin(ReadOnlyAdmin):
     @admin.action(
         description="Pause: stop crediting donations (they are still recorded)", permissions=["pause_campaign"]
     )
-    def pause(self, request: HttpRequest, queryset) -> None:
+    def pause(self, request: HttpRequest, queryset: QuerySet[DonationStats]) -> None:
         operator = request.user.get_username()
         if campaign_pause(operator=f"{operator} (admin)"):
             self._record(request, "paused the campaign")
@@ -104,7 +107,7 @@ class CampaignAdmin(ReadOnlyAdmin):
             self.message_user(request, "The campaign was already paused.", messages.INFO)
 
     @admin.action(description="Resume: re-derive open/closed from the confirmed tokens", permissions=["pause_campaign"])
-    def resume(self, request: HttpRequest, queryset) -> None:
+    def resume(self, request: HttpRequest, queryset: QuerySet[DonationStats]) -> None:
         operator = request.user.get_username()
         status = campaign_resume(operator=f"{operator} (admin)", tiers=settings.CONFIG.sale_tiers)
         if status is None:
@@ -130,7 +133,9 @@ class UserDataAdmin(ReadOnlyAdmin):
     search_fields = ("=address",)
     readonly_fields = [f.name for f in UserData._meta.fields]
 
-    def get_search_results(self, request: HttpRequest, queryset, search_term: str):
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[UserData], search_term: str
+    ) -> tuple[QuerySet[UserData], bool]:
         return super().get_search_results(request, queryset, search_term.strip().lower())
 
 

@@ -154,8 +154,8 @@ class StakeApi(SignedApi):
     def post(self, request: Request) -> Response:
         body = self.InputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        staking.stake_add(address=request.user.address, amount=int(body.validated_data["amount"]))
-        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)
+        staking.stake_add(address=self.signer(request), amount=int(body.validated_data["amount"]))
+        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=self.signer(request))}).data)
 
 
 class UnstakeApi(SignedApi):
@@ -174,8 +174,8 @@ class UnstakeApi(SignedApi):
         },
     )
     def post(self, request: Request) -> Response:
-        staking.unstake_request(address=request.user.address)
-        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=request.user.address)}).data)
+        staking.unstake_request(address=self.signer(request))
+        return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=self.signer(request))}).data)
 
 
 class TokenPriceApi(PublicApi):

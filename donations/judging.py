@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -111,5 +112,7 @@ def donations_look_later(
         return
     with transaction.atomic():
         stats_lock()
+        # psycopg2 sends a timedelta as an interval; django-stubs' parameter type leaves timedelta out.
+        params: dict[str, Any] = {"now": now, "min": min_delay, "max": max_delay, "ids": sorted(donation_ids)}
         with connection.cursor() as cursor:
-            cursor.execute(_LOOK_LATER, {"now": now, "min": min_delay, "max": max_delay, "ids": sorted(donation_ids)})
+            cursor.execute(_LOOK_LATER, params)

@@ -151,9 +151,11 @@ def donation_record_unconfirmed(
         if match.move:
             # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
             # was first recorded at (priced once), so only a changed ETH price moves its tokens.
-            _move_to(match.row, sighting, _priced(sighting, match.row.price))  # type: ignore[union-attr]
-            webhook_donation_event(match.row, "donation.moved")
-            return match.row, DonationOutcome.MOVED  # type: ignore[return-value]
+            moved = match.row
+            assert moved is not None  # sighting_match moves only a row it found
+            _move_to(moved, sighting, _priced(sighting, moved.price))
+            webhook_donation_event(moved, "donation.moved")
+            return moved, DonationOutcome.MOVED
         if match.row is not None:
             return match.row, DonationOutcome.UNCHANGED
         try:
@@ -163,7 +165,9 @@ def donation_record_unconfirmed(
                 webhook_donation_event(row, "donation.seen")
                 return row, DonationOutcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
-            return find_at_identity(sighting.transfer, lock=True), DonationOutcome.UNCHANGED  # type: ignore[return-value]
+            theirs = find_at_identity(sighting.transfer, lock=True)
+            assert theirs is not None, "an insert refused at a donation's identity, and no row holds it"
+            return theirs, DonationOutcome.UNCHANGED
 
 
 def block_rows(sightings: Sequence[Sighting]) -> dict[str, list[Donation]]:

@@ -37,11 +37,14 @@ def amount_quantum(asset: str) -> Decimal:
 
 
 class _Identified(Protocol):
-    """A transfer, or a donation row: anything that carries a donation's identity."""
+    """A transfer, or a donation row: anything that carries a donation's identity (read only)."""
 
-    tx_hash: str
-    log_index: int | None
-    trace_address: str | None
+    @property
+    def tx_hash(self) -> str: ...
+    @property
+    def log_index(self) -> int | None: ...
+    @property
+    def trace_address(self) -> str | None: ...
 
 
 def donation_key(item: _Identified) -> DonationKey:

@@ -70,6 +70,7 @@ def unstake_request(*, address: str) -> datetime:
         return unstake_completes_at(now)
     if _status_after_refusal(address) == StakeStatus.UNSTAKING:
         requested = UserData.objects.values_list("unstake_requested_at", flat=True).get(address=address)
+        assert requested is not None  # unstake_request sets the status and the time in one UPDATE
         return unstake_completes_at(requested)  # asking again changes nothing
     raise ApiException(NOTHING_STAKED)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, cast
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -11,6 +11,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.exceptions import MethodNotAllowed, Throttled
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -82,10 +83,20 @@ class PublicApi(APIView):
         return response
 
 
+class _Signer(Protocol):
+    address: str  # lower case
+
+
 class SignedApi(PublicApi):
-    """A delphi endpoint that needs a signed request; `request.user.address` is the signer."""
+    """A delphi endpoint that needs a signed request; `signer(request)` is the address that signed it."""
 
     permission_classes = [IsAuthenticated]
+
+    @staticmethod
+    def signer(request: Request) -> str:
+        # The stubs type request.user as a Django user; behind SIGNED_REQUEST_AUTHENTICATION (and
+        # IsAuthenticated) it is the app's signed caller, which carries the signing address.
+        return cast(_Signer, request.user).address
 
     def get_authenticators(self) -> list[Any]:
         return [import_string(SIGNED_REQUEST_AUTHENTICATION)()]
