@@ -8,6 +8,8 @@ crawler's lock, logged with the operator's name.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from django import forms
 from django.conf import settings
@@ -16,7 +18,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from crawlers.chain.clients import make_probe_client
@@ -43,7 +45,7 @@ class LastBlockAdmin(ReadOnlyAdmin):
     def set_cursor_link(self, obj: LastBlock) -> str:
         return format_html('<a href="{}">set cursor</a>', reverse("admin:crawlers_lastblock_set_cursor", args=[obj.pk]))
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         view = self.admin_site.admin_view(self.set_cursor_view)
         return [path("<int:object_id>/set-cursor/", view, name="crawlers_lastblock_set_cursor"), *super().get_urls()]
 
@@ -124,7 +126,7 @@ class UnexplainedInflowAdmin(ReadOnlyAdmin):
             reverse("admin:crawlers_unexplainedinflow_dismiss", args=[obj.pk]),
         )
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         credit = self.admin_site.admin_view(self.credit_view)
         dismiss = self.admin_site.admin_view(self.dismiss_view)
         return [
@@ -158,7 +160,15 @@ class UnexplainedInflowAdmin(ReadOnlyAdmin):
             ),
         )
 
-    def _resolve(self, request: HttpRequest, object_id: int, form_class, title: str, help_text: str, act):
+    def _resolve(
+        self,
+        request: HttpRequest,
+        object_id: int,
+        form_class: type[forms.Form],
+        title: str,
+        help_text: str,
+        act: Callable[[UnexplainedInflow, dict[str, Any], str], UnexplainedInflow],
+    ) -> HttpResponse:
         if not request.user.has_perm("crawlers.change_unexplainedinflow"):
             raise PermissionDenied
         inflow = get_object_or_404(UnexplainedInflow, pk=object_id)

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from crawlers.chain.calls import header_call
@@ -38,7 +39,7 @@ def _iso(when: datetime | None) -> str | None:
     return when.isoformat() if when else None
 
 
-def inflows_open():
+def inflows_open() -> QuerySet[UnexplainedInflow]:
     return UnexplainedInflow.objects.filter(status=InflowStatus.OPEN)
 
 

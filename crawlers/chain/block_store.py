@@ -21,10 +21,10 @@ logger = logging.getLogger("dws.crawlers")
 # --- DWS_BLOCK_CACHE: finalized blocks kept on disk ---------------------------------------------
 
 
-def _cached_block(chain: ChainSettings, number: int) -> dict | None:
+def _cached_block(cache_dir: str, number: int) -> dict | None:
     """The cached copy of finalized block `number`; a copy that does not parse (or is not that block) is
     discarded, so the caller fetches it again."""
-    path = Path(chain.block_cache) / f"fb-{number}.json"  # type: ignore[arg-type]
+    path = Path(cache_dir) / f"fb-{number}.json"
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -65,11 +65,11 @@ def fetch_blocks_with(
     fetched for the cache that cannot be written there comes back as NoEvidence of kind "cache-write":
     the caller holds it, exactly like a block the provider did not give.
     """
-    use_cache = through_cache and bool(chain.block_cache)
+    cache_dir = chain.block_cache if through_cache else None
     outcomes: dict[int, RpcOutcome] = {}
-    if use_cache:
+    if cache_dir:
         for number in numbers:
-            cached = _cached_block(chain, number)
+            cached = _cached_block(cache_dir, number)
             if cached is not None:
                 outcomes[number] = Answer(cached)
     missing = [n for n in numbers if n not in outcomes]
@@ -77,9 +77,9 @@ def fetch_blocks_with(
     answered = client.batch(calls) if calls else []
     fetched, extra_outcomes = answered[: len(missing)], answered[len(missing) :]
     for number, outcome in zip(missing, fetched, strict=True):
-        if use_cache and isinstance(outcome, Answer) and block_well_formed(outcome.value, number):
+        if cache_dir and isinstance(outcome, Answer) and block_well_formed(outcome.value, number):
             try:
-                write_private(chain.block_cache, f"fb-{number}.json", json.dumps(outcome.value))  # type: ignore[arg-type]
+                write_private(cache_dir, f"fb-{number}.json", json.dumps(outcome.value))
             except OSError as exc:
                 logger.error("block cache: could not write fb-%d.json (%s); block retried next run", number, exc)
                 outcome = NoEvidence("eth_getBlockByNumber", "cache-write", f"fb-{number}.json: {type(exc).__name__}")

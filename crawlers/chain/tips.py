@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crawlers.chain.calls import header_call
-from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError, RpcOutcome
+from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 
-HEAD_CALL = ("eth_blockNumber", [])
+HEAD_CALL: Call = ("eth_blockNumber", [])
 FINALIZED_CALL = header_call("finalized")
 
 

@@ -88,7 +88,7 @@ def _is_quiet_precompile_call(call: dict) -> bool:
     return _is_precompile(_address(call.get("to"))) and _hex_int(call.get("value")) == 0
 
 
-def call_tracer_frames(result: Sequence[object], block_tx_hashes: Sequence[str]) -> list[Frame]:
+def call_tracer_frames(result: object, block_tx_hashes: Sequence[str]) -> list[Frame]:
     """Frames of a `debug_traceBlockByNumber(n, {"tracer": "callTracer"})` answer.
 
     Each element is `{"txHash": ..., "result": {call}}` (older geth omits `txHash`; the position in
@@ -139,7 +139,7 @@ def _walk_call(call: dict, tx_hash: str, path: tuple[int, ...], under_failure: b
         index += 1
 
 
-def parity_frames(result: Sequence[object], block_hash: str, block_tx_hashes: Sequence[str]) -> list[Frame]:
+def parity_frames(result: object, block_hash: str, block_tx_hashes: Sequence[str]) -> list[Frame]:
     """Frames of a `trace_block(n)` answer (a flat list), checked against the block it must describe.
 
     Every trace must name `block_hash` (a trace of another block is a re-org between our calls), and
@@ -168,7 +168,8 @@ def parity_frames(result: Sequence[object], block_hash: str, block_tx_hashes: Se
             kind = str(action.get("callType") or "call").lower()
             sender, to, wei = action.get("from"), action.get("to"), _hex_int(action.get("value"))
         elif kind == "create":
-            created = item.get("result") if isinstance(item.get("result"), dict) else {}
+            outcome = item.get("result")
+            created = outcome if isinstance(outcome, dict) else {}
             kind = str(action.get("creationMethod") or "create").lower()
             sender, to, wei = action.get("from"), created.get("address"), _hex_int(action.get("value"))
         elif kind == "suicide":

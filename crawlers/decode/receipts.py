@@ -10,7 +10,8 @@ def receipt_succeeded(receipt: object, block_hash: str) -> bool | None:
     reverted; None: it proves neither (another block's receipt, no status, not a receipt at all)."""
     if not isinstance(receipt, dict) or (receipt.get("blockHash") or "").lower() != block_hash:
         return None
-    return {"0x1": True, "0x0": False}.get(receipt.get("status"))  # type: ignore[arg-type]
+    status = receipt.get("status")
+    return {"0x1": True, "0x0": False}.get(status) if isinstance(status, str) else None
 
 
 def receipt_fee(receipt: dict) -> int:

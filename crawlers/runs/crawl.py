@@ -78,7 +78,9 @@ def _start_cursor(client: RpcClient, job: _Job) -> LastBlock:
     start = job.chain.start_block if job.chain.start_block is not None else tip_block(client, finalized=False)
     cursor_write(chain=job.chain.name, label=job.label, value=max(start - 1, 0))
     logger.info("crawl %s: no cursor yet; starting at block %d", job.label, start)
-    return cursor_get(chain=job.chain.name, label=job.label)  # type: ignore[return-value]
+    cursor = cursor_get(chain=job.chain.name, label=job.label)
+    assert cursor is not None  # written just above
+    return cursor
 
 
 def crawl(
@@ -111,6 +113,7 @@ def crawl(
         while position < tip and pace.used < budget and not shutdown.requested():
             end, sparse = pace.next_range(position, client.log_span)
             scan = _scan_sparse(client, job, position + 1, end) if sparse else None
+            first_parent: str | None  # the parent hash of the range's first block, when one was read
             if scan is not None and scan is not TOO_BUSY:
                 pace.after_sparse(end - position, len(scan.read), client.log_span)
                 if scan.proven:

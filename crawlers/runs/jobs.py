@@ -55,11 +55,11 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
             cursor=result.cursor,
             lag_seconds=lag_seconds(client, result.cursor, result.tip),
         )
-        if result.more_to_do:
+        if result.more_to_do and result.cursor is not None and result.tip is not None:  # more_to_do implies both
             catch_up_record(
                 label=label,
-                cursor=result.cursor,  # type: ignore[arg-type]
-                tip=result.tip,  # type: ignore[arg-type]
+                cursor=result.cursor,
+                tip=result.tip,
                 blocks=result.blocks,
                 seconds=time.monotonic() - started,
             )

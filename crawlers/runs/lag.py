@@ -15,7 +15,7 @@ def lag_seconds(client: RpcClient, cursor: int | None, tip: int | None) -> int |
     if tip <= cursor:
         return 0
     outcomes = client.batch([header_call(cursor), header_call(tip)])
-    headers = [header_of(o.value) for o in outcomes if isinstance(o, Answer)]
-    if len(headers) != 2 or None in headers:
+    at_cursor, at_tip = (header_of(o.value) if isinstance(o, Answer) else None for o in outcomes)
+    if at_cursor is None or at_tip is None:
         return None
-    return int((headers[1].time - headers[0].time).total_seconds())  # type: ignore[union-attr]
+    return int((at_tip.time - at_cursor.time).total_seconds())

@@ -109,11 +109,16 @@ def _receipt_proves(row: Donation, receipt: object, block_hash: str, chain: Chai
     if not succeeded or row.log_index is None:
         return succeeded
     coin = chain.stable_coin(row.asset)
-    if coin is not None and receipt_has_transfer(
-        receipt,  # type: ignore[arg-type]
-        log_index=row.log_index,
-        contract=coin.contract,
-        recipient=chain.donation_address,
+    # A receipt that proves success is an object (receipt_succeeded checked it).
+    if (
+        coin is not None
+        and isinstance(receipt, dict)
+        and receipt_has_transfer(
+            receipt,
+            log_index=row.log_index,
+            contract=coin.contract,
+            recipient=chain.donation_address,
+        )
     ):
         return True
     return None  # succeeded, but the recorded Transfer log is not in it: no evidence for this row

@@ -17,7 +17,13 @@ class CrawlResult(BlockTally):
     @property
     def more_to_do(self) -> bool:
         """The run stopped at its per-run cap, not at a hold, with blocks before its tip still to do."""
-        return self.held is None and self.blocks > 0 and None not in (self.cursor, self.tip) and self.cursor < self.tip
+        return (
+            self.held is None
+            and self.blocks > 0
+            and self.cursor is not None
+            and self.tip is not None
+            and self.cursor < self.tip
+        )
 
     def summary(self) -> str:
         text = (

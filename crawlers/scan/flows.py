@@ -56,7 +56,7 @@ def account_receipts(
         outcome = receipts[move.tx_hash]
         receipt = outcome.value if isinstance(outcome, Answer) else None
         succeeded = receipt_succeeded(receipt, move.block_hash)
-        if succeeded is None:
+        if succeeded is None or not isinstance(receipt, dict):  # a receipt that proves either is an object
             why = (
                 outcome.describe() if isinstance(outcome, NoEvidence) else "receipt of another block or without status"
             )
@@ -70,7 +70,7 @@ def account_receipts(
         block = scanned[move.block_number]
         if move.sender == us:
             block.add_flow(NONCE, 1)
-            block.add_flow(ETH, -(move.wei if succeeded else 0) - receipt_fee(receipt))  # type: ignore[arg-type]
+            block.add_flow(ETH, -(move.wei if succeeded else 0) - receipt_fee(receipt))
         if move.to == us and succeeded:
             block.add_flow(ETH, move.wei)
         candidate = recordable.get(move.tx_hash)
@@ -86,8 +86,7 @@ def account_receipts(
 def _usable(moves: Sequence[EthMove], receipts: Mapping[str, RpcOutcome], number: int) -> int:
     """How many of block `number`'s receipts we did get (for the stuck line)."""
     return sum(
-        isinstance(receipts[m.tx_hash], Answer)
-        and receipt_succeeded(receipts[m.tx_hash].value, m.block_hash) is not None  # type: ignore[union-attr]
+        receipt_succeeded(outcome.value, m.block_hash) is not None
         for m in moves
-        if m.block_number == number
+        if m.block_number == number and isinstance(outcome := receipts[m.tx_hash], Answer)
     )

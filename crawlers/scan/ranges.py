@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from crawlers.chain.block_store import block_batch, block_well_formed, fetch_blocks_with
 from crawlers.chain.calls import receipt_calls, transfer_log_calls
 from crawlers.chain.files import debug_dump
-from crawlers.chain.logs import logs_in_one_batch, transfer_logs
+from crawlers.chain.logs import TransferLogs, logs_in_one_batch, transfer_logs
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_block_number
@@ -42,7 +42,7 @@ def read_range(
     *,
     extra: Sequence[Call] = (),
     numbers: Sequence[int] | None = None,
-    logs: tuple[list[dict], list[dict]] | None = None,
+    logs: TransferLogs | None = None,
 ) -> RangeRead:
     """Blocks start..end with their donations and raw flows; stops at the first block it cannot prove.
 

@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from crawlers.chain.calls import balance_calls, code_call, edge_calls, header_call, transfer_log_calls
-from crawlers.chain.logs import answered_logs, logs_in_one_batch, transfer_logs
-from crawlers.chain.outcomes import Answer, Call, NoEvidenceError
+from crawlers.chain.logs import TransferLogs, answered_logs, logs_in_one_batch, transfer_logs
+from crawlers.chain.outcomes import Answer, Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_amount, log_block_number
 from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, edge_balances
@@ -132,7 +132,9 @@ def scan_sparse(
     return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger)
 
 
-def _logs(client: RpcClient, chain: ChainSettings, start: int, end: int, answers: list | None):
+def _logs(
+    client: RpcClient, chain: ChainSettings, start: int, end: int, answers: list[RpcOutcome] | None
+) -> TransferLogs | None:
     """The Transfer logs to and from us over the range, or None without full evidence."""
     if not chain.stable_coins:
         return [], []
@@ -144,7 +146,7 @@ def _logs(client: RpcClient, chain: ChainSettings, start: int, end: int, answers
         return None
 
 
-def _coins_close(chain: ChainSettings, before: Balances, after: Balances, logs) -> bool:
+def _coins_close(chain: ChainSettings, before: Balances, after: Balances, logs: TransferLogs) -> bool:
     """Whether each coin's balance moved by exactly what the range's Transfer logs say.
 
     Then the blocks the logs name (read in full and proven one by one) hold every coin movement, and
@@ -197,7 +199,13 @@ def _bisect(
 
 
 def _read_proven(
-    client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode, wanted: list[int], logs
+    client: RpcClient,
+    chain: ChainSettings,
+    start: int,
+    end: int,
+    mode: ReadMode,
+    wanted: list[int],
+    logs: TransferLogs,
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """The `wanted` blocks in full, each proven against its own balances; stops at the first it cannot prove."""
     extra = [call for n in wanted for call in edge_calls(chain, n, n)]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 from redis.exceptions import RedisError
 
@@ -79,7 +79,7 @@ class _Refused(Exception):
         super().__init__(outcome.describe())
 
 
-def is_refusal(outcome: RpcOutcome) -> bool:
+def is_refusal(outcome: RpcOutcome) -> TypeGuard[NoEvidence]:
     """The provider said definitely that it does not serve the method (not a passing failure)."""
     if not isinstance(outcome, NoEvidence) or outcome.kind != "error":
         return False
@@ -147,7 +147,7 @@ def _with_traces(client: RpcClient, chain: ChainSettings, ask: Callable[[str], T
 
 def _answer(outcome: RpcOutcome) -> object:
     if is_refusal(outcome):
-        raise _Refused(outcome)  # type: ignore[arg-type]
+        raise _Refused(outcome)
     return require(outcome)
 
 
@@ -174,8 +174,8 @@ def block_frames(client: RpcClient, family: str, *, block_number: int, block_has
     tx_hashes = [h.lower() for h in header.get("transactions") or [] if isinstance(h, str)]
     try:
         if family == DEBUG:
-            return call_tracer_frames(result, tx_hashes)  # type: ignore[arg-type]
-        return parity_frames(result, block_hash, tx_hashes)  # type: ignore[arg-type]
+            return call_tracer_frames(result, tx_hashes)
+        return parity_frames(result, block_hash, tx_hashes)
     except MalformedTrace as exc:
         raise _malformed(method, client, exc) from exc
 

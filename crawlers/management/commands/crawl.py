@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import CommandError, CommandParser
@@ -28,7 +29,7 @@ class Command(JobCommand):
         mode.add_argument("--once", action="store_true", help="one run, then exit")
         mode.add_argument("--single-block", type=int, metavar="N", help="re-crawl block N only; the cursor stays")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:  # argparse's values, typed by add_arguments
         label = str(options["crawler"])
         single = options["single_block"]
         if label == OLD_UNCONFIRMED and single is not None:
@@ -43,14 +44,11 @@ class Command(JobCommand):
             return
         client = make_client(chain_settings(settings.CONFIG))
         while True:
-            if label == OLD_UNCONFIRMED:
-                result = run_old_unconfirmed(client=client)
-            else:
-                result = run_crawler(label, client=client)
-            self.stdout.write(result.summary() if result else f"crawl {label}: another run holds the lock; skipped")
+            run = run_old_unconfirmed(client=client) if label == OLD_UNCONFIRMED else run_crawler(label, client=client)
+            self.stdout.write(run.summary() if run else f"crawl {label}: another run holds the lock; skipped")
             if options["once"]:
-                if result is not None and result.held:
-                    raise CommandError(result.held)
+                if run is not None and run.held:
+                    raise CommandError(run.held)
                 return
-            if not getattr(result, "more_to_do", False):  # behind: go on at once
+            if not getattr(run, "more_to_do", False):  # behind: go on at once
                 time.sleep(INTERVALS[label])

@@ -11,6 +11,7 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
@@ -33,12 +34,12 @@ class Command(BaseCommand):
         parser.add_argument("kind", choices=(*heartbeat.KINDS, WEB))
         parser.add_argument("--max-age", type=float, default=None, help="seconds (default: worker 30, beat 60)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:  # argparse's values, typed by add_arguments
         kind = str(options["kind"])
         if kind == WEB:
             self._web()
             return
-        limit = float(options["max_age"] or heartbeat.STALE_AFTER[kind])  # type: ignore[arg-type]
+        limit = float(options["max_age"] or heartbeat.STALE_AFTER[kind])
         age = heartbeat.age(kind)
         if age is None:
             self._fail(f"{kind}: no heartbeat at {heartbeat.heartbeat_path(kind)}")
@@ -59,6 +60,6 @@ class Command(BaseCommand):
             self._fail(f"web: /live answered {status}")
         self.stdout.write("web: alive")
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str) -> NoReturn:
         self.stderr.write(message)
         sys.exit(1)

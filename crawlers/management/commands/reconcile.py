@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import CommandError, CommandParser
 
 from crawlers.runs.reconcile import ReconcileError, reconcile
@@ -22,12 +24,12 @@ class Command(JobCommand):
         parser.add_argument("--from-block", type=int, required=True, metavar="A")
         parser.add_argument("--to-block", type=int, required=True, metavar="B")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:  # argparse's values, typed by add_arguments
         with exclusive_run(JOB, ttl=300) as acquired:
             if not acquired:
                 raise CommandError("another reconcile is running; try again when it has finished")
             try:
-                report = reconcile(int(options["from_block"]), int(options["to_block"]))  # type: ignore[arg-type]
+                report = reconcile(int(options["from_block"]), int(options["to_block"]))
             except ReconcileError as exc:
                 raise CommandError(str(exc)) from None
         for line in report.discrepancies:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
@@ -22,8 +23,8 @@ class Command(JobCommand):
         parser.add_argument("crawler", choices=[LATEST, FINALIZED])
         parser.add_argument("block", type=int)
 
-    def handle(self, *args: object, **options: object) -> None:
-        label, block = str(options["crawler"]), int(options["block"])  # type: ignore[arg-type]
+    def handle(self, *args: Any, **options: Any) -> None:  # argparse's values, typed by add_arguments
+        label, block = str(options["crawler"]), int(options["block"])
         try:
             previous = set_cursor(label, block, operator=f"{getpass.getuser()} (manage.py)")
         except CursorRefused as exc:
