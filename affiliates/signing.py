@@ -175,5 +175,5 @@ def _check_by_contract(rpc_url: str | None, address: str, message: str, signatur
         raise SignatureUnverifiable(str(exc)) from None
 
 
-def log_rejection(reason: SignatureRejected, signature: str, path: str) -> None:
+def log_rejection(reason: SignatureRejected | SignatureUnverifiable, signature: str, path: str) -> None:
     logger.warning("signed request to %s rejected (%s), signature %s", path, reason, signature_digest(signature))

@@ -88,7 +88,7 @@ def aggregate(
             valid.append(UsedQuote(quote.venue, quote.price))
     valid.sort(key=lambda q: (q.price, q.venue))  # deterministic, whatever order the venues answered in
 
-    def outcome(price: Decimal | None, median: Decimal | None, used: list[UsedQuote], reason: str | None):
+    def outcome(price: Decimal | None, median: Decimal | None, used: list[UsedQuote], reason: str | None) -> Aggregate:
         ordered_drops = tuple(sorted(dropped, key=lambda d: d.venue))
         return Aggregate(price, median, tuple(used), ordered_drops, reason)
 
@@ -99,14 +99,14 @@ def aggregate(
     needed = len(valid) // 2 + 1 if min_survivors is None else min_survivors
     median = median_of([q.price for q in valid])
     survivors: list[UsedQuote] = []
-    for quote in valid:
-        deviation = abs(quote.price - median) / median
+    for usable in valid:
+        deviation = abs(usable.price - median) / median
         if deviation > max_deviation:
             dropped.append(
-                DroppedQuote(quote.venue, quote.price, f"deviates {deviation * 100:.2f}% from the median {median}")
+                DroppedQuote(usable.venue, usable.price, f"deviates {deviation * 100:.2f}% from the median {median}")
             )
         else:
-            survivors.append(quote)
+            survivors.append(usable)
 
     if len(survivors) < needed:
         dropped.extend(DroppedQuote(q.venue, q.price, "too few quotes survived the deviation check") for q in survivors)

@@ -212,9 +212,11 @@ def price_request_close(request: PriceRequest, *, now: datetime) -> None:
 
 def _venue_klines(name: str, urls: Mapping[str, str], timeout: float | None, start: datetime) -> list[Kline] | str:
     """One venue's klines from `start`, or why it gave none (a broken adapter drops only its venue)."""
-    venue = VENUES_BY_NAME[name]
+    klines = VENUES_BY_NAME[name].klines
+    if klines is None:  # KLINE_VENUES names only venues with klines
+        return "the venue serves no klines"
     try:
-        return venue.klines(client_for(name, urls=urls, timeout=timeout), start, KLINE_COUNT)  # type: ignore[misc]
+        return klines(client_for(name, urls=urls, timeout=timeout), start, KLINE_COUNT)
     except VenueError as exc:
         return redact(exc)
     except Exception as exc:  # noqa: BLE001

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from django.core.management.base import CommandParser
 from django.utils import timezone
 
 from dws_project.commands import JobCommand
@@ -13,10 +15,10 @@ from prices.tasks import run_fetch_prices
 class Command(JobCommand):
     help = "Fetch the ETH price from the six venues and record this minute's price (--once: one cycle)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--once", action="store_true", help="run one cycle and exit")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         while True:
             result = run_fetch_prices()
             if result is None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import time
+from typing import Any
+
+from django.core.management.base import CommandParser
 
 from dws_project.commands import JobCommand
 from prices.tasks import run_serve_price_requests
@@ -13,10 +16,10 @@ POLL_INTERVAL_SECONDS = 10
 class Command(JobCommand):
     help = "Serve due historical price requests from the venues' one-minute klines (--once: one poll)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--once", action="store_true", help="run one poll and exit")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         while True:
             result = run_serve_price_requests()
             if result is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -33,8 +34,8 @@ class Command(BaseCommand):
         )
         parser.add_argument("--seed", type=int, default=None, help="random seed, to repeat a run exactly")
 
-    def handle(self, *args: object, **options: object) -> None:
-        count, interval = int(options["count"]), float(options["interval"])  # type: ignore[arg-type]
+    def handle(self, *args: Any, **options: Any) -> None:  # argparse's values, typed by add_arguments
+        count, interval = int(options["count"]), float(options["interval"])
         if count < 1 or interval < 0:
             raise CommandError("--count must be at least 1 and --interval at least 0")
         config = settings.CONFIG
@@ -44,7 +45,7 @@ class Command(BaseCommand):
         except DevChainError as exc:
             raise CommandError(str(exc)) from None
         rng = random.Random(options["seed"])
-        donors = SIMULATED_DONORS[: int(options["donors"])]  # type: ignore[arg-type]
+        donors = SIMULATED_DONORS[: int(options["donors"])]
         self.stdout.write(f"dev chain {chain_id}: {count} donation(s) to {config.donation_address}")
         for n in range(1, count + 1):
             try:
