@@ -61,7 +61,7 @@ def record(count: int, offset: int) -> float:
             block_number=100 + i,
             block_hash=f"0x{i + 1:064x}",
         )
-        sighting = Sighting(transfer=transfer, block_time=datetime.now(UTC), usd_amount=Decimal("20.00"))
+        sighting = Sighting(transfer=transfer, block_time=datetime.now(UTC), eth_price=Decimal("2000"))  # 20.00 USD
         donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
     return time.monotonic() - began
 

@@ -5,6 +5,7 @@ the server with a non-zero exit instead of respawning workers that fail the same
 """
 
 import os
+from typing import Any
 
 bind = f"{os.environ.get('DWS_WEB_HOST', '127.0.0.1')}:{os.environ.get('DWS_WEB_PORT', '8000')}"
 workers = int(os.environ.get("DWS_WEB_WORKERS", "3"))
@@ -20,8 +21,8 @@ accesslog = "-"
 errorlog = "-"
 
 
-def child_exit(server: object, worker: object) -> None:
+def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker; gunicorn ships no types
     """Metrics (multiprocess mode): a gone worker's live gauges leave the scrape; its counters stay."""
     from dws_project import metrics
 
-    metrics.process_exited(worker.pid)  # type: ignore[attr-defined]
+    metrics.process_exited(worker.pid)

@@ -61,6 +61,8 @@ class RpcFailure(Exception):
 class Anvil:
     """One anvil process. `finalized` trails the head by two blocks (one slot per epoch)."""
 
+    coins: dict[str, str]  # asset -> contract, set by the fixture that deploys them (deploy_stable_coins)
+
     def __init__(self, *, port: int | None = None, slots_in_an_epoch: int = 1, extra_args: Sequence[str] = ()) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 import requests
 
@@ -126,7 +126,7 @@ class RpcProxy:
     def url(self, path: str = "/") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def start(self) -> RpcProxy:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -134,7 +134,7 @@ class RpcProxy:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> RpcProxy:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
@@ -247,7 +247,7 @@ class RpcProxy:
                 reply.pop("result", None)
                 reply["error"] = {"code": fault.code, "message": fault.message}
             elif fault and fault.kind == "rewrite" and "result" in reply:
-                reply["result"] = fault.rewrite(reply["result"], request.get("params") or [])  # type: ignore[misc]
+                reply["result"] = fault.rewrite(reply["result"], request.get("params") or [])
             out.append(reply)
         data = json.dumps(out if isinstance(payload, list) else out[0]).encode()
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from eth_abi import encode
 from eth_account import Account
@@ -20,7 +21,7 @@ def owner_signature(owner, message: str) -> bytes:
     return bytes(Account.unsafe_sign_hash(digest, owner.key).signature)
 
 
-def contract_headers(wallet: str, owner, path_words: str, *, wrap=None) -> dict[str, str]:
+def contract_headers(wallet: str, owner, path_words: str, *, wrap=None) -> dict[str, Any]:
     ts = wallet_ts(_unused_second())
     message = f"{path_words}, {wallet.lower()}, {ts}"
     signature = owner_signature(owner, message)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -26,7 +27,7 @@ def allowance(elapsed: float) -> int:
 def hammer(api, path: str = "/no-such-page", *, limit: int = 5000, **extra):
     """Request as fast as one client can until the first 429 (however slow the machine is today)."""
     started = time.monotonic()
-    responses = []
+    responses: list[Any] = []
     while len(responses) < limit:
         responses.append(api.get(path, **extra))
         if responses[-1].status_code == 429:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -38,7 +39,7 @@ def donation(**overrides: object) -> Donation:
     return Donation.objects.create(**values)
 
 
-def refused(statement: str, params: list[object] | None = None) -> bool:
+def refused(statement: str, params: list[Any] | None = None) -> bool:
     """Whether PostgreSQL rejects a raw statement (so no ORM-side validation can be credited)."""
     try:
         with transaction.atomic(), connection.cursor() as cursor:

@@ -20,7 +20,7 @@ from tests.chain import ROOT
 def process_environment(**extra: str) -> dict[str, str]:
     """This run's test database and Redis db, the test settings, and `extra` on top."""
     db = django_settings.DATABASES["default"]
-    password = f":{quote(db['PASSWORD'], safe='')}" if db["PASSWORD"] else ""
+    password = f":{quote(str(db['PASSWORD']), safe='')}" if db["PASSWORD"] else ""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DWS_", "DATABASE_", "ETH_", "PYTEST"))}
     env.pop("PROMETHEUS_MULTIPROC_DIR", None)
     env.update(

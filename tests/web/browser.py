@@ -32,7 +32,7 @@ import requests
 from django.db import connections
 from eth_account import Account
 from eth_account.messages import _hash_eip191_message, encode_defunct
-from playwright.sync_api import Browser, Page, Route, sync_playwright
+from playwright.sync_api import Browser, Page, Route, ViewportSize, sync_playwright
 
 from tests.chain import Anvil, deploy_stable_coins, free_port
 
@@ -50,8 +50,8 @@ CHROMIUM_ARGS = [
 # This checkout's share of TCP ports for servers the tests start (TEST_PORT_RANGE: see
 # docs/development.md, "Crawler test infrastructure (reusable)").
 PORT_RANGE = range(19000, 19100)
-DESKTOP = {"width": 1280, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 900}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 # Test artifacts, outside the tracked tree: `make test` never rewrites docs/screenshots/, whose copies
 # are refreshed by hand (see docs/page.md).
 SCREENSHOTS = Path(os.environ.get("DWS_SCREENSHOT_DIR", ROOT / "var" / "screenshots"))
@@ -214,11 +214,12 @@ def anvil_node() -> Iterator[Anvil]:
         yield node
 
 
-def _new_page(browser: Browser, viewport: dict[str, int]) -> Page:
+def _new_page(browser: Browser, viewport: ViewportSize) -> Page:
     context = browser.new_context(viewport=viewport, service_workers="block")
     page = context.new_page()
-    page.script_errors = []  # type: ignore[attr-defined]
-    page.on("pageerror", lambda error: page.script_errors.append(str(error)))  # type: ignore[attr-defined]
+    errors: list[str] = []
+    page.script_errors = errors  # type: ignore[attr-defined]  # the test's own record, carried by the page
+    page.on("pageerror", lambda error: errors.append(str(error)))
     return page
 
 
@@ -226,7 +227,7 @@ def _new_page(browser: Browser, viewport: dict[str, int]) -> Page:
 def plain_page(browser: Browser) -> Iterator[Callable[..., Page]]:
     pages: list[Page] = []
 
-    def make(viewport: dict[str, int] = DESKTOP) -> Page:
+    def make(viewport: ViewportSize = DESKTOP) -> Page:
         page = _new_page(browser, viewport)
         pages.append(page)
         return page
@@ -256,7 +257,7 @@ def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
         chain_id: str | None = None,
         reject: tuple[str, ...] = (),
         connected: bool = False,
-        viewport: dict[str, int] = DESKTOP,
+        viewport: ViewportSize = DESKTOP,
         contract_owner: Any = None,
     ) -> Page:
         page = _new_page(browser, viewport)
@@ -264,7 +265,7 @@ def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
         page.expose_function("__dwsWalletRpc", forwarder)
         settings = {"account": account.lower(), "chainId": chain_id, "reject": list(reject), "connected": connected}
         page.add_init_script(f"window.__dwsWallet = {json.dumps(settings)};\n{PROVIDER_SHIM}")
-        page.wallet = forwarder  # type: ignore[attr-defined]
+        page.wallet = forwarder  # type: ignore[attr-defined]  # the test's handle on the wallet, on the page
         pages.append(page)
         return page
 
@@ -274,7 +275,7 @@ def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
 
 
 def assert_no_script_errors(page: Page) -> None:
-    assert page.script_errors == []  # type: ignore[attr-defined]
+    assert page.script_errors == []  # type: ignore[attr-defined]  # set by _new_page
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -66,9 +66,9 @@ def estimate_cases() -> list[tuple[str, str, str | None, str]]:
         for tokens in (1, 999, 100_000, 123_456_789):
             exact = Decimal(tokens) * price
             step = Decimal("0.000001")
-            for amount in (exact, exact + step, exact - step):
-                if amount > 0:
-                    cases.append(("usdc", format(amount, "f"), None, str(price)))
+            for edge in (exact, exact + step, exact - step):
+                if edge > 0:
+                    cases.append(("usdc", format(edge, "f"), None, str(price)))
             eth_exact = Decimal(tokens) * price / Decimal("2000")
             cases.append(("eth", format(eth_exact, "f"), "2000", str(price)))
             cases.append(("eth", format(eth_exact + Decimal("0.00000001"), "f"), "2000", str(price)))

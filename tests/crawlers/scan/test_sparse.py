@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 from django.db import transaction
@@ -26,7 +27,7 @@ class _Undo(Exception):
 def crawled(settings, *, sparse: bool) -> tuple[set, tuple, tuple]:
     """Both crawlers from the start block to their tips; the rows and cursors they leave, then undone."""
     settings.CRAWLER_SPARSE = sparse
-    seen = {}
+    seen: dict[str, Any] = {}
     try:
         with transaction.atomic():
             latest, final = crawl(LATEST), crawl(FINALIZED)

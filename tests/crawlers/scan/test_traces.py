@@ -21,7 +21,7 @@ from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 pytestmark = pytest.mark.django_db  # amount_scale reads the model; no row is written
 
 OWNER = ACCOUNTS[1]
-REFUSED = {"code": -32601, "message": "the method {} does not exist/is not available"}
+REFUSED_CODE, REFUSED_MESSAGE = -32601, "the method {} does not exist/is not available"
 
 
 @pytest.fixture
@@ -150,7 +150,7 @@ def test_auto_discovers_the_method_remembers_it_and_finds_another_when_it_is_ref
 
 
 def _refusal(method: str) -> dict:
-    return {"code": REFUSED["code"], "message": REFUSED["message"].format(method)}
+    return {"code": REFUSED_CODE, "message": REFUSED_MESSAGE.format(method)}
 
 
 def test_a_provider_refusing_every_trace_method_makes_traces_unavailable(node, wallet, proxy, settings):
