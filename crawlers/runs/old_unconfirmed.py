@@ -105,20 +105,17 @@ def _carries(block: dict, tx_hash: str) -> bool:
 
 def _receipt_proves(row: Donation, receipt: object, block_hash: str, chain: ChainSettings) -> bool | None:
     """True: the receipt proves the donation; False: it proves a revert; None: it proves nothing."""
+    if not isinstance(receipt, dict):
+        return None  # not a receipt at all (receipt_succeeded would say the same)
     succeeded = receipt_succeeded(receipt, block_hash)
     if not succeeded or row.log_index is None:
         return succeeded
     coin = chain.stable_coin(row.asset)
-    # A receipt that proves success is an object (receipt_succeeded checked it).
-    if (
-        coin is not None
-        and isinstance(receipt, dict)
-        and receipt_has_transfer(
-            receipt,
-            log_index=row.log_index,
-            contract=coin.contract,
-            recipient=chain.donation_address,
-        )
+    if coin is not None and receipt_has_transfer(
+        receipt,
+        log_index=row.log_index,
+        contract=coin.contract,
+        recipient=chain.donation_address,
     ):
         return True
     return None  # succeeded, but the recorded Transfer log is not in it: no evidence for this row
