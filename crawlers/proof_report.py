@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.core.cache import cache
 from django.db.models import Count, Max, Sum
@@ -163,8 +163,8 @@ def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
         .values("block_number", "asset")
         .annotate(total=Sum("amount_raw"))
     )
-    for row in inflows:
-        unexplained.add(row["block_number"], row["asset"], int(row["total"]))
+    for inflow in inflows:
+        unexplained.add(inflow["block_number"], inflow["asset"], int(inflow["total"]))
     return [_range(chain, r, credited, unexplained) for r in page]
 
 
@@ -182,9 +182,10 @@ def _range(chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained:
         opening, closing, left = (
             (figures.opening, figures.closing, figures.left) if figures is not None else (None, None, None)
         )
-        known = None not in (opening, closing, left)
         uncredited = (
-            int(closing) - int(opening) + int(left) - credited.sums[key] - unexplained.sums[key] if known else None
+            int(closing) - int(opening) + int(left) - credited.sums[key] - unexplained.sums[key]
+            if opening is not None and closing is not None and left is not None
+            else None
         )
         assets.append(
             {
@@ -226,6 +227,7 @@ def cached_proof_report(config: Config, *, seconds: int, **params: Any) -> dict[
         return proof_report(config, **params)
     key = "proof-report:" + ":".join(f"{k}={params[k]}" for k in sorted(params))
     try:
-        return cache.get_or_set(key, lambda: proof_report(config, **params), seconds)
+        # The key holds only what proof_report returned (the cache's stubs type every value as Any | None).
+        return cast(dict[str, Any], cache.get_or_set(key, lambda: proof_report(config, **params), seconds))
     except RedisError:
         return proof_report(config, **params)

@@ -44,6 +44,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any
 
 MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -162,7 +163,7 @@ class Node:
             self.calls += len(chunk)
         return results
 
-    def call(self, method: str, *params) -> object:
+    def call(self, method: str, *params) -> Any:  # the node's JSON, checked by each caller
         (result,) = self.batch([(method, list(params))])
         if isinstance(result, RpcError):
             raise result
