@@ -16,7 +16,7 @@ timeout = 30
 # X-Forwarded-Proto, from any peer in forwarded_allow_ips (loopback by default). dws decides the scheme
 # itself (DWS_TRUSTED_PROXIES, dws_project/forwarded.py) and is always served at the root.
 forwarder_headers = ""
-secure_scheme_headers = {}
+secure_scheme_headers: dict[str, str] = {}
 accesslog = "-"
 errorlog = "-"
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
+_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
 IPV6_GROUP_PREFIX = 64
 
 
