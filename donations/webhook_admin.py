@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import logging
 import secrets
+from typing import Any
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
@@ -65,7 +67,7 @@ class WebhookEndpointForm(forms.ModelForm):
             raise forms.ValidationError(f"use at least {MIN_SECRET_LENGTH} characters")
         return secret
 
-    def clean(self) -> dict:
+    def clean(self) -> dict[str, Any] | None:
         cleaned = super().clean()
         if not settings.CONFIG.secrets_key:
             raise forms.ValidationError("DWS_SECRETS_KEY is not set: a webhook secret cannot be stored")
@@ -102,6 +104,8 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: WebhookEndpoint, form: WebhookEndpointForm, change: bool) -> None:
         super().save_model(request, obj, form, change)
         if form.issued_secret is not None:
+            # Carried on this request to response_add/response_change (the admin instance is shared by
+            # every request); HttpRequest declares no such attribute.
             request._dws_issued_secret = form.issued_secret  # type: ignore[attr-defined]
             logger.warning(
                 "admin: %s issued a new secret for webhook endpoint %s (%s)",
@@ -110,10 +114,12 @@ class WebhookEndpointAdmin(admin.ModelAdmin):
                 redact_url(obj.url),
             )
 
-    def response_add(self, request: HttpRequest, obj: WebhookEndpoint, post_url_continue: str | None = None):
+    def response_add(
+        self, request: HttpRequest, obj: WebhookEndpoint, post_url_continue: str | None = None
+    ) -> HttpResponse:
         return self._show_issued_secret(request, obj) or super().response_add(request, obj, post_url_continue)
 
-    def response_change(self, request: HttpRequest, obj: WebhookEndpoint):
+    def response_change(self, request: HttpRequest, obj: WebhookEndpoint) -> HttpResponse:
         return self._show_issued_secret(request, obj) or super().response_change(request, obj)
 
     def _show_issued_secret(self, request: HttpRequest, obj: WebhookEndpoint) -> HttpResponse | None:
@@ -171,7 +177,7 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
         return request.user.has_perm(REDELIVER_PERMISSION)
 
     @admin.action(description="Redeliver: send again now (attempts are kept)", permissions=["redeliver"])
-    def redeliver(self, request: HttpRequest, queryset) -> None:
+    def redeliver(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         count = webhook_redeliver(delivery_ids=list(queryset.values_list("id", flat=True)))
         logger.warning("admin: %s redelivered %d webhook deliveries", request.user.get_username(), count)
         self.message_user(request, f"{count} deliveries queued again.", messages.SUCCESS)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from donations.webhook_models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -85,7 +85,7 @@ def retry_delay(attempts: int) -> timedelta:
     return min(FIRST_RETRY * (2 ** max(attempts - 1, 0)), MAX_RETRY_DELAY)
 
 
-def _due(now: datetime):
+def _due(now: datetime) -> QuerySet[WebhookDelivery]:
     earlier_pending = WebhookDelivery.objects.filter(
         endpoint_id=OuterRef("endpoint_id"), order_key=OuterRef("order_key"), event_id__lt=OuterRef("event_id")
     ).exclude(status=DeliveryStatus.DELIVERED)
