@@ -18,7 +18,7 @@ from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from donations.webhooks import webhook_donation_event
 from tests.donations.test_webhooks import unconfirmed_donation
-from tests.webhook_receiver import Received, webhook_receiver
+from tests.webhook_receiver import Received, registered_endpoint, webhook_receiver
 
 pytestmark = [pytest.mark.django_db]
 
@@ -26,7 +26,7 @@ SECRET = "whsec-delivery-0123456789abcdef"
 
 
 def endpoint(url: str, events: tuple[str, ...] = ("donation.seen",)) -> WebhookEndpoint:
-    return WebhookEndpoint.objects.create(url=url, secret=SECRET, events=list(events))
+    return registered_endpoint(url, list(events), secret=SECRET)
 
 
 def donation(n: int) -> Donation:
@@ -154,7 +154,7 @@ def test_a_send_to_an_address_that_is_not_public_is_refused_and_never_connects(s
     with webhook_receiver() as receiver:
         port = receiver.url.split(":")[2].split("/")[0]
         # Saved before the rule (or while the name still resolved elsewhere): the send checks again.
-        point = WebhookEndpoint.objects.create(url=url.format(port=port), secret=SECRET, events=["donation.seen"])
+        point = registered_endpoint(url.format(port=port), ["donation.seen"], secret=SECRET)
         webhook_donation_event(donation(40), "donation.seen")
 
         result = webhooks_drain()

@@ -30,7 +30,7 @@ from dws_project.chain_settings import chain_settings
 from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.manual import page_text
-from tests.webhook_receiver import Receiver, webhook_receiver
+from tests.webhook_receiver import Receiver, registered_endpoint, webhook_receiver
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -49,7 +49,7 @@ def documented_verifier():
 
 
 def endpoint(receiver: Receiver, events: list[str], secret: str = SECRET) -> WebhookEndpoint:
-    return WebhookEndpoint.objects.create(url=receiver.url, secret=secret, events=events)
+    return registered_endpoint(receiver.url, events, secret=secret)
 
 
 def bodies(receiver: Receiver) -> list[dict]:
@@ -176,7 +176,7 @@ def test_nothing_is_delivered_for_a_change_that_rolled_back(node):
 def test_pause_and_resume_are_sent_as_campaign_status_and_inactive_endpoints_get_nothing(node, settings):
     with webhook_receiver() as receiver, webhook_receiver() as inactive:
         endpoint(receiver, ["campaign.status"])
-        WebhookEndpoint.objects.create(url=inactive.url, secret=SECRET, events=["campaign.status"], active=False)
+        registered_endpoint(inactive.url, ["campaign.status"], secret=SECRET, active=False)
         campaign_pause(operator="test")
         campaign_resume(operator="test", tiers=settings.CONFIG.sale_tiers)
         webhooks_drain()

@@ -19,9 +19,10 @@ from django.urls import reverse
 from crawlers.models import FINALIZED, LATEST, UnexplainedInflow
 from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats
-from donations.webhook_models import WebhookEndpoint, WebhookEvent
+from donations.webhook_models import WebhookEvent
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.manual import has_heading, pointed_section
+from tests.webhook_receiver import registered_endpoint
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -201,7 +202,7 @@ def test_reconcile_judges_by_the_balances_not_by_the_crawlers_records(forwarded,
 
 
 def test_recording_an_inflow_queues_the_inflow_unexplained_webhook(node, proxy):
-    WebhookEndpoint.objects.create(url="https://crm.example/hooks", secret="s" * 32, events=["inflow.unexplained"])
+    registered_endpoint("https://crm.example/hooks", ["inflow.unexplained"], secret="s" * 32)
     relay = node.deploy("EthRelay")
     data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
     node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(ETHER // 2), "data": data})

@@ -17,7 +17,7 @@ from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookDelivery, WebhookEndpoint
 from donations.webhooks import webhook_donation_event
 from tests.donations.test_webhooks import unconfirmed_donation
-from tests.webhook_receiver import webhook_receiver
+from tests.webhook_receiver import registered_endpoint, webhook_receiver
 
 pytestmark = [pytest.mark.django_db]
 
@@ -76,7 +76,7 @@ def test_an_endpoint_must_be_http_or_https(operator):
 
 def test_the_delivery_page_shows_attempts_and_redeliver_sends_it_again(operator):
     with webhook_receiver(["500"]) as receiver:
-        WebhookEndpoint.objects.create(url=receiver.url, secret=SECRET, events=["donation.seen"])
+        registered_endpoint(receiver.url, ["donation.seen"], secret=SECRET)
         webhook_donation_event(a_donation(), "donation.seen")
         webhooks_drain()
         webhooks_drain(now=timezone.now() + timedelta(seconds=31))
@@ -98,7 +98,7 @@ def test_the_delivery_page_shows_attempts_and_redeliver_sends_it_again(operator)
 
 def test_an_inactive_endpoint_is_sent_nothing_until_it_is_active_again():
     with webhook_receiver() as receiver:
-        endpoint = WebhookEndpoint.objects.create(url=receiver.url, secret=SECRET, events=["donation.seen"])
+        endpoint = registered_endpoint(receiver.url, ["donation.seen"], secret=SECRET)
         webhook_donation_event(a_donation(), "donation.seen")
         WebhookEndpoint.objects.filter(pk=endpoint.pk).update(active=False)
         webhooks_drain()
@@ -130,7 +130,7 @@ def test_a_new_endpoint_without_a_secret_gets_one_issued_and_shown_once(operator
 
 
 def test_changing_the_url_issues_a_new_secret(operator):
-    endpoint = WebhookEndpoint.objects.create(url=PUBLIC_URL, secret=SECRET, events=["donation.seen"])
+    endpoint = registered_endpoint(PUBLIC_URL, ["donation.seen"], secret=SECRET)
     change = reverse("admin:donations_webhookendpoint_change", args=[endpoint.pk])
 
     page = operator.post(
@@ -144,7 +144,7 @@ def test_changing_the_url_issues_a_new_secret(operator):
 
 
 def test_rotating_a_secret_in_place(operator):
-    endpoint = WebhookEndpoint.objects.create(url=PUBLIC_URL, secret=SECRET, events=["donation.seen"])
+    endpoint = registered_endpoint(PUBLIC_URL, ["donation.seen"], secret=SECRET)
     change = reverse("admin:donations_webhookendpoint_change", args=[endpoint.pk])
 
     page = operator.post(
@@ -156,7 +156,7 @@ def test_rotating_a_secret_in_place(operator):
 
 
 def test_secrets_are_stored_encrypted():
-    endpoint = WebhookEndpoint.objects.create(url=PUBLIC_URL, secret=SECRET, events=["donation.seen"])
+    endpoint = registered_endpoint(PUBLIC_URL, ["donation.seen"], secret=SECRET)
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM webhook_endpoint WHERE id = %s", [endpoint.pk])
@@ -203,7 +203,7 @@ def test_redeliver_needs_its_own_permission(client):
     viewer.user_permissions.add(Permission.objects.get(codename="view_webhookdelivery"))
     client.force_login(viewer)
     with webhook_receiver(["500"]) as receiver:
-        WebhookEndpoint.objects.create(url=receiver.url, secret=SECRET, events=["donation.seen"])
+        registered_endpoint(receiver.url, ["donation.seen"], secret=SECRET)
         webhook_donation_event(a_donation(), "donation.seen")
         webhooks_drain()
         delivery = WebhookDelivery.objects.get()

@@ -13,7 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from donations.models import Donation, DonationStats, UserData
 from donations.services import block_record_unconfirmed, finalized_block_record
 from donations.sightings import Sighting, Transfer
-from donations.webhook_models import WebhookEndpoint, WebhookEvent
+from donations.webhook_models import WebhookEvent
+from tests.webhook_receiver import registered_endpoint
 
 pytestmark = [pytest.mark.django_db]
 
@@ -52,7 +53,7 @@ def statements(count: int, block: int) -> tuple[int, int]:
 @pytest.mark.parametrize("subscribed", [False, True], ids=["no-webhooks", "webhooks"])
 def test_each_further_donation_in_a_block_costs_its_own_row_writes_only(subscribed):
     if subscribed:
-        WebhookEndpoint.objects.create(url="https://hooks.example/dws", secret="s" * 32, events=["donation.confirmed"])
+        registered_endpoint("https://hooks.example/dws", ["donation.confirmed"], secret="s" * 32)
     latest_one, final_one = statements(1, block=100)
     latest_ten, final_ten = statements(10, block=200)
 

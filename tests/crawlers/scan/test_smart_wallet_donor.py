@@ -19,12 +19,11 @@ from crawlers.runs.crawl import crawl
 from donations.models import Donation, UserData
 from donations.rules import donation_tokens
 from donations.webhook_delivery import webhooks_drain
-from donations.webhook_models import WebhookEndpoint
 from tests.api.contract_wallets import act_as, contract_headers, deploy_wallet
 from tests.chain import DONATION_ADDRESS
 from tests.donations.test_webhooks import SECRET, documented_verifier
 from tests.invariants import assert_ledger_invariants
-from tests.webhook_receiver import webhook_receiver
+from tests.webhook_receiver import registered_endpoint, webhook_receiver
 
 pytestmark = [pytest.mark.django_db]
 
@@ -44,7 +43,7 @@ def test_a_contract_wallet_donates_signs_by_contract_stakes_and_the_receiver_hea
     )
 
     with webhook_receiver() as receiver:
-        WebhookEndpoint.objects.create(url=receiver.url, secret=SECRET, events=["donation.seen", "donation.confirmed"])
+        registered_endpoint(receiver.url, ["donation.seen", "donation.confirmed"], secret=SECRET)
         tx = node.send({"from": act_as(node, owner), "to": wallet, "data": execute, "gas": hex(300_000)})
         crawl(LATEST)
         node.mine(2)
