@@ -3,7 +3,8 @@ the time a contract-wallet signature adds to a signed request.
 
 1. --events donations are recorded unconfirmed, each in its own transaction as the latest crawler does,
    with no endpoint and then with one subscribed endpoint (the outbox write is the difference).
-2. Those events are delivered to a local HTTP receiver by `webhooks_drain` (deliveries per second).
+2. Those events are delivered to a local HTTP receiver by runs of `webhooks_drain`, chained as the
+   deliver_webhooks task chains them (deliveries per second).
 3. --signatures signed-request verifications each for a key, an ERC-1271 wallet and an ERC-6492
    counterfactual wallet, against anvil directly (median milliseconds).
 
@@ -39,14 +40,14 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from eth_account import Account  # noqa: E402
 
 from affiliates import signing  # noqa: E402
+from affiliates.contract_signatures import CONTRACT_CHECKS_PER_SECOND  # noqa: E402
 from donations.services import donation_record_unconfirmed  # noqa: E402
 from donations.sightings import Sighting, Transfer  # noqa: E402
-from donations.webhook_delivery import webhooks_drain  # noqa: E402
-from donations.webhook_models import WebhookEndpoint  # noqa: E402
+from donations.webhook_delivery import DrainResult, more_due, webhooks_drain  # noqa: E402
 from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet  # noqa: E402
 from tests.api.support import wallet_headers  # noqa: E402
 from tests.chain import ACCOUNTS, Anvil  # noqa: E402
-from tests.webhook_receiver import webhook_receiver  # noqa: E402
+from tests.webhook_receiver import registered_endpoint, webhook_receiver  # noqa: E402
 
 
 def record(count: int, offset: int) -> float:
@@ -66,6 +67,19 @@ def record(count: int, offset: int) -> float:
     return time.monotonic() - began
 
 
+def drain_all() -> DrainResult:
+    """Runs of webhooks_drain until nothing is due, as deliver_webhooks queues the next run at once while
+    the last one delivered something and more is due (each run starts attempts for one deadline)."""
+    total = DrainResult()
+    while True:
+        run = webhooks_drain()
+        total.delivered += run.delivered
+        total.failed_attempts += run.failed_attempts
+        total.gave_up += run.gave_up
+        if not (run.delivered and more_due()):
+            return total
+
+
 def verify_ms(headers_for, path: str, rounds: int, rpc_url: str) -> float:
     times = []
     for _ in range(rounds):
@@ -80,7 +94,9 @@ def verify_ms(headers_for, path: str, rounds: int, rpc_url: str) -> float:
             rpc_url=rpc_url,
         )
         times.append((time.monotonic() - began) * 1000)
-        time.sleep(0.001)
+        # Paced to the deployment-wide contract-check budget (faster, a check is refused, not measured);
+        # the pause is outside the measured time.
+        time.sleep(1 / CONTRACT_CHECKS_PER_SECOND)
     return statistics.median(times)
 
 
@@ -94,10 +110,10 @@ def main() -> None:
     try:
         bare = record(args.events, 0)
         with webhook_receiver() as receiver:
-            WebhookEndpoint.objects.create(url=receiver.url, secret=secrets.token_hex(16), events=["donation.seen"])
+            registered_endpoint(receiver.url, ["donation.seen"], secret=secrets.token_hex(16))
             with_outbox = record(args.events, args.events)
             began = time.monotonic()
-            result = webhooks_drain(limit=args.events * 2)
+            result = drain_all()
             drain = time.monotonic() - began
         per_event = (with_outbox - bare) / args.events * 1000
         print(
