@@ -82,6 +82,7 @@ def attacker(base: str, rate: float, clients: int, stop: threading.Event, counts
         # A fresh key each time, so each message is new: its timestamp can be the current second.
         signed = wallet_headers(Account.create(), "affiliate code", signer=Account.create(), ts=wallet_ts())
         headers = {k.removeprefix("HTTP_").replace("_", "-").lower(): v for k, v in signed.items()}
+        status: int | str  # the HTTP status, or the name of the exception that stood in for an answer
         try:
             status = requests.post(
                 f"{base}/affiliate/code", headers={**headers, "X-Forwarded-For": client}, timeout=60
