@@ -13,7 +13,7 @@ from dws_project.locks import non_overlapping
 logger = logging.getLogger("dws.affiliates")
 
 
-@shared_task(soft_time_limit=50, time_limit=60)
+@shared_task(name="affiliates.tasks.resolve_affiliate_donations", soft_time_limit=50, time_limit=60)
 @non_overlapping("resolve-affiliate-donations", ttl=90)
 def resolve_affiliate_donations() -> int:
     settled = affiliate_donations_resolve()

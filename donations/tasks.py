@@ -14,7 +14,7 @@ from dws_project.locks import non_overlapping
 logger = logging.getLogger("dws.staking")
 
 
-@shared_task(soft_time_limit=60, time_limit=90)
+@shared_task(name="donations.tasks.complete_unstakes", soft_time_limit=60, time_limit=90)
 @non_overlapping("complete-unstakes", ttl=120)
 def complete_unstakes() -> int:
     finished = unstake_complete_due()

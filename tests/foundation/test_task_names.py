@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 from django.conf import settings
 
 from dws_project.celery import app
@@ -44,3 +47,20 @@ def test_every_beat_entry_names_a_registered_task():
 def test_every_crawler_task_is_routed_to_the_crawlers_queue():
     for name in (n for n in TASK_NAMES if n.startswith("crawlers.")):
         assert app.amqp.router.route({}, name)["queue"].name == settings.CRAWLERS_QUEUE, name
+
+
+def test_every_task_states_its_name_so_moving_its_function_keeps_it():
+    """Celery's default name is the function's module path: a task without `name=` is renamed by a move."""
+    root = Path(__file__).resolve().parents[2]
+    unnamed = []
+    for path in root.glob("*/tasks.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef):
+                for decorator in node.decorator_list:
+                    call = decorator if isinstance(decorator, ast.Call) else None
+                    target = call.func if call else decorator
+                    if getattr(target, "id", getattr(target, "attr", "")) != "shared_task":
+                        continue
+                    if not call or not any(k.arg == "name" for k in call.keywords):
+                        unnamed.append(f"{path.parent.name}.{node.name}")
+    assert unnamed == []

@@ -203,7 +203,20 @@ def test_every_static_file_the_page_references_is_served(client: Client, page) -
             pending += [urljoin(url, target) for target in IMPORT_RE.findall(body.decode())]
         elif url.endswith(".css"):
             assert response["Content-Type"].startswith("text/css"), url
-    expected_modules = {"main.mjs", "api.mjs", "wallet.mjs", "money.mjs", "eth.mjs", "big.mjs"}
+    expected_modules = {
+        "main.mjs",
+        "page.mjs",
+        "campaign.mjs",
+        "widget.mjs",
+        "tokens.mjs",
+        "staking.mjs",
+        "referrals.mjs",
+        "api.mjs",
+        "wallet.mjs",
+        "money.mjs",
+        "eth.mjs",
+        "big.mjs",
+    }
     assert expected_modules <= {url.rsplit("/", 1)[-1] for url in seen}
 
 

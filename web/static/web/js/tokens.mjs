@@ -1,0 +1,102 @@
+// "My tokens": the connected donor's totals and donations, page by page, kept live while one is pending.
+import * as api from "./api.mjs";
+import { shortHex } from "./eth.mjs";
+import * as money from "./money.mjs";
+import { loadCampaign } from "./campaign.mjs";
+import { $, apiErrorText, config, render, show, state } from "./page.mjs";
+import { renderStaking } from "./staking.mjs";
+
+const PENDING_DONATIONS_EVERY_MS = (config.pendingRefreshSeconds ?? 15) * 1000;
+
+/** The donor's totals and one page of donations; `toLast` walks to the page with the newest. */
+export async function loadUserData({ fresh = false, toLast = false } = {}) {
+  const account = state.account;
+  if (!account) return;
+  clearTimeout(state.userTimer);
+  try {
+    let data = await api.getUserData(account, { limit: config.pageSize, offset: state.offset, fresh });
+    while (toLast && data.donations.length === config.pageSize) {
+      const next = await api.getUserData(account, { limit: config.pageSize, offset: state.offset + config.pageSize, fresh });
+      if (next.donations.length === 0) break;
+      state.offset += config.pageSize;
+      data = next;
+    }
+    if (account !== state.account) return; // the wallet switched accounts meanwhile
+    // The donor's confirmed tokens changed: the crawlers confirmed a donation, which moved the campaign
+    // figures too. Show them now, not at the next minute's refresh.
+    const confirmedMore = state.user !== null && state.user.tokens !== data.user.tokens;
+    state.user = data.user;
+    state.donations = data.donations;
+    if (confirmedMore) loadCampaign({ fresh: true });
+    state.userError = null;
+  } catch (error) {
+    state.userError = error;
+  }
+  // Keep an unconfirmed donation's row live until the crawlers have confirmed (or failed) it.
+  if (state.donations.some((d) => d.status === "unconfirmed") || state.tx?.phase === "mined" || state.tx?.phase === "sent") {
+    state.userTimer = setTimeout(() => loadUserData({ fresh: true }), PENDING_DONATIONS_EVERY_MS);
+  }
+  render();
+}
+
+export function renderAccount() {
+  show($("account-prompt"), !state.account);
+  show($("account-body"), Boolean(state.account));
+  if (!state.account) return;
+  const userError = $("user-error");
+  show(userError, Boolean(state.userError));
+  userError.textContent = state.userError ? apiErrorText(state.userError) : "";
+  const user = state.user;
+  $("user-total").textContent = user ? money.formatUsd(user.totalUsd) : "–";
+  $("user-tokens").textContent = user ? money.formatNumber(user.tokens) : "–";
+  $("user-staked").textContent = user ? money.formatNumber(user.staked) : "–";
+  $("user-reward").textContent = user ? money.formatNumber(user.reward) : "–";
+  renderStaking(user);
+  renderDonations();
+}
+
+function cell(text, className) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+
+export function renderDonations() {
+  const body = $("donations-body");
+  body.replaceChildren(
+    ...state.donations.map((d) => {
+      const row = document.createElement("tr");
+      row.dataset.txHash = d.txHash;
+      row.append(
+        cell(d.ts ? d.ts.replace("T", " ").slice(0, 16) : "–"),
+        cell(`${money.formatAmount(d.amount)} ${d.asset.toUpperCase()}`),
+        cell(money.formatUsd(d.usdAmount)),
+        cell(money.formatPrice(d.price)),
+        cell(money.formatNumber(d.tokens)),
+        cell(d.status, `status status-${d.status}`),
+        cell(shortHex(d.txHash, 6), "mono"),
+      );
+      return row;
+    }),
+  );
+  const loaded = state.user !== null;
+  show($("donations"), state.donations.length > 0);
+  show($("donations-empty"), loaded && state.donations.length === 0 && state.offset === 0);
+  const morePages = state.donations.length === config.pageSize;
+  show($("pager"), state.offset > 0 || morePages);
+  $("prev-page").disabled = state.offset === 0;
+  $("next-page").disabled = !morePages;
+  const first = state.offset + 1;
+  $("page-info").textContent = state.donations.length ? `${first}–${state.offset + state.donations.length}` : "no more donations";
+}
+
+export function previousPage() {
+  state.offset = Math.max(0, state.offset - config.pageSize);
+  loadUserData();
+}
+
+export function nextPage() {
+  state.offset += config.pageSize;
+  loadUserData();
+}

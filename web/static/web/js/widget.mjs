@@ -1,0 +1,307 @@
+// The donation widget: the wallet connection, the amount and its estimate, sending the donation, and
+// following its transaction until the crawlers have it.
+import { isTxHash } from "./eth.mjs";
+import * as money from "./money.mjs";
+import { loadCampaign, loadEthPrice } from "./campaign.mjs";
+import { $, SALE_ADDRESS, STABLE_COINS, chainName, config, render, show, state, walletErrorText } from "./page.mjs";
+import { attributeToAffiliate } from "./referrals.mjs";
+import { loadUserData } from "./tokens.mjs";
+import * as wallet from "./wallet.mjs";
+
+const RECEIPT_EVERY_MS = 3_000;
+
+async function refreshChain() {
+  try {
+    state.chainId = await wallet.chainId();
+  } catch (error) {
+    state.walletMessage = { text: error.message, kind: "error" };
+  }
+}
+
+export async function connect() {
+  state.walletMessage = null;
+  if (!wallet.provider()) {
+    state.walletMessage = { text: "No Ethereum wallet found in this browser. Install one such as MetaMask, then reload this page.", kind: "error" };
+    render();
+    return;
+  }
+  state.busy = true;
+  render();
+  try {
+    await setAccount(await wallet.connect());
+  } catch (error) {
+    state.walletMessage = { text: walletErrorText(error, "connecting"), kind: "error" };
+  } finally {
+    state.busy = false;
+    render();
+  }
+}
+
+export async function setAccount(account) {
+  if (account !== state.account) {
+    state.account = account;
+    state.contractWallet = null;
+    state.user = null;
+    state.donations = [];
+    state.offset = 0;
+    state.stakeMessage = null;
+  }
+  await refreshChain();
+  if (account) await detectContractWallet(account);
+  render();
+  if (account) await loadUserData();
+}
+
+/** A Safe or an ERC-4337 account has code; it signs by contract (ERC-1271), which the service checks. */
+async function detectContractWallet(account) {
+  try {
+    const isContract = await wallet.isContract(account);
+    if (account === state.account) state.contractWallet = isContract;
+  } catch {
+    if (account === state.account) state.contractWallet = null; // unknown: say nothing
+  }
+}
+
+export async function switchNetwork() {
+  state.walletMessage = null;
+  try {
+    await wallet.switchChain(config.chainId);
+    await refreshChain();
+  } catch (error) {
+    const text =
+      error.kind === "unknown-chain"
+        ? `Your wallet does not know ${config.chainName}. Add it in your wallet, then switch to it.`
+        : walletErrorText(error, "switching the network");
+    state.walletMessage = { text, kind: "error" };
+  }
+  render();
+}
+
+function selectedCoin() {
+  return STABLE_COINS.find((c) => c.asset === state.asset) ?? null;
+}
+
+/** True when the API names another donation address than the page: something in between lies. */
+function addressMismatch() {
+  const fromApi = state.campaign?.donationAddress;
+  return Boolean(fromApi) && fromApi.toLowerCase() !== SALE_ADDRESS.toLowerCase();
+}
+
+function maxDecimals() {
+  return money.inputDecimals(state.asset, selectedCoin()?.decimals ?? 6);
+}
+
+function parsedAmount() {
+  return money.parseAmount(state.amountText, maxDecimals());
+}
+
+function estimate() {
+  const parsed = parsedAmount();
+  if (!parsed.amount || !state.tokenPrice) return null;
+  if (state.asset === "eth" && !state.ethPrice) return null;
+  return money.estimateTokens({
+    asset: state.asset,
+    amount: parsed.amount,
+    ethPrice: state.ethPrice?.price ?? null,
+    tokenPrice: state.tokenPrice.price,
+  });
+}
+
+/** Why Donate is disabled right now, or null when it may be pressed. */
+function donateBlocker() {
+  if (!state.campaign) {
+    return state.campaignError ? "Donating is unavailable while the sale service is unreachable." : "Loading the sale…";
+  }
+  if (state.campaign.status === "paused") return "The sale is paused: donations are not being accepted right now.";
+  if (state.campaign.status === "closed") return "The sale is closed: all tokens have been sold.";
+  if (state.campaign.status !== "open") return "The sale is not open.";
+  if (state.asset !== "eth" && !selectedCoin()) return `${state.asset.toUpperCase()} donations are not available.`;
+  if (addressMismatch()) return "The sale address could not be verified. Please reload the page before donating.";
+  if (!wallet.provider()) return "No Ethereum wallet found: install one such as MetaMask to donate.";
+  if (!state.account) return "Connect your wallet to donate.";
+  if (state.chainId !== config.chainId) return `Switch your wallet to ${config.chainName} to donate.`;
+  const parsed = parsedAmount();
+  if (parsed.empty) return "Enter an amount to donate.";
+  if (parsed.error) return parsed.error;
+  if (!state.tokenPrice) return "The token price is not available yet.";
+  if (state.asset === "eth" && !state.ethPrice) return "The ETH price is not available yet, so no estimate can be shown. Please try again shortly.";
+  if (state.busy) return "Waiting for your wallet…";
+  return null;
+}
+
+export async function donate(event) {
+  event.preventDefault();
+  if (donateBlocker()) return;
+  state.busy = true;
+  state.walletMessage = null;
+  render();
+  try {
+    // The sale may have been paused since the page loaded; the ETH price is refreshed on every ETH donation.
+    await loadCampaign({ fresh: true });
+    if (state.asset === "eth") await loadEthPrice({ fresh: true });
+    await refreshChain();
+    state.busy = false;
+    const blocker = donateBlocker();
+    if (blocker) return;
+    state.busy = true;
+    render();
+
+    const asset = state.asset;
+    const amount = parsedAmount().amount;
+    const to = SALE_ADDRESS;
+    let hash;
+    if (asset === "eth") {
+      const wei = money.toBaseUnits(amount, 18);
+      const balance = await wallet.ethBalance(state.account);
+      if (balance < wei) throw insufficient("ETH", money.fromBaseUnits(balance, 18));
+      hash = await wallet.sendEth({ from: state.account, to, wei });
+    } else {
+      const coin = selectedCoin();
+      const units = money.toBaseUnits(amount, coin.decimals);
+      const balance = await wallet.tokenBalance(coin.contract, state.account);
+      if (balance < units) throw insufficient(asset.toUpperCase(), money.fromBaseUnits(balance, coin.decimals));
+      hash = await wallet.sendToken({ from: state.account, contract: coin.contract, to, units });
+    }
+    if (!isTxHash(hash)) throw new Error("the wallet returned no transaction hash");
+    state.tx = { hash, phase: "sent", blockNumber: null };
+    state.amountText = "";
+    $("amount").value = "";
+    state.busy = false;
+    render();
+    watchReceipt(hash);
+    loadUserData({ fresh: true, toLast: true });
+    attributeToAffiliate(hash);
+  } catch (error) {
+    state.walletMessage = { text: walletErrorText(error, "donating"), kind: "error" };
+  } finally {
+    state.busy = false;
+    render();
+  }
+}
+
+function insufficient(asset, have) {
+  return new wallet.WalletError("insufficient", `Insufficient ${asset} balance: this wallet holds ${money.formatAmount(have)} ${asset}.`);
+}
+
+async function watchReceipt(hash) {
+  while (state.tx?.hash === hash && state.tx.phase === "sent") {
+    try {
+      const receipt = await wallet.receipt(hash);
+      if (receipt) {
+        state.tx.phase = receipt.ok ? "mined" : "reverted";
+        state.tx.blockNumber = receipt.blockNumber;
+        render();
+        if (receipt.ok) loadUserData({ fresh: true, toLast: true });
+        return;
+      }
+    } catch {
+      // The wallet's node hiccuped; the next poll asks again.
+    }
+    await new Promise((resolve) => setTimeout(resolve, RECEIPT_EVERY_MS));
+  }
+}
+
+export async function copyAddress() {
+  const status = $("copy-status");
+  try {
+    await navigator.clipboard.writeText(SALE_ADDRESS);
+    status.textContent = "Copied.";
+  } catch {
+    // No clipboard permission (an insecure origin or a locked-down browser): let the donor select it.
+    window.getSelection()?.selectAllChildren($("donation-address"));
+    status.textContent = "Selected: copy it with your keyboard.";
+  }
+  show(status, true);
+}
+
+const TX_PHASE_TEXT = {
+  sent: "Sent: waiting for it to be mined…",
+  mined: "Mined in block {block}. Your donation is recorded as pending and is credited when the block is finalized (about 15 minutes).",
+  reverted: "The transaction failed on chain (reverted): nothing was donated.",
+  unconfirmed: "Recorded, waiting for the block to be finalized.",
+  confirmed: "Confirmed: {tokens} $DWS credited.",
+  failed: "The donation failed: it is not on the finalized chain.",
+};
+
+export function renderWidget() {
+  $("token-price").textContent = state.tokenPrice ? money.formatPrice(state.tokenPrice.price) : "–";
+  const ethLine = $("eth-price");
+  if (state.ethPrice) {
+    const at = state.ethPrice.ts ? ` (${state.ethPrice.ts.replace("T", " ").slice(11, 16)} UTC)` : "";
+    ethLine.textContent = `1 ETH = ${money.formatUsd(state.ethPrice.price)}${at}`;
+  } else {
+    ethLine.textContent = state.ethPriceError && !state.ethPriceError.down ? "not available yet" : "–";
+  }
+  show($("eth-price-line"), state.asset === "eth");
+
+  for (const input of document.querySelectorAll('input[name="asset"]')) {
+    const coinMissing = input.value !== "eth" && !STABLE_COINS.some((c) => c.asset === input.value);
+    input.disabled = Boolean(coinMissing);
+  }
+  $("amount-asset").textContent = state.asset.toUpperCase();
+  // What to check in the wallet: the recipient for ETH; the token contract and recipient for a coin.
+  for (const item of document.querySelectorAll("#wallet-checks li")) show(item, item.dataset.asset === state.asset);
+
+  const parsed = parsedAmount();
+  const amountError = $("amount-error");
+  show(amountError, Boolean(parsed.error));
+  amountError.textContent = parsed.error ?? "";
+  const tokens = estimate();
+  $("estimate").textContent = tokens ? money.formatNumber(tokens) : "0";
+
+  // wallet
+  const connectButton = $("connect");
+  connectButton.textContent = state.account ? "Wallet connected" : "Connect wallet";
+  connectButton.disabled = Boolean(state.account) || state.busy;
+  show($("account-line"), Boolean(state.account));
+  $("account-address").textContent = state.account ?? "";
+  show($("wallet-kind"), Boolean(state.account) && state.contractWallet === true);
+  const network = $("network-status");
+  const switchButton = $("switch-network");
+  const wrongChain = state.account && state.chainId !== null && state.chainId !== config.chainId;
+  if (state.walletMessage) {
+    network.textContent = state.walletMessage.text;
+    network.dataset.state = state.walletMessage.kind;
+  } else if (wrongChain) {
+    network.textContent = `Wrong network: your wallet is on ${chainName(state.chainId)}. Donations are taken on ${config.chainName}.`;
+    network.dataset.state = "wrong-network";
+  } else if (state.account && state.chainId === config.chainId) {
+    network.textContent = config.devChain
+      ? `Connected to ${config.chainName} (chain id ${config.chainId}): a development chain, not real money.`
+      : `Connected to ${config.chainName}.`;
+    network.dataset.state = "ok";
+  } else {
+    network.textContent = "";
+    network.dataset.state = "";
+  }
+  show(network, Boolean(network.textContent));
+  show(switchButton, Boolean(wrongChain));
+
+  const blocker = donateBlocker();
+  const donateButton = $("donate");
+  donateButton.disabled = Boolean(blocker);
+  donateButton.textContent = state.busy ? "Confirm in your wallet…" : "Donate";
+  $("donate-reason").textContent = blocker ?? "";
+}
+
+export function renderTx() {
+  const box = $("tx");
+  show(box, Boolean(state.tx));
+  if (!state.tx) return;
+  const { hash } = state.tx;
+  $("tx-hash").textContent = hash;
+  // Once the API has the donation, its status is the truth; before that, the wallet's receipt.
+  const recorded = state.donations.find((d) => d.txHash.toLowerCase() === hash.toLowerCase());
+  const phase = recorded && state.tx.phase !== "reverted" ? recorded.status : state.tx.phase;
+  const text = (TX_PHASE_TEXT[phase] ?? phase)
+    .replace("{block}", String(state.tx.blockNumber ?? "?"))
+    .replace("{tokens}", recorded ? money.formatNumber(recorded.tokens) : "");
+  const status = $("tx-status");
+  status.dataset.phase = phase;
+  status.textContent = text;
+  const affiliate = $("affiliate-status");
+  show(affiliate, Boolean(state.affiliate.message));
+  affiliate.textContent = state.affiliate.message ?? "";
+  show($("affiliate-retry"), Boolean(state.affiliate.retryHash));
+}
+
