@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from celery.schedules import crontab
+from kombu import Queue
 
 from dws_project.config import Config, ConfigError, load_config
 from dws_project.redaction import register_secrets, register_url
@@ -219,7 +220,11 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # Queues (issue 14): the minute price cycle never waits behind a crawler catching up, and a webhook run
 # (issue 21: its receivers are someone else's servers) never holds a crawler's worker. A worker per
 # queue: `-Q prices`, `-Q webhooks` and `-Q crawlers,celery` (the default queue carries the delphi jobs).
-PRICES_QUEUE, CRAWLERS_QUEUE, WEBHOOKS_QUEUE = "prices", "crawlers", "webhooks"
+# Every queue is declared (issue 22), so `celery -A dws_project worker` without `-Q` consumes them all
+# and a plain worker does all the work; `-Q` only narrows a dedicated worker to some of them.
+PRICES_QUEUE, CRAWLERS_QUEUE, WEBHOOKS_QUEUE, DEFAULT_QUEUE = "prices", "crawlers", "webhooks", "celery"
+CELERY_TASK_DEFAULT_QUEUE = DEFAULT_QUEUE
+CELERY_TASK_QUEUES = [Queue(name) for name in (DEFAULT_QUEUE, CRAWLERS_QUEUE, PRICES_QUEUE, WEBHOOKS_QUEUE)]
 CELERY_TASK_ROUTES = {
     "prices.*": {"queue": PRICES_QUEUE},
     "crawlers.*": {"queue": CRAWLERS_QUEUE},
