@@ -247,7 +247,7 @@ class Stack:
         gained["eth"] -= int(self.anvil.rpc("eth_getBalance", DONATION_ADDRESS, before), 16)
         data = self.anvil.call_data("balanceOf(address)", ["address"], [DONATION_ADDRESS])
         for asset, token in self.anvil.coins.items():
-            at = [int(self.anvil.rpc("eth_call", {"to": token, "data": data}, n), 16) for n in (before, after)]
+            at = [self._coin_balance(token, data, n) for n in (before, after)]
             gained[asset] = at[1] - at[0]
         units = {"eth": 10**18, "usdt": USDT, "usdc": USDT}
         recorded = dict.fromkeys(gained, 0)
@@ -262,6 +262,15 @@ class Stack:
             assert 0 <= raw - recorded[asset] < rounding, (
                 f"{asset}: the donation address gained {raw} raw units, the records account for {recorded[asset]}"
             )
+
+    def _coin_balance(self, token: str, data: str, block: str) -> int:
+        """balanceOf at a block; "0x" only where the coin has no code there (a re-org deep enough to drop
+        its deployment, as the crawlers read it too), never a deployed coin answering nothing."""
+        answer = self.anvil.rpc("eth_call", {"to": token, "data": data}, block)
+        if answer == "0x":
+            assert self.anvil.rpc("eth_getCode", token, block) == "0x", f"{token} answered nothing at {block}"
+            return 0
+        return int(answer, 16)
 
     def _remined(self, tx: str) -> bool:
         """A donation re-mined by a re-org (a new transaction from one of our donors)."""
