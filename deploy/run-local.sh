@@ -28,10 +28,9 @@ if [[ -z "${ETH_RPC_URL:-}" ]]; then
     --state var/anvil-state.json --state-interval 30 >var/log/anvil.log 2>&1 &
   pids+=($!)
   export ETH_RPC_URL="http://127.0.0.1:$port"
-  # Exported here, in the parent, so web, worker, beat and every command below see the same values.
-  export DWS_CHAIN_ID="${DWS_CHAIN_ID:-31337}"
-  export DWS_START_BLOCK="${DWS_START_BLOCK:-0}"
-  export DWS_DEV_ETH_PRICE="${DWS_DEV_ETH_PRICE:-2000.00}"
+  # Exported here, in the parent, so web, worker, beat and every command below see the same values
+  # (and deploy/simulate-donations.sh, in another shell, reads the same file).
+  local_defaults deploy/env.local-chain
   for _ in $(seq 1 50); do
     curl -sf -X POST -H 'content-type: application/json' \
       --data '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}' "$ETH_RPC_URL" >/dev/null && break
