@@ -20,9 +20,11 @@ not answer for holds the cursor and logs the grep-able "stuck" line.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 
@@ -62,10 +64,11 @@ class _Job:
     label: str
     chain: ChainSettings
     config: Config
+    run: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def mode(self) -> ReadMode:
-        return READ_MODES[self.label]
+        return dataclasses.replace(READ_MODES[self.label], run=self.run)
 
 
 def _job(label: str, config: Config | None) -> _Job:

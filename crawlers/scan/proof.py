@@ -21,9 +21,13 @@ blocks where it breaks, and each is settled:
 * Anything that left without a transaction or log we saw, or a nonce that does not match: the answers
   contradict each other; the block is held.
 
-A provider without historical state (a full node asked far behind its head) cannot prove old ranges:
-they are scanned as before and the result says so (`ProvenRange.unproven`); the run records it for
-/health ("completeness unproven before N"). The proof writes nothing: it returns what it proved.
+A provider without historical state (a full node asked far behind its head, a node loaded from a state
+dump) cannot prove old ranges. That is learnt by behaviour (crawlers/scan/history.py): until it is
+known, the range holds. Then the range is read with the call traces of every block (internal donations
+have no top-level flow to find them by) and the result says it is unproven (`ProvenRange.unproven`,
+an `UnprovenSpan` with the balances the provider did give around it); where the traces are refused
+too, that is its reason. The run records it for /health ("completeness unproven before N") and the
+published proof. The proof writes nothing: it returns what it proved.
 """
 
 from __future__ import annotations
@@ -33,16 +37,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import balance_calls, edge_calls
-from crawlers.chain.outcomes import Call, NoEvidenceError
+from crawlers.chain.outcomes import Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
-from crawlers.chain.tips import tip_block
 from crawlers.decode.amounts import WEI_PER_ETH
 from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, balances_in_batch
 from crawlers.decode.bloom import bloom_may_hold_transfer
-from crawlers.scan import traces
+from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan, ledger_from_blocks
 from crawlers.scan.ranges import first_batches, read_range
-from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
+from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
 from dws_project.chain_settings import ChainSettings
 
 logger = logging.getLogger("dws.crawlers")
@@ -50,10 +53,13 @@ logger = logging.getLogger("dws.crawlers")
 # Traced transfers come at the 8-decimal column scale, rounded down (and zero-at-scale frames dropped):
 # each leaves less than one column unit unexplained, which is rounding, not a missing donation.
 COLUMN_UNIT_WEI = 10**10
-RECENT_STATES = 128  # blocks of state a full node keeps behind its head (geth's default)
 # Why a range is published unproven (docs/proof.md).
 GENESIS = "no balance before the genesis block"
 NO_HISTORY = "the provider keeps no historical state for these blocks"
+NO_HISTORY_UNTRACED = (
+    "the provider keeps no historical state for these blocks and gives no call traces: "
+    "ETH that arrived by an internal call is not seen"
+)
 
 
 @dataclass(frozen=True)
@@ -93,24 +99,32 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
     half = balances_in_batch(chain)
     last = read.blocks[-1].header.number
     try:
-        before = balances_from(chain, start - 1, read.extra[:half])
-        after = (
-            balances_from(chain, end, read.extra[half:])
-            if last == end
-            else balances_at(client, chain, last, read.blocks[-1].header.hash)
-        )
-        blocks, held = settle(client, chain, read.blocks, before, after, mode)
-    except StateUnavailable as exc:
-        if not _far_behind(client, exc.block):
-            # The same words from a node that lags its peers (a load balancer) about a recent block: that
-            # is no evidence, and skipping the proof there would trust the very answers it checks.
-            return ProvenRange(
-                [], BlockHeld(start, f"no balance evidence for blocks {start}..{last} (recent block: {exc})")
-            )
-        return ProvenRange(
-            read.blocks, read.held, unproven=Unproven(last + 1, str(exc)), ledger=UnprovenSpan(start, NO_HISTORY)
-        )
+        before = _edge(chain, start - 1, read.extra[:half])
+        if last == end:
+            after = _edge(chain, end, read.extra[half:])
+        else:
+            header = read.blocks[-1].header
+            after = _edge(chain, last, client.batch(balance_calls(chain, header.hash)))
     except NoEvidenceError as exc:
+        return ProvenRange([], BlockHeld(start, f"no balance evidence for blocks {start}..{last} ({exc})"))
+    if isinstance(before, str) or isinstance(after, str):
+        refused, why = (start - 1, before) if isinstance(before, str) else (last, str(after))
+        if not history.history_missing(client, chain, refused, mode.run):
+            # A recent block (a node lagging its peers), or a first refusal: no evidence, asked again later.
+            reason = f"no balance evidence for blocks {start}..{last}: the balance at block {refused} was refused"
+            reason += f" ({why})"
+            return ProvenRange([], BlockHeld(start, reason))
+        return without_history(
+            client,
+            chain,
+            read,
+            mode,
+            opening=before if isinstance(before, Balances) else None,
+            closing=after if isinstance(after, Balances) else None,
+        )
+    try:
+        blocks, held = settle(client, chain, read.blocks, before, after, mode)
+    except (StateUnavailable, NoEvidenceError) as exc:
         return ProvenRange([], BlockHeld(start, f"no balance evidence for blocks {start}..{last} ({exc})"))
     proven = (start, blocks[-1].header.number) if blocks else None
     if proven:
@@ -119,19 +133,73 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
     return ProvenRange(blocks, held or read.held, proven=proven, ledger=ledger)
 
 
+def _edge(chain: ChainSettings, block: int, outcomes: Sequence[RpcOutcome]) -> Balances | str:
+    """The balances at `block`, or what the provider said refusing one (a definite error object, which
+    may mean it keeps no state there: crawlers/scan/history.py decides). Anything else short of an
+    answer (a time-out, a 429, a null) raises NoEvidenceError: hold."""
+    try:
+        return balances_from(chain, block, outcomes)
+    except StateUnavailable as exc:
+        return str(exc)
+    except NoEvidenceError as exc:
+        if exc.outcome.kind == "error":
+            return exc.outcome.detail
+        raise
+
+
+def without_history(
+    client: RpcClient,
+    chain: ChainSettings,
+    read: RangeRead,
+    mode: ReadMode,
+    *,
+    opening: Balances | None,
+    closing: Balances | None,
+) -> ProvenRange:
+    """A range the provider keeps no state for: no balance can prove it, and an internal donation has no
+    top-level flow to find it by, so the call traces of every block are read. Where the traces are
+    refused too, the range is published unproven with the balances the provider did give around it (the
+    operator sees its span and ETH change); a trace answer short of evidence holds the block."""
+    blocks, held, reason = read.blocks, read.held, NO_HISTORY
+    for i, block in enumerate(blocks):
+        number = block.header.number
+        try:
+            found = traces.internal_eth_transfers(
+                client, chain, block_number=number, block_hash=block.header.hash, stateless=True
+            )
+        except NoEvidenceError as exc:
+            reason_held = f"no historical state for block {number}, and its call traces gave no evidence ({exc})"
+            blocks, held = blocks[:i], BlockHeld(number, reason_held)
+            break
+        except traces.TracesUnavailable as exc:
+            logger.error(
+                "balance proof: blocks %d..%d: no historical state and no call traces (%s): published unproven; "
+                "ETH sent to the donation address by a contract in these blocks is not seen",
+                blocks[0].header.number,
+                blocks[-1].header.number,
+                exc,
+            )
+            reason = NO_HISTORY_UNTRACED
+            break
+        block.transfers.extend(found)
+    if not blocks:
+        return ProvenRange([], held)
+    first, last = blocks[0].header.number, blocks[-1].header.number
+    ledger = UnprovenSpan(
+        first,
+        reason,
+        opening=opening.values if opening is not None else None,
+        end=closing.block if closing is not None else None,
+        closing=closing.values if closing is not None else None,
+    )
+    return ProvenRange(blocks, held, unproven=Unproven(last + 1, reason), ledger=ledger)
+
+
 def proven_range_first_batches(
     client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode
 ) -> list[list[Call]]:
     """The batches `prove_range` posts first, for the crawl loop to read ahead."""
     return first_batches(client, chain, start, end, mode, edge_calls(chain, start, end))
-
-
-def _far_behind(client: RpcClient, block: int) -> bool:
-    """Whether `block` is beyond the recent states every full node keeps (so its state may be pruned)."""
-    try:
-        return tip_block(client, finalized=False) - block > RECENT_STATES
-    except NoEvidenceError:
-        return False
 
 
 def _residual(blocks: Sequence[ScannedBlock], before: Balances, after: Balances) -> dict[str, int]:

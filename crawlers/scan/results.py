@@ -20,10 +20,12 @@ STUCK_POINTER = 'if this persists see docs/operating.md, "a crawler is stuck on 
 class ReadMode:
     """How a scan reads: `name` prefixes the debug store's files; `final`: the blocks are finalized, so
     they come through DWS_BLOCK_CACHE and what the proof cannot explain is an inflow to record (else it is
-    only logged, and recorded once the block is final)."""
+    only logged, and recorded once the block is final). `run`: names one crawler run (what the scan
+    remembers across runs, crawlers/scan/history.py, tells this run from an earlier one)."""
 
     name: str
     final: bool
+    run: str = ""
 
 
 def stuck_message(number: int, reason: str) -> str:

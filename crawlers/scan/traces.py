@@ -74,8 +74,12 @@ class TracesUnavailable(Exception):
 
 
 class _Refused(Exception):
-    def __init__(self, outcome: NoEvidence) -> None:
+    """The provider will not trace: for good (`lasting`: the method is not served), or only this block
+    (no state to replay it on: a provider without historical state)."""
+
+    def __init__(self, outcome: NoEvidence, *, lasting: bool = True) -> None:
         self.outcome = outcome
+        self.lasting = lasting
         super().__init__(outcome.describe())
 
 
@@ -133,22 +137,36 @@ def _with_traces(client: RpcClient, chain: ChainSettings, ask: Callable[[str], T
             value = ask(family)
         except _Refused as exc:
             refusals.append(exc.outcome.method)
+            if not exc.lasting:
+                continue  # this block only: what is remembered stays
             if family == known:
                 logger.warning("provider %s now refuses %s; looking for another trace method", client.origin, family)
                 _remember(client, None)
                 known = None
             continue
-        if family != known:
+        if known is None:
             logger.info("provider %s answers %s traces; remembered for every worker", client.origin, family)
             _remember(client, family)
         return value
     raise TracesUnavailable(f"provider {client.origin} refuses every trace method ({', '.join(refusals)})")
 
 
-def _answer(outcome: RpcOutcome) -> object:
+def _answer(outcome: RpcOutcome, *, stateless: bool = False) -> object:
     if is_refusal(outcome):
         raise _Refused(outcome)
+    if stateless and isinstance(outcome, NoEvidence) and outcome.kind == "error":
+        raise _Refused(outcome, lasting=False)  # replaying the block needs the state the provider lacks
     return require(outcome)
+
+
+def _replay_refused(method: str, block_number: int, result: object) -> NoEvidence | None:
+    """A callTracer answer whose transactions carry an error instead of a trace (anvil loaded from a
+    dump: "Resource not found"): the provider could not replay them without their state."""
+    if isinstance(result, list):
+        for item in result:
+            if isinstance(item, dict) and "result" not in item and item.get("error"):
+                return NoEvidence(method, "error", f"block {block_number}: {str(item['error'])[:100]}")
+    return None
 
 
 def _malformed(method: str, client: RpcClient, exc: Exception) -> NoEvidenceError:
@@ -158,12 +176,19 @@ def _malformed(method: str, client: RpcClient, exc: Exception) -> NoEvidenceErro
 # --- a block ------------------------------------------------------------------------------------------
 
 
-def block_frames(client: RpcClient, family: str, *, block_number: int, block_hash: str) -> list[Frame]:
-    """Every frame of the block, by one method, checked against the block the caller scanned."""
+def block_frames(
+    client: RpcClient, family: str, *, block_number: int, block_hash: str, stateless: bool = False
+) -> list[Frame]:
+    """Every frame of the block, by one method, checked against the block the caller scanned.
+
+    `stateless`: the provider is known to keep no state for the block (crawlers/scan/history.py), so an
+    error where a trace should be is that method's refusal for this block, not a passing failure."""
     method = _BLOCK_METHOD[family]
     params: list[object] = [hex(block_number), _CALL_TRACER] if family == DEBUG else [hex(block_number)]
     trace_outcome, header_outcome = client.batch([(method, params), header_call(block_number)])
-    result = _answer(trace_outcome)
+    result = _answer(trace_outcome, stateless=stateless)
+    if stateless and (refused := _replay_refused(method, block_number, result)) is not None:
+        raise _Refused(refused, lasting=False)
     header = require(header_outcome)
     if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
         raise _malformed("eth_getBlockByNumber", client, ValueError("block header without a hash"))
@@ -181,18 +206,23 @@ def block_frames(client: RpcClient, family: str, *, block_number: int, block_has
 
 
 def internal_eth_transfers(
-    client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str
+    client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str, stateless: bool = False
 ) -> list[Transfer]:
     """Every successful call frame below the top level that moved ETH to the donation address in the block.
 
     Returns `Transfer`s with `asset="eth"`, `log_index=None`, `donor` = the frame's `from`, the amount at
     the ETH column scale (rounded down, zero-at-scale dropped), and `trace_address` set (never None).
     Raises `NoEvidenceError` for a transient provider failure (hold the block and retry) and
-    `TracesUnavailable` when the provider cannot trace at all (record an unexplained inflow instead).
+    `TracesUnavailable` when the provider cannot trace at all (record an unexplained inflow instead), or,
+    `stateless` (see `block_frames`), cannot trace this block.
     """
     block_hash = block_hash.lower()
     frames = _with_traces(
-        client, chain, lambda family: block_frames(client, family, block_number=block_number, block_hash=block_hash)
+        client,
+        chain,
+        lambda family: block_frames(
+            client, family, block_number=block_number, block_hash=block_hash, stateless=stateless
+        ),
     )
     return internal_transfers(
         frames,

@@ -190,6 +190,9 @@ def test_blocks_the_provider_keeps_no_state_for_are_published_as_unproven_and_th
             method, "error", count=None, message="missing trie node 2cf5 (path ) state is not available", when=pruned
         )
 
+    # The first refusal of an old balance holds once: the words alone never decide (crawlers/scan/history.py).
+    with pytest.raises(CommandError, match=r"the balance at block \d+ was refused"):
+        crawl_finalized()
     crawl_finalized()
 
     chain = proof()

@@ -137,7 +137,7 @@ def test_eth_forwarded_by_a_contract_without_traces_is_an_unexplained_inflow_and
     assert_ledger_invariants()
 
 
-def test_a_provider_without_historical_state_is_scanned_without_proof_and_never_held_for_it(node, proxy, caplog):
+def test_a_provider_without_historical_state_is_scanned_without_proof_once_it_refuses_again(node, proxy, caplog):
     donor = ACCOUNTS[1]
     node.mint(node.coins["usdt"], donor, 1000 * USDT)
     old = node.transfer_token(node.coins["usdt"], donor, DONATION_ADDRESS, 40 * USDT)
@@ -156,7 +156,10 @@ def test_a_provider_without_historical_state_is_scanned_without_proof_and_never_
     with caplog.at_level(logging.WARNING):
         first, again = crawl(FINALIZED, max_blocks=150), crawl(FINALIZED)
 
-    assert first.held is None
+    # The first refusal of an old balance holds that run: a transient refusal decides nothing, and the
+    # words decide nothing either; refused again on the next run while the head answers, it is no history.
+    assert "was refused" in first.held
+    assert first.cursor == first.cursor_before
     assert again.held is None
     assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     assert {d.tx_hash for d in Donation.objects.filter(status="confirmed")} == {old, recent}
@@ -206,3 +209,25 @@ def test_coins_arriving_without_any_transfer_log_the_bloom_rules_out_are_an_unex
     inflow = UnexplainedInflow.objects.get()
     assert (inflow.block_number, inflow.asset, inflow.amount_raw, inflow.amount) == (changed, "usdc", 7 * USDT, 7)
     assert not Donation.objects.exists()
+
+
+def test_a_refusal_of_an_old_balance_that_passes_by_the_next_run_decides_nothing(node, proxy, settings):
+    # An archive provider's load balancer says "header not found" about an old block for a moment.
+    start = settings.CONFIG.start_block
+    donation = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    node.mine(300)
+    proxy.arm("eth_getBalance", "error", count=None, message="header not found", when=lambda p: p[-1] == hex(start - 1))
+
+    first = crawl(FINALIZED)
+    proxy.disarm()
+    again = crawl(FINALIZED)
+
+    assert "no balance evidence" in first.held
+    assert first.cursor == start - 1
+    assert again.held is None
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+    row = Completeness.objects.get(label=FINALIZED)
+    assert row.unproven_before is None  # nothing was passed without the proof
+    assert row.proven_through == node.finalized()
+    assert Donation.objects.get().tx_hash == donation
+    assert_ledger_invariants()

@@ -1,0 +1,79 @@
+"""Whether the provider keeps the state of old blocks: learnt by how it behaves, never by its wording.
+
+Each client words a missing state its own way (geth's "missing trie node", Erigon's, Nethermind's,
+hosted providers', anvil loaded from a dump: "BlockOutOfRangeError: block height is N but requested was
+0"), and an archive provider's load balancer may say "header not found" about a block it has, for a
+moment. So the words decide nothing. A balance refused (a definite error object, not a time-out or a
+429) is taken as "no historical state there" only when all of these hold:
+
+* the block is older than the recent states every full node keeps (`RECENT_STATES` behind the head):
+  a refused recent block is a node lagging its peers, held and retried;
+* the same balance asked at the head answers now (the provider does serve balances);
+* a refusal of an old balance was already seen on an earlier run (the memory is in Redis, per provider
+  origin, shared by every worker, kept `MEMORY_SECONDS` after the last refusal): one transient refusal
+  holds the range once, and the next run asks again.
+
+Deciding wrongly costs work, never money: a range taken as without history is read with the call
+traces of every block (crawlers/scan/proof.py), and published unproven where those are refused too.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from redis.exceptions import RedisError
+
+from crawlers.chain.outcomes import Answer, NoEvidenceError
+from crawlers.chain.rpc import RpcClient
+from crawlers.chain.tips import tip_block
+from dws_project.chain_settings import ChainSettings
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.crawlers")
+
+RECENT_STATES = 128  # blocks of state a full node keeps behind its head (geth's default)
+MEMORY_SECONDS = 3600  # how long a refusal of old state is remembered after the last one
+
+
+def memory_key(client: RpcClient) -> str:
+    return f"dws:no-history:{client.origin}"
+
+
+def far_behind(client: RpcClient, block: int) -> bool:
+    """Whether `block` is beyond the recent states every full node keeps (so its state may be pruned)."""
+    try:
+        return tip_block(client, finalized=False) - block > RECENT_STATES
+    except NoEvidenceError:
+        return False
+
+
+def _head_answers(client: RpcClient, chain: ChainSettings) -> bool:
+    return isinstance(client.call("eth_getBalance", [chain.donation_address, "latest"]), Answer)
+
+
+def history_missing(client: RpcClient, chain: ChainSettings, refused: int, run: str) -> bool:
+    """Whether the provider keeps no state at block `refused`, whose balance it just refused (see the
+    module doc). False means: hold the range and ask again (a first sighting, a recent block, a head
+    that does not answer either, or no shared memory to tell one run from the next)."""
+    if not far_behind(client, refused) or not _head_answers(client, chain):
+        return False
+    key = memory_key(client)
+    try:
+        redis = get_redis()
+        first_run = redis.get(key)
+        if first_run is None:
+            redis.set(key, run, ex=MEMORY_SECONDS)
+            logger.warning(
+                "provider %s refused the balance at old block %d while the head answers; asking again on the "
+                "next run before taking it for a provider without historical state",
+                client.origin,
+                refused,
+            )
+            return False
+        redis.expire(key, MEMORY_SECONDS)
+    except RedisError as exc:
+        logger.warning("provider %s: no shared memory of refused old state (%s)", client.origin, type(exc).__name__)
+        return False
+    if isinstance(first_run, bytes):
+        first_run = first_run.decode()
+    return bool(first_run != run)
