@@ -5,13 +5,19 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.db import models
-from django.db.models import Q, Value
-from django.db.models.functions import Lower, Now
+from django.db.models import BinaryField, F, Func, Q, Value
+from django.db.models.functions import Cast, Lower, Now
 
 from donations.sightings import AMOUNT_DECIMALS
 from dws_project.fields import PostgresEnumField
 
 ASSETS = ("eth", "usdt", "usdc")
+
+
+def trace_path_digest() -> Func:
+    """SHA-256 of the trace path, which the identity's unique index keys: a path as deep as the EVM allows
+    (1024 frames, "1023.17.…") is longer than what a btree index row can hold."""
+    return Func(Cast("trace_address", output_field=BinaryField()), function="SHA256", output_field=BinaryField())
 
 
 class DonationStatus(models.TextChoices):
@@ -56,8 +62,8 @@ class Donation(models.Model):
     block_hash = models.CharField(max_length=66)
     block_time = models.DateTimeField()
     # Internal ETH (crawlers/scan/traces.py): the call frame's path in its transaction's call tree, e.g. "0.1".
-    # NULL for a top-level ETH transaction and for a coin Transfer.
-    trace_address = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - NULL: not an internal transfer
+    # NULL for a top-level ETH transaction and for a coin Transfer. Text: any depth the EVM allows is stored.
+    trace_address = models.TextField(null=True, blank=True)  # noqa: DJ001 - NULL: not an internal transfer
     absent_count = models.IntegerField(default=0, db_default=0)
     # When the old-unconfirmed crawler looks at this row again; NULL: as soon as it is old enough.
     next_look_at = models.DateTimeField(null=True, blank=True)
@@ -68,9 +74,12 @@ class Donation(models.Model):
         db_table = "donation"
         constraints = [
             # A donation's identity: (tx_hash, NULL, NULL) top-level ETH, (tx_hash, NULL, path) internal ETH,
-            # (tx_hash, log index, NULL) a coin Transfer. The index keeps the seed's name.
+            # (tx_hash, log index, NULL) a coin Transfer. The index keeps the seed's name; it keys the path's
+            # digest, the path itself is kept beside it.
             models.UniqueConstraint(
-                fields=["tx_hash", "log_index", "trace_address"],
+                F("tx_hash"),
+                F("log_index"),
+                trace_path_digest(),
                 nulls_distinct=False,
                 name="donation_tx_hash_log_index_key",
             ),

@@ -21,7 +21,7 @@ from crawlers.record.cursors import cursor_write
 from crawlers.record.inflows import inflow_record
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
-from crawlers.scan.results import ScannedBlock
+from crawlers.scan.results import BlockHeld, ScannedBlock
 from donations.models import Donation, DonationStatus
 from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
 from donations.sightings import DonationKey, Sighting, Transfer, donation_key
@@ -63,10 +63,31 @@ class PriceMissing(Exception):
 
 @dataclass(frozen=True)
 class Recording:
-    """How `record_blocks` ended: stopped by a shutdown request, or at a block without a price."""
+    """How `record_blocks` ended: stopped by a shutdown request, at a block without a price, or at a block
+    whose write failed (rolled back: the cursor stays before it)."""
 
     stopped: bool = False
     price_missing: PriceMissing | None = None
+    failed: BlockHeld | None = None
+
+
+def _failure(block: ScannedBlock, exc: Exception) -> BlockHeld:
+    """A block whose write raised: a hold naming the block, each of its transfers (asset and transaction)
+    and what was raised. No transaction anyone can send may make the run raise instead."""
+    cause = (str(exc).strip().splitlines() or [""])[0][:200]
+    named = [
+        f"{t.asset} {t.tx_hash}"
+        + (f" log {t.log_index}" if t.log_index is not None else "")
+        + (f" frame {t.trace_address[:40]}" if t.trace_address else "")
+        for t in block.transfers
+    ]
+    named += [f"eth {tx} (reverted)" for tx in block.reverted]
+    named += [f"{asset} unexplained inflow of {raw}" for asset, raw in block.unexplained]
+    listed = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return BlockHeld(
+        block.header.number,
+        f"writing the block failed ({type(exc).__name__}: {cause}); nothing of it is recorded; it holds {listed}",
+    )
 
 
 @dataclass(frozen=True)
@@ -191,13 +212,16 @@ def record_blocks(
     A block with something to write gets a transaction of its own, which moves the `cursor` too (past
     the quiet blocks before it). A run of quiet blocks costs one cursor UPDATE at its end, and `reach`
     (the end of a sparse range, proven quiet after the last block written; only when the scan did not
-    hold) one more. SIGTERM stops between blocks, never inside one. With the scan's `proof` (a final read
-    moving its cursor), each of those cursor moves publishes the blocks it passed, in its transaction.
+    hold) one more. SIGTERM stops between blocks, never inside one. A block whose write raises is rolled
+    back and ends the recording as `Recording.failed`, a hold naming what the block holds. With the scan's
+    `proof` (a final read moving its cursor), each of those cursor moves publishes the blocks it passed, in
+    its transaction.
     """
     writer = _Writer(chain, cursor, final, tiers, price_at)
     pending: BlockHeader | None = None  # the last quiet block passed, the cursor not yet moved over it
     stopped = False
     missing: PriceMissing | None = None
+    failed: BlockHeld | None = None
     try:
         for block in blocks:
             if shutdown.requested():
@@ -206,10 +230,21 @@ def record_blocks(
             if move_cursor and block.quiet:
                 pending = block.header
                 continue
-            with transaction.atomic():
-                _write_block(writer, block, tally)
-                if move_cursor:
-                    _move_cursor(chain, cursor, block.header, proof)
+            written = BlockTally()
+            try:
+                with transaction.atomic():
+                    _write_block(writer, block, written)
+                    if move_cursor:
+                        _move_cursor(chain, cursor, block.header, proof)
+            except PriceMissing:
+                raise
+            except Exception as exc:  # rolled back; the block holds, the run goes on to report it
+                logger.exception("writing block %d failed", block.header.number)
+                failed = _failure(block, exc)
+                break
+            tally.inserted += written.inserted
+            tally.confirmed += written.confirmed
+            tally.failed += written.failed
             pending = None
             _passed(tally, block.header.number, move_cursor)
         else:
@@ -221,7 +256,7 @@ def record_blocks(
         with transaction.atomic():
             _move_cursor(chain, cursor, pending, proof)
         _passed(tally, pending.number, move_cursor)
-    return Recording(stopped=stopped, price_missing=None if stopped else missing)
+    return Recording(stopped=stopped, price_missing=None if stopped else missing, failed=failed)
 
 
 def _move_cursor(

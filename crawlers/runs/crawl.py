@@ -203,6 +203,9 @@ def _record(
     )
     if recording.stopped:
         return None
+    if recording.failed is not None:
+        result.held = recording.failed.describe()
+        return logging.ERROR
     if recording.price_missing is not None:
         missing = recording.price_missing
         price_request_file(missing.minute)  # outside the rolled-back block: the hold resolves

@@ -62,6 +62,17 @@ def test_the_same_log_cannot_be_recorded_twice_but_other_logs_of_the_transaction
         donation(asset="usdt", log_index=3)
 
 
+def test_an_internal_transfer_as_deep_as_the_evm_allows_is_storable_once_and_its_siblings_too() -> None:
+    # 1024 frames, each the 1000th-odd sub-call of its parent: ~5 kB of path, past a btree index row.
+    deepest = ".".join(str(1000 + i % 24) for i in range(1024))
+    donation(trace_address=deepest)
+    donation(trace_address=deepest[:-1] + "0")  # a sibling frame of the same transaction
+    donation(trace_address=None)  # the transaction's own top-level transfer
+    assert Donation.objects.get(trace_address=deepest).trace_address == deepest
+    with pytest.raises(IntegrityError), transaction.atomic():
+        donation(trace_address=deepest)
+
+
 def test_campaign_has_exactly_one_row_from_the_migration() -> None:
     assert DonationStats.objects.count() == 1
     assert refused("INSERT INTO donation_stats DEFAULT VALUES")
