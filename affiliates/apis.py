@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from affiliates import services
 from affiliates.models import AttributionStatus
 from dws_project import api_errors
-from dws_project.api_base import SignedApi, StrictRegexField, error_responses
+from dws_project.api_base import SignedApi, StrictRegexField, error_responses, signed_body_errors
 
 _CODE = r"^[A-Za-z0-9]{1,16}$"
 
@@ -54,19 +54,14 @@ class WalletConnectionApi(SignedApi):
         request=InputSerializer,
         responses={
             200: OutputSerializer,
-            **error_responses(
-                api_errors.INVALID_REQUEST,
-                api_errors.UNSUPPORTED_MEDIA_TYPE,
-                api_errors.SIGNATURE_REJECTED,
+            **signed_body_errors(
                 api_errors.SELF_REFERRAL,
                 api_errors.UNKNOWN_AFFILIATE_CODE,
             ),
         },
     )
     def post(self, request: Request) -> Response:
-        body = self.InputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        connection = services.wallet_connection_create(address=self.signer(request), code=body.validated_data["code"])
+        connection = services.wallet_connection_create(address=self.signer(request), code=self.body(request)["code"])
         return Response(self.OutputSerializer(connection).data)
 
 
@@ -92,10 +87,7 @@ class AffiliateDonationApi(SignedApi):
         request=InputSerializer,
         responses={
             200: OutputSerializer,
-            **error_responses(
-                api_errors.INVALID_REQUEST,
-                api_errors.UNSUPPORTED_MEDIA_TYPE,
-                api_errors.SIGNATURE_REJECTED,
+            **signed_body_errors(
                 api_errors.SELF_REFERRAL,
                 api_errors.NOT_THE_DONOR,
                 api_errors.UNKNOWN_AFFILIATE_CODE,
@@ -104,7 +96,5 @@ class AffiliateDonationApi(SignedApi):
         },
     )
     def post(self, request: Request) -> Response:
-        body = self.InputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        claim = services.affiliate_donation_claim(signer=self.signer(request), **body.validated_data)
+        claim = services.affiliate_donation_claim(signer=self.signer(request), **self.body(request))
         return Response(self.OutputSerializer(claim).data)

@@ -10,7 +10,15 @@ from rest_framework.response import Response
 from donations import selectors, staking
 from donations.models import ASSETS, CampaignStatus, DonationStatus, StakeStatus
 from dws_project import api_errors
-from dws_project.api_base import PublicApi, SignedApi, StrictRegexField, amount_field, error_responses, whole_field
+from dws_project.api_base import (
+    PublicApi,
+    SignedApi,
+    StrictRegexField,
+    amount_field,
+    error_responses,
+    signed_body_errors,
+    whole_field,
+)
 from dws_project.api_errors import ApiException
 from dws_project.config import parse_address
 from prices.apis import PriceSerializer
@@ -141,10 +149,7 @@ class StakeApi(SignedApi):
         request=InputSerializer,
         responses={
             200: OutputSerializer,
-            **error_responses(
-                api_errors.INVALID_REQUEST,
-                api_errors.UNSUPPORTED_MEDIA_TYPE,
-                api_errors.SIGNATURE_REJECTED,
+            **signed_body_errors(
                 api_errors.NOT_A_DONOR,
                 api_errors.INSUFFICIENT_TOKENS,
                 api_errors.STAKE_WHILE_UNSTAKING,
@@ -152,9 +157,7 @@ class StakeApi(SignedApi):
         },
     )
     def post(self, request: Request) -> Response:
-        body = self.InputSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        staking.stake_add(address=self.signer(request), amount=int(body.validated_data["amount"]))
+        staking.stake_add(address=self.signer(request), amount=int(self.body(request)["amount"]))
         return Response(self.OutputSerializer({"user_data": selectors.user_summary(address=self.signer(request))}).data)
 
 

@@ -67,6 +67,14 @@ class StrictRegexField(serializers.RegexField):
         return super().to_internal_value(data)
 
 
+def signed_body_errors(*errors: ApiError) -> dict[int, OpenApiResponse]:
+    """`error_responses` of a signed operation that takes a JSON body: a body can be invalid or not JSON,
+    a signature can be refused, before any of the operation's own `errors`."""
+    return error_responses(
+        api_errors.INVALID_REQUEST, api_errors.UNSUPPORTED_MEDIA_TYPE, api_errors.SIGNATURE_REJECTED, *errors
+    )
+
+
 class PublicApi(APIView):
     """An unauthenticated delphi endpoint."""
 
@@ -97,6 +105,12 @@ class SignedApi(PublicApi):
         # The stubs type request.user as a Django user; behind SIGNED_REQUEST_AUTHENTICATION (and
         # IsAuthenticated) it is the app's signed caller, which carries the signing address.
         return cast(_Signer, request.user).address
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The request's JSON body, validated by the view's `InputSerializer` (a numbered 400 when not)."""
+        serializer = self.InputSerializer(data=request.data)  # type: ignore[attr-defined]
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
 
     def get_authenticators(self) -> list[Any]:
         return [import_string(SIGNED_REQUEST_AUTHENTICATION)()]
