@@ -34,8 +34,7 @@ SIGNATURE_HEADER = "dws-signature"
 
 
 def _chain() -> str:
-    chain_id = settings.CONFIG.chain_id
-    return str(chain_id) if chain_id is not None else "unset"
+    return str(settings.CONFIG.chain_id)
 
 
 # Inside one write (a block), the endpoints are read once, not once per event (webhook_endpoints_once).

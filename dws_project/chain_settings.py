@@ -19,7 +19,7 @@ FIRST_CHAIN = "eth"
 @dataclass(frozen=True)
 class ChainSettings:
     name: str
-    chain_id: int | None  # None: not pinned (DWS_CHAIN_ID unset)
+    chain_id: int  # DWS_CHAIN_ID: what the provider must report (crawlers/chain/tips.py checks it)
     rpc_url: str = field(repr=False)  # the provider's key may be in it: only `rpc_origin` is ever shown
     donation_address: str  # lower case
     stable_coins: tuple[StableCoin, ...]

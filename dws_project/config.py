@@ -90,7 +90,7 @@ class Config:
     block_cache: str | None
     tt_private_key: str | None = field(repr=False)
     start_block: int | None
-    chain_id: int | None
+    chain_id: int  # DWS_CHAIN_ID: the chain the provider must serve, checked at every crawler run
     dev_eth_price: Decimal | None  # a fixed ETH/USD price for a dev chain only (never with real money)
     venue_urls: Mapping[str, str]
     venue_timeout: float  # seconds per venue HTTP call (connect and each read)
@@ -316,7 +316,8 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     block_cache = env.optional("DWS_BLOCK_CACHE", _parse_directory, None)
     tt_private_key = env.optional("DWS_TT_PRIVATE_KEY", _parse_private_key, None, secret=True)
     start_block = env.optional("DWS_START_BLOCK", _parse_block_number, None)
-    chain_id = env.optional("DWS_CHAIN_ID", _parse_chain_id, None)
+    # Required everywhere: a provider on another network would credit its coins at this one's price.
+    chain_id = env.required("DWS_CHAIN_ID", _parse_chain_id)
     dev_eth_price = env.optional("DWS_DEV_ETH_PRICE", _parse_dev_eth_price, None)
     if dev_eth_price is not None and chain_id not in DEV_CHAIN_IDS:
         # A made-up price on a real chain would credit real money at a fake rate.
@@ -374,7 +375,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         block_cache=block_cache,
         tt_private_key=tt_private_key,
         start_block=start_block,
-        chain_id=chain_id,
+        chain_id=_present(chain_id),
         dev_eth_price=dev_eth_price,
         venue_urls=venue_urls,
         venue_timeout=venue_timeout,

@@ -36,6 +36,7 @@ def base_environment() -> dict[str, str]:
             "ETH_RPC_URL": f"https://node.example.org/v3/{RPC_KEY}?apikey={RPC_KEY}",
             "DJANGO_SECRET_KEY": "test-secret-key-0123456789-abcdefghijklmnop",
             "DWS_TT_PRIVATE_KEY": TT_KEY,
+            "DWS_CHAIN_ID": "1",  # mainnet: production-like (DEBUG and the dev price refused)
         }
     )
     return env

@@ -84,14 +84,14 @@ class DevChain:
         return int(self.rpc("eth_chainId"), 16)
 
     def require_dev_chain(self, config: Config | None = None) -> int:
-        """The node's chain id, once it is known to be a dev chain (and the configured one, if set)."""
+        """The node's chain id, once it is known to be a dev chain (and the configured one, if given)."""
         chain_id = self.chain_id()
         if chain_id not in DEV_CHAIN_IDS:
             raise DevChainError(
                 f"refusing: the node reports chain id {chain_id}, not a development chain "
                 f"({', '.join(map(str, sorted(DEV_CHAIN_IDS)))})"
             )
-        if config is not None and config.chain_id is not None and config.chain_id != chain_id:
+        if config is not None and config.chain_id != chain_id:
             raise DevChainError(f"refusing: the node reports chain id {chain_id} but DWS_CHAIN_ID is {config.chain_id}")
         return chain_id
 

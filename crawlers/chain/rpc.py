@@ -65,10 +65,6 @@ _RANGE_TEXT = re.compile(
 )
 
 
-class ChainMismatchError(Exception):
-    """The provider serves another chain than DWS_CHAIN_ID: nothing it says may be recorded."""
-
-
 def _retry_after_seconds(header: str | None) -> float:
     if header and header.strip().isdigit():
         return min(float(header.strip()), MAX_BACKOFF_SECONDS)
@@ -121,7 +117,6 @@ class RpcClient:
         self._log_span_ceiling = log_span  # lowered by refusals, lifted again after a run of successes
         self._log_successes = 0
         self.round_trips = 0  # HTTP posts made, for benchmarks and tests
-        self._chain_checked = False
 
     # --- back-off window, shared by every worker --------------------------------------------
     @property
@@ -266,15 +261,6 @@ class RpcClient:
 
     def chain_id(self) -> int:
         return int(require(self.call("eth_chainId")), 16)
-
-    def check_chain_id(self, expected: int | None) -> None:
-        """Refuse a provider on another chain (a testnet URL in production would corrupt the records)."""
-        if expected is None or self._chain_checked:
-            return
-        actual = self.chain_id()
-        if actual != expected:
-            raise ChainMismatchError(f"provider {self.origin} serves chain id {actual}, DWS_CHAIN_ID is {expected}")
-        self._chain_checked = True
 
     def get_logs(
         self, *, addresses: Sequence[str], topics: Sequence[Any], from_block: int, to_block: int

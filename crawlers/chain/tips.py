@@ -1,4 +1,11 @@
-"""The one read of where the chain is: its head and its finalized block (the node's `finalized` tag)."""
+"""The one read of where the chain is: its head and its finalized block (the node's `finalized` tag), and
+which chain that is.
+
+Every crawler run begins with `tip_block(..., chain_id=DWS_CHAIN_ID)`: the node's chain id is asked in the
+same round trip as the tip, so the pin is checked at every run (a provider re-pointed while the worker runs
+is caught at its next run) for no extra request. A node on another chain raises `ChainMismatchError`;
+the run holds, and nothing that node says is recorded.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,15 @@ from crawlers.chain.rpc import RpcClient
 
 HEAD_CALL: Call = ("eth_blockNumber", [])
 FINALIZED_CALL = header_call("finalized")
+CHAIN_ID_CALL: Call = ("eth_chainId", [])
+
+
+class ChainMismatchError(Exception):
+    """The provider serves another chain than DWS_CHAIN_ID: nothing it says may be recorded."""
+
+    def hold_reason(self) -> str:
+        """Why a run holds, for its result and its CRITICAL line (the same words wherever it is met)."""
+        return f"{self}; holding, nothing is recorded until the provider serves chain id DWS_CHAIN_ID"
 
 
 @dataclass(frozen=True)
@@ -34,12 +50,36 @@ def chain_tips(client: RpcClient) -> ChainTips:
     return ChainTips(_head_number(head), _block_number(final))
 
 
-def tip_block(client: RpcClient, *, finalized: bool) -> int:
-    """The finalized block's number, or the head's; raises NoEvidenceError when the provider does not say."""
-    method, params = FINALIZED_CALL if finalized else HEAD_CALL
-    outcome = client.call(method, params)
-    number = _block_number(outcome) if finalized else _head_number(outcome)
+def _require_number(outcome: RpcOutcome, method: str, number: int | None) -> int:
     if number is None:
-        why = outcome if isinstance(outcome, NoEvidence) else NoEvidence(method, "malformed", "not a block number")
+        why = outcome if isinstance(outcome, NoEvidence) else NoEvidence(method, "malformed", "not a number")
         raise NoEvidenceError(why)
     return number
+
+
+def require_chain_id(client: RpcClient, outcome: RpcOutcome, expected: int) -> None:
+    """Raise ChainMismatchError unless `outcome` (an eth_chainId answer) is `expected`; NoEvidenceError when
+    the provider did not say."""
+    actual = _require_number(outcome, CHAIN_ID_CALL[0], _head_number(outcome))
+    if actual != expected:
+        raise ChainMismatchError(f"provider {client.origin} serves chain id {actual}, DWS_CHAIN_ID is {expected}")
+
+
+def check_chain_id(client: RpcClient, expected: int) -> None:
+    """One look at the provider's chain id (for a run that reads no tip)."""
+    require_chain_id(client, client.call(*CHAIN_ID_CALL), expected)
+
+
+def tip_block(client: RpcClient, *, finalized: bool, chain_id: int | None = None) -> int:
+    """The finalized block's number, or the head's; raises NoEvidenceError when the provider does not say.
+
+    With `chain_id`, the provider's chain id is asked in the same round trip and must be that one
+    (ChainMismatchError otherwise)."""
+    method, params = FINALIZED_CALL if finalized else HEAD_CALL
+    if chain_id is None:
+        outcome = client.call(method, params)
+    else:
+        identity, outcome = client.batch([CHAIN_ID_CALL, (method, params)])
+        require_chain_id(client, identity, chain_id)
+    number = _block_number(outcome) if finalized else _head_number(outcome)
+    return _require_number(outcome, method, number)

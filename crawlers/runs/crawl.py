@@ -31,7 +31,7 @@ from django.conf import settings
 from crawlers.chain.clients import make_client
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
-from crawlers.chain.tips import tip_block
+from crawlers.chain.tips import ChainMismatchError, tip_block
 from crawlers.decode.blocks import BlockHeader
 from crawlers.models import FINALIZED, LATEST, LastBlock
 from crawlers.record.blocks import record_blocks
@@ -94,14 +94,15 @@ def crawl(
     client = client or make_client(job.chain)
     result = CrawlResult(label)
     try:
-        client.check_chain_id(job.chain.chain_id)
+        tip = tip_block(client, finalized=job.mode.final, chain_id=job.chain.chain_id)
         cursor = cursor_get(chain=job.chain.name, label=label) or _start_cursor(client, job)
         result.cursor_before = result.cursor = cursor.value
-        tip = tip_block(client, finalized=job.mode.final)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         logger.warning("crawl %s: %s", label, result.held)
         return result
+    except ChainMismatchError as exc:
+        return _wrong_chain(result, label, exc)
     result.tip = tip
     if tip < cursor.value:
         result.held = (
@@ -158,6 +159,13 @@ def crawl(
         client.drop_read_ahead()
     if shutdown.requested() and (result.cursor or 0) < tip:
         result.held = f"shutdown requested; stopped between blocks at {result.cursor}, the next run continues"
+    return result
+
+
+def _wrong_chain(result: CrawlResult, label: str, exc: ChainMismatchError) -> CrawlResult:
+    """Hold the run: the provider serves another network than DWS_CHAIN_ID (the CRITICAL line pages)."""
+    result.held = exc.hold_reason()
+    logger.critical("crawl %s: %s", label, result.held)
     return result
 
 
@@ -261,11 +269,12 @@ def crawl_single_block(
     client = client or make_client(job.chain)
     result = CrawlResult(label, cursor_before=number, cursor=number, tip=number)
     try:
-        client.check_chain_id(job.chain.chain_id)
-        tip = tip_block(client, finalized=job.mode.final)
+        tip = tip_block(client, finalized=job.mode.final, chain_id=job.chain.chain_id)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         return result
+    except ChainMismatchError as exc:
+        return _wrong_chain(result, f"{label} --single-block", exc)
     if number > tip:
         result.held = f"block {number} is beyond the provider's {label} block {tip}"
         return result

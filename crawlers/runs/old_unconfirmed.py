@@ -43,7 +43,7 @@ from crawlers.chain.clients import make_client
 from crawlers.chain.files import debug_dump
 from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError
 from crawlers.chain.rpc import RpcClient
-from crawlers.chain.tips import tip_block
+from crawlers.chain.tips import ChainMismatchError, tip_block
 from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
 from crawlers.decode.frames import donation_frames
 from crawlers.decode.receipts import receipt_has_transfer, receipt_succeeded
@@ -178,11 +178,15 @@ def _judge(
     rows: list[Donation], config: Config, chain: ChainSettings, client: RpcClient, now: datetime, result: JudgeResult
 ) -> None:
     try:
-        client.check_chain_id(chain.chain_id)
-        finalized = tip_block(client, finalized=True)
+        finalized = tip_block(client, finalized=True, chain_id=chain.chain_id)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         result.untouched["no finalized block from the provider"] += len(rows)
+        return
+    except ChainMismatchError as exc:
+        result.held = exc.hold_reason()
+        result.untouched["the provider serves another chain"] += len(rows)
+        logger.critical("crawl %s: %s", OLD_UNCONFIRMED, result.held)
         return
 
     hashes = sorted({row.tx_hash for row in rows})

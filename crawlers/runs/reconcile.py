@@ -27,8 +27,9 @@ from django.db.models import Count, Sum
 from django.utils import timezone
 
 from crawlers.chain.clients import make_client
+from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
-from crawlers.chain.tips import chain_tips
+from crawlers.chain.tips import ChainMismatchError, chain_tips, check_chain_id
 from crawlers.models import FINALIZED, InflowStatus, ReconcileRun, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.drift import drift_of, freeze_on_drift
@@ -99,6 +100,7 @@ def reconcile(
     client = client or make_client(chain)
     if from_block < 0 or to_block < from_block:
         raise ReconcileError(f"empty range {from_block}..{to_block}")
+    _check_chain(client, chain.chain_id)
     tips = chain_tips(client)
     if tips.finalized is None:
         raise ReconcileError("the provider did not say which block is finalized; try again")
@@ -239,10 +241,22 @@ def ledger_discrepancies() -> list[str]:
     return problems
 
 
+def _check_chain(client: RpcClient, expected: int) -> None:
+    """A check of another network's blocks would report drift that is not there (or miss what is)."""
+    try:
+        check_chain_id(client, expected)
+    except NoEvidenceError as exc:
+        raise ReconcileError(f"the provider did not say which chain it serves ({exc}); try again") from None
+    except ChainMismatchError as exc:
+        logger.critical("reconcile: %s", exc.hold_reason())
+        raise ReconcileError(exc.hold_reason()) from None
+
+
 def reconcile_last_day(*, config: Config | None = None, client: RpcClient | None = None) -> ReconcileReport:
     """The daily check: the last ~day of finalized blocks (never before DWS_START_BLOCK)."""
     config = config or settings.CONFIG
     client = client or make_client(chain_settings(config))
+    _check_chain(client, config.chain_id)
     finalized = chain_tips(client).finalized
     if finalized is None:
         raise ReconcileError("the provider did not say which block is finalized; try again")

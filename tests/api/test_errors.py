@@ -70,6 +70,7 @@ def test_production_configuration_has_debug_off_unless_asked():
         "DWS_SALE_PARAMS": "100:0.001",
         "ETH_RPC_URL": "https://rpc.example/key",
         "DJANGO_SECRET_KEY": "k" * 40,
+        "DWS_CHAIN_ID": "1",
     }
 
     assert load_config(env).debug is False

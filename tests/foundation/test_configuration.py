@@ -53,7 +53,9 @@ BAD_VALUES = [
     ("DWS_MAX_TIMESTAMP_AGE", "-1"),
     ("DWS_MAX_TIMESTAMP_AGE", "thirty"),
     ("DWS_START_BLOCK", "-1"),
+    ("DWS_CHAIN_ID", None),
     ("DWS_CHAIN_ID", "mainnet"),
+    ("DWS_CHAIN_ID", "0"),
     ("DWS_TT_PRIVATE_KEY", "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f3623"),
     ("DWS_VENUE_KRAKEN_URL", "http://api.kraken.example"),
     ("DWS_VENUE_BINANCE_URL", "https://api.binance.com/api/v3/ticker/24hr"),
@@ -158,6 +160,8 @@ def test_debug_is_refused_outside_a_development_chain(chain_id: str | None) -> N
     env["DJANGO_DEBUG"] = "true"
     if chain_id:
         env["DWS_CHAIN_ID"] = chain_id
+    else:
+        env.pop("DWS_CHAIN_ID")
 
     result = run_manage("check", env=env)
 

@@ -92,6 +92,8 @@ class TestDevPriceConfiguration:
         env["DWS_DEV_ETH_PRICE"] = "2000"
         if chain_id:
             env["DWS_CHAIN_ID"] = chain_id
+        else:
+            env.pop("DWS_CHAIN_ID")
 
         result = run_manage("check", env=env)
 

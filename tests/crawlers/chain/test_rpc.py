@@ -9,7 +9,8 @@ import pytest
 
 from crawlers.chain.calls import TRANSFER_TOPIC, address_topic
 from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError, outcome_label, require
-from crawlers.chain.rpc import ChainMismatchError, RpcClient
+from crawlers.chain.rpc import RpcClient
+from crawlers.chain.tips import ChainMismatchError, check_chain_id
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.rpc_proxy import RpcProxy
 
@@ -128,10 +129,9 @@ def test_a_log_range_refused_even_at_one_block_is_no_evidence(proxy, node):
 
 def test_a_provider_on_another_chain_is_refused_without_showing_the_key(proxy):
     client = RpcClient(keyed_url(proxy))
-    client.check_chain_id(31337)  # anvil's chain id
-    other = RpcClient(keyed_url(proxy))
+    check_chain_id(client, 31337)  # anvil's chain id
     with pytest.raises(ChainMismatchError) as raised:
-        other.check_chain_id(1)
+        check_chain_id(client, 1)
     assert f"127.0.0.1:{proxy.port}" in str(raised.value)
     assert PATH_KEY not in str(raised.value)
     assert QUERY_KEY not in str(raised.value)
