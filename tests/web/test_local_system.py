@@ -171,7 +171,7 @@ def test_simulated_donations_are_found_by_the_crawlers(fresh_anvil, settings, de
 def test_simulate_donations_refuses_a_chain_that_is_not_a_dev_chain() -> None:
     with Anvil(extra_args=["--chain-id", "1"]) as mainnet_id:
         env = dev_environment(mainnet_id)
-        env.pop("DWS_CHAIN_ID")
+        env["DWS_CHAIN_ID"] = "1"  # configured as the node reports it: still not a development chain
         result = run_manage("simulate_donations", "--count", "1", env=env)
         assert mainnet_id.head() == 0
 
