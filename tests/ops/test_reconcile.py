@@ -146,3 +146,19 @@ def test_a_lost_second_frame_is_reported_even_though_the_first_is_recorded(two_f
     assert status == 1
     assert f"eth transfer {tx} frame 1 of 2.00000000 from {two_frames['wallet']} is not recorded" in output
     assert f"eth transfer {tx} frame 0 " not in output
+
+
+def test_a_frame_corrupted_to_half_an_ether_is_drift_on_every_run(two_frames):
+    """Both frames of the transaction share its hash: only the full identity (with the frame's path)
+    pairs each with its row, so the corrupted one is named, and named the same way every time."""
+    tx = two_frames["tx"]
+    Donation.objects.filter(tx_hash=tx, trace_address="1").update(amount=Decimal("0.5"))
+
+    outputs = [run(two_frames) for _ in range(3)]
+
+    assert {status for _, status in outputs} == {1}
+    first = outputs[0][0]
+    assert f"eth transfer {tx} frame 1 of 2.00000000 from {two_frames['wallet']} is recorded as eth 0.5" in first
+    assert f"frame 0 of 1.00000000" not in first
+    assert all(output == first for output, _ in outputs)
+    assert DonationStats.objects.get().status == "paused"  # drift: the sale froze on it
