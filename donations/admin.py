@@ -39,6 +39,7 @@ class DonationAdmin(ReadOnlyAdmin):
         "block_time",
         "absent_count",
         "next_look_at",
+        "held_at",
     )
     list_filter = ("status", "asset", ("block_time", admin.DateFieldListFilter))
     search_fields = ("=tx_hash", "=address")

@@ -67,6 +67,11 @@ class Donation(models.Model):
     absent_count = models.IntegerField(default=0, db_default=0)
     # When the old-unconfirmed crawler looks at this row again; NULL: as soon as it is old enough.
     next_look_at = models.DateTimeField(null=True, blank=True)
+    # When a crediting path first found this row proven in a finalized block while the campaign was paused
+    # (donation_confirm's HELD_PAUSED); NULL otherwise. The pause's backlog: the old-unconfirmed crawler
+    # leaves it alone while paused and confirms it first once the campaign is not paused, however the pause
+    # was lifted; reconcile calls it pending until then.
+    held_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 

@@ -209,8 +209,12 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
         # A failed row is recorded anew from the sighting that proves it (finalized_block_record) first.
         raise ValueError(f"donation {donation.id} is failed; record it from its finalized sighting first")
     if stats.status == CampaignStatus.PAUSED:
+        if donation.held_at is None:
+            donation.held_at = timezone.now()
+            donation.save(update_fields=["held_at", "modified_at"])
         return DonationOutcome.HELD_PAUSED
-    update = ["status", "modified_at"]
+    update = ["status", "held_at", "modified_at"]
+    donation.held_at = None
     if sale_state(stats.tokens, tiers).closed and donation.tokens:
         logger.info(
             "donation %s confirmed with 0 tokens (was %d): the sale cap is reached", donation.tx_hash, donation.tokens
@@ -352,9 +356,9 @@ def campaign_resume(*, operator: str, tiers: Sequence[SaleTier]) -> str | None:
     # A rare operator action, and the usual end of a freeze on drift: the campaign totals are re-summed
     # from the confirmed donations here (a full scan), unlike on the crawlers' per-block path.
     stats_recompute(stats=stats, tiers=tiers)
-    # The backlog of the pause is due now: the old-unconfirmed crawler may have pushed some rows out
-    # while their blocks were not final yet, and their next look must not wait for that back-off.
-    Donation.objects.filter(status=DonationStatus.UNCONFIRMED, next_look_at__isnull=False).update(next_look_at=None)
+    # The pause's backlog needs nothing here: its rows are marked `held_at` (donation_confirm), and the
+    # old-unconfirmed crawler takes them first once the campaign is not paused, so the README's SQL
+    # resume has the same effect on them as this one.
     webhook_campaign_status(stats, "resumed")
     logger.warning("campaign resumed by %s: now %s (%d tokens confirmed)", operator, stats.status, stats.tokens)
     return stats.status
