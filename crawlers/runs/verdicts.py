@@ -1,0 +1,58 @@
+"""What `reconcile` may call drift, and what it may not: the records are judged only against evidence.
+
+* ETH that arrived in a block whose call traces reconcile cannot read (DWS_TRACE=off, or a provider
+  that refuses them) is "not checked" when the block's internal donations on record account for it:
+  without the traces nothing confirms or refutes those rows. More than they account for is still drift
+  (the balance says so, traces or not).
+* A transfer the chain shows that is not recorded, in a block whose inflow of that asset is open, is
+  the money of that inflow (the crawler could not see the transfer and said so): it waits for an
+  operator, like the inflow, and is never drift.
+* An unconfirmed row proven but held by a pause (`donation.held_at`) is "pending" until the
+  old-unconfirmed crawler has judged it (it confirms the pause's backlog first once the campaign is
+  not paused), whether the pause was lifted by the admin or by SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+
+from crawlers.chain.outcomes import NoEvidenceError
+from crawlers.chain.rpc import RpcClient
+from crawlers.decode.amounts import WEI_PER_ETH
+from crawlers.scan.proof import COLUMN_UNIT_WEI
+from crawlers.scan.results import ScannedBlock
+from crawlers.scan.traces import TracesUnavailable, internal_eth_transfers
+from donations.models import Donation, DonationStatus
+from dws_project.chain_settings import ChainSettings
+
+ETH = "eth"
+
+
+def traces_unreadable(client: RpcClient, chain: ChainSettings, block: ScannedBlock) -> str | None:
+    """Why reconcile cannot read this block's call traces, or None when it can."""
+    if chain.trace_mode == "off":
+        return "DWS_TRACE=off"
+    try:
+        internal_eth_transfers(client, chain, block_number=block.header.number, block_hash=block.header.hash)
+    except TracesUnavailable as exc:
+        return f"the provider gives no call traces ({exc})"
+    except NoEvidenceError as exc:
+        return f"the call traces gave no evidence ({exc})"
+    return None
+
+
+def internal_rows(block_hash: str) -> list[Donation]:
+    """The internal-ETH rows recorded in this block (not failed)."""
+    return list(
+        Donation.objects.filter(block_hash=block_hash, trace_address__isnull=False, asset=ETH).exclude(
+            status=DonationStatus.FAILED
+        )
+    )
+
+
+def accounted_for(raw_wei: int, rows: Sequence[Donation]) -> bool:
+    """Whether `rows` explain `raw_wei` of unexplained ETH, within the column's rounding (each row is
+    stored rounded down to 8 decimals)."""
+    recorded = sum(int(Decimal(row.amount) * WEI_PER_ETH) for row in rows)
+    return bool(rows) and 0 <= raw_wei - recorded < COLUMN_UNIT_WEI * (len(rows) + 1)
