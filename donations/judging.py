@@ -97,22 +97,41 @@ def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[in
 
 _LOOK_LATER = """
 UPDATE donation
-SET next_look_at = %(now)s + LEAST(GREATEST((%(now)s - block_time) / 8, %(min)s), %(max)s), modified_at = now()
-WHERE id = ANY(%(ids)s) AND status = 'unconfirmed'
+SET next_look_at = %(now)s + CASE
+        WHEN absent_count > 0
+        THEN GREATEST(LEAST((%(now)s - block_time) / 8, %(max)s, block_time + %(grace)s - %(now)s), %(min)s)
+        ELSE LEAST(GREATEST((%(now)s - block_time) / 8, %(min)s), %(max)s)
+    END,
+    modified_at = now()
+WHERE id = ANY(%(ids)s) AND status = 'unconfirmed' AND held_at IS NULL
 """
 
 
 def donations_look_later(
-    *, donation_ids: Sequence[int], now: datetime, min_delay: timedelta, max_delay: timedelta
+    *,
+    donation_ids: Sequence[int],
+    now: datetime,
+    min_delay: timedelta,
+    max_delay: timedelta,
+    absence_grace: timedelta,
 ) -> None:
     """Give the still-unconfirmed rows among `donation_ids` a next-look time: an eighth of their age from
-    `now`, within [min_delay, max_delay] (the old-unconfirmed crawler's back-off). Under the campaign
-    lock like every other write to donation rows."""
+    `now`, within [min_delay, max_delay] (the old-unconfirmed crawler's back-off). A row found absent
+    (absent_count > 0) is looked at again by the end of its `absence_grace` and, past it, at the next run
+    (`min_delay`): the back-off of rows merely waiting never stretches seed 000's "3 consecutive runs".
+    A row held by a pause keeps no next-look time (the crawler takes it on its own rule). Under the
+    campaign lock like every other write to donation rows."""
     if not donation_ids:
         return
     with transaction.atomic():
         stats_lock()
         # psycopg2 sends a timedelta as an interval; django-stubs' parameter type leaves timedelta out.
-        params: dict[str, Any] = {"now": now, "min": min_delay, "max": max_delay, "ids": sorted(donation_ids)}
+        params: dict[str, Any] = {
+            "now": now,
+            "min": min_delay,
+            "max": max_delay,
+            "grace": absence_grace,
+            "ids": sorted(donation_ids),
+        }
         with connection.cursor() as cursor:
             cursor.execute(_LOOK_LATER, params)

@@ -21,7 +21,10 @@ hash, then the finalized blocks they sit in (through DWS_BLOCK_CACHE when set) a
 Which rows a run takes: the unconfirmed ones older than 30 minutes whose next-look time has come (NULL:
 now), the ones never looked at or due longest first, at most 500. A row left unresolved is given a
 next-look time further out the older it is (an eighth of its age, 5 minutes to 6 hours), so rows that
-cannot resolve never keep a resolvable one out of the batch. A row proven but held by a pause stays due.
+cannot resolve never keep a resolvable one out of the batch; a row absent from the chain is looked at
+again no later than the end of its 24 h grace, and after it at every run, so sustained absence fails it
+within about 45 minutes of the grace. A row proven but held by a pause (`held_at`) is left out while
+paused and taken first, whatever its age, once the campaign is not paused.
 
 Rows are never deleted; a failure recomputes the statistics.
 """
@@ -56,7 +59,7 @@ from donations.judging import (
     donations_fail_unconfirmed,
     donations_look_later,
 )
-from donations.models import Donation, DonationStatus
+from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.services import DonationOutcome
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings, chain_settings
@@ -81,7 +84,7 @@ class JudgeResult:
     failed: int = 0
     recrawled_blocks: int = 0
     untouched: Counter = field(default_factory=Counter)  # why -> how many
-    # Proven but held by a pause: due again at once, so Resume credits them on the next run.
+    # Proven but held by a pause: marked `held_at`, judged first once the campaign is not paused.
     paused_ids: list[int] = field(default_factory=list)
     held: str | None = None  # the whole run could not judge anything
 
@@ -130,26 +133,42 @@ def crawl_old_unconfirmed(
     client = client or make_client(chain)
     now = now or timezone.now()
     result = JudgeResult()
-    rows = list(
-        Donation.objects.filter(status=DonationStatus.UNCONFIRMED, block_time__lt=now - MIN_AGE)
-        .filter(Q(next_look_at__isnull=True) | Q(next_look_at__lte=now))
-        .order_by(F("next_look_at").asc(nulls_first=True), "block_time", "id")[:BATCH_LIMIT]
-    )
+    rows = _batch(now)
     result.examined = len(rows)
     if not rows:
         return result
     _judge(rows, config, chain, client, now, result)
     if result.held is None:
         # Whatever is still unconfirmed could not be resolved this run: look again later, further out
-        # the older it is, so it does not keep the rows behind it out of the next batch.
-        paused = set(result.paused_ids)
+        # the older it is, so it does not keep the rows behind it out of the next batch (a row absent
+        # from the chain is looked at again by the time its grace ends, then at every run: sustained
+        # absence fails it within SUSTAINED_ABSENCE_RUNS runs of the grace, whatever its age).
         donations_look_later(
-            donation_ids=[row.id for row in rows if row.id not in paused],
+            donation_ids=[row.id for row in rows],
             now=now,
             min_delay=LOOK_AGAIN_MIN,
             max_delay=LOOK_AGAIN_MAX,
+            absence_grace=ABSENCE_GRACE,
         )
     return result
+
+
+def _batch(now: datetime) -> list[Donation]:
+    """The rows this run judges. The pause's backlog (rows proven but held by a pause, `held_at`) is
+    left alone while paused -- nothing is to be judged until crediting resumes, and 500 of them must not
+    fill every batch while sustained absence goes on failing rows -- and comes first, whatever its age
+    or next-look time, as soon as the campaign is not paused, however the pause was lifted (the admin's
+    Resume or the README's SQL)."""
+    unconfirmed = Donation.objects.filter(status=DonationStatus.UNCONFIRMED)
+    due = Q(block_time__lt=now - MIN_AGE) & (Q(next_look_at__isnull=True) | Q(next_look_at__lte=now))
+    if DonationStats.objects.get().status == CampaignStatus.PAUSED:
+        chosen = unconfirmed.filter(due, held_at__isnull=True)
+    else:
+        chosen = unconfirmed.filter(due | Q(held_at__isnull=False))
+    ordered = chosen.order_by(
+        F("held_at").asc(nulls_last=True), F("next_look_at").asc(nulls_first=True), "block_time", "id"
+    )
+    return list(ordered[:BATCH_LIMIT])
 
 
 def _internal_frame_shown(row: Donation, client: RpcClient, chain: ChainSettings, result: JudgeResult) -> bool:
