@@ -215,7 +215,7 @@ def test_pause_across_a_tier_boundary_and_resume(stack_factory, settings):
 
     assert campaign_resume(operator="chaos", tiers=settings.CONFIG.sale_tiers) == "open"
     # The old-unconfirmed crawler may have looked at the held rows before their blocks were final and
-    # backed off; Resume makes them all due at once, so its very next run credits the backlog.
+    # backed off; they are marked held (donation.held_at), so its very next run credits the backlog.
     judged = crawl_old_unconfirmed()
     assert judged.confirmed == 2, judged.summary()
     stack.drive(lambda: not Donation.objects.filter(status="unconfirmed").exists(), timeout=60)
