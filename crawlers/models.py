@@ -33,6 +33,25 @@ class LastBlock(models.Model):
         return f"{self.chain}/{self.label} at {self.value}"
 
 
+class CrawlerRun(models.Model):
+    """When each crawler job of a chain last finished a run (crawlers/runs/cadence.py): a job that has not
+    run for several of its cadences is overdue, whatever the worker's heartbeat says (a worker that does
+    not consume the crawlers' queue is alive and crawls nothing)."""
+
+    chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
+    job = models.CharField(max_length=32)  # latest | finalized | old-unconfirmed
+    # When a worker or beat first expected this job to run (it is overdue from here when it never ran).
+    expected_since = models.DateTimeField(db_default=Now())
+    last_finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "crawler_run"
+        constraints = [models.UniqueConstraint(fields=["chain", "job"], name="crawler_run_chain_job_key")]
+
+    def __str__(self) -> str:
+        return f"{self.chain}/{self.job} last finished {self.last_finished_at}"
+
+
 class ReconcileRun(models.Model):
     """One `reconcile` over a block range: what it checked and every discrepancy it found (for the admin
     and /health; the newest row is the last result)."""

@@ -38,6 +38,7 @@ def check_beat_database(**_: object) -> None:
 
     check_database("celery beat")
     check_redis_eviction("celery beat")
+    _expect_crawler_runs("celery beat")
 
 
 # --- operations: heartbeat, metrics, graceful shutdown (dws_project/heartbeat.py, metrics.py, shutdown.py)
@@ -50,6 +51,29 @@ def _add_heartbeat_step() -> None:
 
 
 _add_heartbeat_step()
+
+
+def _expect_crawler_runs(process: str) -> None:
+    """From this start on, a crawler job that does not run is overdue (crawlers/runs/cadence.py)."""
+    from django.conf import settings
+
+    from crawlers.runs.cadence import expect_runs
+    from dws_project.chain_settings import chain_settings
+
+    try:
+        expect_runs(chain_settings(settings.CONFIG).name)
+    except Exception as exc:  # noqa: BLE001 - the readiness probe reports a database it cannot read
+        logging.getLogger("dws.startup").warning("%s: crawler runs not noted: %s", process, type(exc).__name__)
+
+
+@signals.worker_ready.connect
+def expect_crawler_runs(**_: object) -> None:
+    """A worker that consumes the crawlers' queue restarts their overdue clock; a prices-only worker's start
+    must not hide crawlers that never run."""
+    from django.conf import settings
+
+    if settings.CRAWLERS_QUEUE in set(app.amqp.queues.consume_from):
+        _expect_crawler_runs("celery worker")
 
 
 @signals.worker_ready.connect

@@ -21,6 +21,7 @@ from prometheus_client.registry import REGISTRY, Collector
 from redis.exceptions import RedisError
 
 from crawlers.models import InflowStatus, LastBlock, ReconcileRun, UnexplainedInflow
+from crawlers.runs.cadence import run_ages
 from donations.models import CampaignStatus, Donation, DonationStats
 from dws_project.metrics import multiprocess_enabled
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
@@ -95,6 +96,22 @@ def _database_families() -> Iterable[Metric]:
         cursor_age.add_metric([label], (now - modified).total_seconds())
     yield cursor
     yield cursor_age
+
+    overdue = GaugeMetricFamily(
+        "dws_crawler_overdue",
+        "1 when the crawler job has not finished a run for several of its cadences (crawlers/runs/cadence.py).",
+        labels=["crawler"],
+    )
+    job_age = GaugeMetricFamily(
+        "dws_crawler_run_age_seconds",
+        "Seconds since the crawler job last finished a run (or since a worker or beat started expecting one).",
+        labels=["crawler"],
+    )
+    for job in run_ages(now=now):
+        overdue.add_metric([job.job], 1 if job.seconds > job.limit else 0)
+        job_age.add_metric([job.job], job.seconds)
+    yield overdue
+    yield job_age
 
     donations = GaugeMetricFamily(
         "dws_donations", "Donations on record by status and asset.", labels=["status", "asset"]

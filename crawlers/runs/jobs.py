@@ -1,5 +1,6 @@
-"""One guarded run of a crawler job: its non-overlap lock, the domain run, the log line, the metrics and the
-catch-up progress. The Celery tasks and `manage.py crawl` both call these."""
+"""One guarded run of a crawler job: its non-overlap lock, the domain run, the log line, the metrics, the
+catch-up progress and the run's end (crawlers/runs/cadence.py: a job that stops running is overdue). The
+Celery tasks and `manage.py crawl` both call these."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.conf import settings
 
 from crawlers.chain.clients import make_client
 from crawlers.chain.rpc import RpcClient
-from crawlers.models import FINALIZED, LATEST
+from crawlers.runs.cadence import run_finished
 from crawlers.runs.crawl import crawl
 from crawlers.runs.lag import lag_seconds
 from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
@@ -23,8 +24,6 @@ from dws_project.locks import non_overlapping
 
 logger = logging.getLogger("dws.crawlers")
 
-# Seconds between runs (the beat schedule in settings uses the same numbers).
-INTERVALS = {LATEST: 12, FINALIZED: 60, OLD_UNCONFIRMED: 15 * 60}
 # Extended while a run works; frees itself this long after a dead holder (a Django setting, so a test
 # stack can shorten it).
 LOCK_TTL = float(getattr(settings, "CRAWLER_LOCK_TTL", 120.0))
@@ -35,7 +34,8 @@ RUN_MAX_BLOCKS = int(getattr(settings, "CRAWLER_RUN_MAX_BLOCKS", 1000))
 
 def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult | None:
     """One run under the crawler's non-overlap lock; None when another run holds it."""
-    client = client or make_client(chain_settings(settings.CONFIG))
+    chain = chain_settings(settings.CONFIG)
+    client = client or make_client(chain)
     trips_before = client.round_trips
 
     @non_overlapping(job_name(label), ttl=LOCK_TTL)
@@ -46,6 +46,7 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
     result = guarded()
     _log(result)
     if result is not None:
+        run_finished(label, chain.name)
         metrics.crawl_observed(
             crawler=label,
             blocks=result.blocks,
@@ -77,6 +78,8 @@ def run_old_unconfirmed(*, client: RpcClient | None = None) -> JudgeResult | Non
 
     result = guarded()
     _log(result)
+    if result is not None:
+        run_finished(OLD_UNCONFIRMED, chain_settings(settings.CONFIG).name)
     return result
 
 

@@ -195,3 +195,28 @@ def test_the_lock_pins_every_runtime_requirement_at_its_version_and_no_test_tool
     assert all("--hash=sha256:" in block for block in re.split(r"\n(?=[a-z])", LOCK.strip()))
     tools = pins((ROOT / "requirements-dev.txt").read_text())
     assert not set(tools) & set(locked), "a test or check tool in the production lock"
+
+
+# --- readiness (issue 22): a worker that crawls nothing is not ready, whatever its heartbeat says ------
+
+
+def test_compose_health_checks_the_workers_and_beat_for_readiness():
+    services = COMPOSE["services"]
+    for name in [n for n in services if n.startswith("worker")] + ["beat"]:
+        test = services[name]["healthcheck"]["test"][1:]
+        assert test[-1] == "--ready", name
+        assert_probe_command(test, "beat" if name == "beat" else "worker")
+
+
+def test_kubernetes_workers_and_beat_have_a_readiness_probe():
+    for name in [n for n in DEPLOYMENTS if n.startswith("dws-worker")] + ["dws-beat"]:
+        command = container(name)["readinessProbe"]["exec"]["command"]
+        assert command[-1] == "--ready", name
+        assert_probe_command(command, "beat" if name == "dws-beat" else "worker")
+        assert "--ready" not in container(name)["livenessProbe"]["exec"]["command"]  # a provider outage kills nothing
+
+
+def test_an_overdue_crawler_is_an_alert():
+    rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())["groups"][0]["rules"]
+    (overdue,) = [r for r in rules if "dws_crawler_overdue" in r["expr"]]
+    assert overdue["labels"]["severity"] == "critical"

@@ -10,8 +10,9 @@ from django.core.management.base import CommandError, CommandParser
 
 from crawlers.chain.clients import make_client
 from crawlers.models import FINALIZED, LATEST
+from crawlers.runs.cadence import INTERVALS
 from crawlers.runs.crawl import crawl_single_block
-from crawlers.runs.jobs import INTERVALS, run_crawler, run_old_unconfirmed
+from crawlers.runs.jobs import run_crawler, run_old_unconfirmed
 from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED
 from dws_project.chain_settings import chain_settings
 from dws_project.commands import JobCommand

@@ -1,6 +1,9 @@
-"""`manage.py probe worker|beat|web`: exit 0 while the process in this container is alive, 1 otherwise.
+"""`manage.py probe worker|beat|web [--ready]`: exit 0 while the process in this container is alive (with
+--ready: and able to do its work), 1 otherwise.
 
-worker and beat: their heartbeat (DWS_HEARTBEAT_DIR/<kind>) was renewed within --max-age seconds.
+worker and beat: their heartbeat (DWS_HEARTBEAT_DIR/<kind>) was renewed within --max-age seconds. With
+--ready also the database, Redis and the provider answer and no crawler job is overdue
+(crawlers/runs/readiness.py); a readiness probe, for compose's healthcheck and Kubernetes.
 web: GET /live on this container's gunicorn answers 200, asked with an allowed Host header (Django
 refuses any other, and a probe from 127.0.0.1 would otherwise get 400).
 """
@@ -17,6 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.urls import reverse
 
+from crawlers.runs.readiness import readiness_problems
 from dws_project import heartbeat
 
 WEB = "web"
@@ -26,13 +30,17 @@ class Command(BaseCommand):
     help = (
         "Liveness probe for the worker, beat or web process in this container: exits 0 when the worker's "
         "or beat's heartbeat was renewed within --max-age seconds (web: /live answers), 1 otherwise. "
-        "For compose healthchecks and Kubernetes exec probes."
+        "With --ready (worker, beat): also the database, Redis and the provider answer and no crawler is "
+        "overdue. For compose healthchecks and Kubernetes exec probes."
     )
-    requires_system_checks: list[str] = []  # a probe runs every few seconds: no checks, no database
+    requires_system_checks: list[str] = []  # a probe runs every few seconds: no checks (--ready: one query)
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", choices=(*heartbeat.KINDS, WEB))
         parser.add_argument("--max-age", type=float, default=None, help="seconds (default: worker 30, beat 60)")
+        parser.add_argument(
+            "--ready", action="store_true", help="readiness: database, Redis, provider, no crawler overdue"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:  # argparse's values, typed by add_arguments
         kind = str(options["kind"])
@@ -45,6 +53,12 @@ class Command(BaseCommand):
             self._fail(f"{kind}: no heartbeat at {heartbeat.heartbeat_path(kind)}")
         if age > limit:
             self._fail(f"{kind}: heartbeat stale, renewed {age:.0f} s ago (limit {limit:.0f} s)")
+        if options["ready"]:
+            problems = readiness_problems(kind, worker_queues=os.environ.get("DWS_WORKER_QUEUES"))
+            if problems:
+                self._fail("\n".join(f"{kind}: not ready: {problem}" for problem in problems))
+            self.stdout.write(f"{kind}: ready, heartbeat renewed {age:.0f} s ago")
+            return
         self.stdout.write(f"{kind}: alive, heartbeat renewed {age:.0f} s ago")
 
     def _web(self) -> None:
