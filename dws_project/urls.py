@@ -22,6 +22,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # the donation page (web app)
     path("", web_views.index, name="index"),
+    path("donate", web_views.index, name="donate"),  # seed 000's referral link form, /donate?afc=CODE
     # delphi (see docs/api.md)
     path("user/data/<str:address>", UserDataApi.as_view(), name="user-data"),
     path("donation/data", DonationDataApi.as_view(), name="donation-data"),

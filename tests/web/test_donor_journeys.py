@@ -110,9 +110,10 @@ def test_a_referrer_gets_a_link_and_the_referred_donation_is_attributed(
     referrer_page.goto(live_server.url)
     expect(referrer_page.locator("#account-address")).to_have_text(REFERRER)
     referrer_page.click("#referral")
-    expect(referrer_page.locator("#referral-status")).to_contain_text(f"Your referral link: {live_server.url}/?afc=")
+    link = f"Your referral link: {live_server.url}/donate?afc="
+    expect(referrer_page.locator("#referral-status")).to_contain_text(link)
     code = UserData.objects.get(address=REFERRER).affiliate_code
-    expect(referrer_page.locator("#referral-status")).to_have_text(f"Your referral link: {live_server.url}/?afc={code}")
+    expect(referrer_page.locator("#referral-status")).to_have_text(f"{link}{code}")
 
     page = wallet_page(rpc_url=chain.url, account=DONOR)
     api = ApiLog(page)

@@ -11,6 +11,7 @@ export const PATHS = {
   userData: (address) => `/user/data/${address}`,
   affiliateDonation: "/affiliate/donation",
   affiliateCode: "/affiliate/code",
+  walletConnection: "/wallet/connection",
   stake: "/user/stake",
   unstake: "/user/unstake",
 };
@@ -186,6 +187,12 @@ export async function postAffiliateDonation(address, sign, { txHash, code }) {
 /** The donor's own affiliate code (created on first call). */
 export async function postAffiliateCode(address, sign) {
   const d = await postSigned(PATHS.affiliateCode, address, sign);
+  return { code: d.code };
+}
+
+/** Attach the referrer's `code` the visitor arrived with to the signing wallet. */
+export async function postWalletConnection(address, sign, { code }) {
+  const d = await postSigned(PATHS.walletConnection, address, sign, { code });
   return { code: d.code };
 }
 

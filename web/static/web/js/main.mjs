@@ -8,14 +8,21 @@
 // on connect and on Donate.
 import { loadCampaign, loadEthPrice, loadTokenPrice, renderCampaign } from "./campaign.mjs";
 import { $, ETH_PRICE_EVERY_MS, render, setRenderers, state } from "./page.mjs";
-import { attributeToAffiliate, readAffiliateCode, referralLink } from "./referrals.mjs";
+import {
+  attachReferral,
+  attributeToAffiliate,
+  dismissReferralOffer,
+  readAffiliateCode,
+  referralLink,
+  renderReferralOffer,
+} from "./referrals.mjs";
 import { renderStaking, stake, unstake } from "./staking.mjs";
 import { loadUserData, nextPage, previousPage, renderAccount } from "./tokens.mjs";
 import { connect, copyAddress, donate, renderTx, renderWidget, setAccount, switchNetwork } from "./widget.mjs";
 import * as wallet from "./wallet.mjs";
 
 function start() {
-  setRenderers([renderCampaign, renderWidget, renderTx, renderAccount]);
+  setRenderers([renderCampaign, renderWidget, renderReferralOffer, renderTx, renderAccount]);
   state.affiliate.code = readAffiliateCode();
 
   $("amount").addEventListener("input", (event) => {
@@ -36,6 +43,8 @@ function start() {
   $("stake-form").addEventListener("submit", stake);
   $("unstake").addEventListener("click", unstake);
   $("referral").addEventListener("click", referralLink);
+  $("referral-attach").addEventListener("click", attachReferral);
+  $("referral-dismiss").addEventListener("click", dismissReferralOffer);
   $("prev-page").addEventListener("click", previousPage);
   $("next-page").addEventListener("click", nextPage);
 

@@ -37,7 +37,7 @@ export const state = {
   userError: null,
   userTimer: null,
   stakeMessage: null,
-  affiliate: { code: null, message: null, retryHash: null },
+  affiliate: { code: null, message: null, retryHash: null, offer: null }, // offer: { account, phase, message }
 };
 
 export const $ = (id) => document.getElementById(id);

@@ -44,9 +44,78 @@ export async function referralLink() {
     const account = state.account;
     status.textContent = "Please sign the message in your wallet.";
     const { code } = await api.postAffiliateCode(account, (message) => wallet.personalSign(account, message));
-    status.textContent = `Your referral link: ${window.location.origin}/?afc=${code}`;
+    status.textContent = `Your referral link: ${window.location.origin}/donate?afc=${code}`;
   } catch (error) {
     status.textContent = walletErrorText(error, "getting your referral link");
   }
 }
 
+
+// The offer to a visitor who arrived with a code: once a wallet is connected, link it to the code with
+// one signature (POST /wallet/connection). Only on the visitor's click; "No thanks" and a settled
+// answer (linked, or a code the service refuses) are kept for the visit, per wallet.
+const answerKey = (account) => `dws.afc.answered.${account}`;
+
+function answered(account, code) {
+  try {
+    return sessionStorage.getItem(answerKey(account)) === code;
+  } catch {
+    return false; // storage disabled: the offer stands until answered on this page view
+  }
+}
+
+function remember(account, code) {
+  try {
+    sessionStorage.setItem(answerKey(account), code);
+  } catch {
+    // storage disabled: the page's own state still hides the offer for this page view
+  }
+}
+
+function settle(account, phase, message) {
+  state.affiliate.offer = { account, phase, message };
+  if (phase !== "failed" && phase !== "busy") remember(account, state.affiliate.code);
+  render();
+}
+
+export function dismissReferralOffer() {
+  if (state.account) settle(state.account, "dismissed", null);
+}
+
+export async function attachReferral() {
+  const account = state.account;
+  const code = state.affiliate.code;
+  if (!account || !code) return;
+  settle(account, "busy", "Please sign the message in your wallet (free, no transaction).");
+  try {
+    await api.postWalletConnection(account, (message) => wallet.personalSign(account, message), { code });
+    settle(account, "linked", `Your wallet is linked to referral code ${code}.`);
+  } catch (error) {
+    if (error instanceof api.ApiError && error.code === api.ERROR_CODES.unknownAffiliateCode) {
+      settle(account, "refused", `Referral code ${code} is not known, so there is nothing to link. Donating works as usual.`);
+    } else if (error instanceof api.ApiError && error.code === api.ERROR_CODES.selfReferral) {
+      settle(account, "refused", "This is your own referral code: there is nothing to link.");
+    } else {
+      settle(account, "failed", walletErrorText(error, "linking the referral code"));
+    }
+  }
+}
+
+export function renderReferralOffer() {
+  const { code, offer } = state.affiliate;
+  const account = state.account;
+  const current = offer && offer.account === account ? offer : null;
+  const phase = current?.phase ?? (account && code && answered(account, code) ? "answered" : "offered");
+  const visible = Boolean(account && code) && phase !== "dismissed" && phase !== "answered";
+  show($("referral-offer"), visible);
+  if (!visible) return;
+  $("referral-offer-code").textContent = code;
+  const open = phase === "offered" || phase === "failed" || phase === "busy";
+  show($("referral-attach"), open);
+  show($("referral-dismiss"), open);
+  $("referral-attach").disabled = phase === "busy";
+  $("referral-dismiss").disabled = phase === "busy";
+  const status = $("referral-offer-status");
+  show(status, Boolean(current?.message));
+  status.textContent = current?.message ?? "";
+}
