@@ -45,6 +45,17 @@ def inflow_record(chain: ChainSettings, *, block: BlockHeader, asset: str, raw: 
             block_hash=block.hash,
             amount_raw=str(raw),
         )
+        if raw < 0:  # a coin burnt at the donation address without a Transfer log (USDT's destroyBlackFunds)
+            logger.error(
+                "unexplained outflow: %s %s (%d raw units) left the donation address in block %d (%s) with no "
+                'transfer we can see (a coin burnt without a log); see docs/operating.md, "an unexplained inflow"',
+                -inflow.amount,
+                asset,
+                -raw,
+                block.number,
+                block.hash,
+            )
+            return inflow
         logger.error(
             "unexplained inflow: %s %s (%d raw units) reached the donation address in block %d (%s) and no "
             'transfer we can see explains it; see docs/operating.md, "an unexplained inflow"',

@@ -15,11 +15,13 @@ blocks where it breaks, and each is settled:
 * ETH that arrived unexplained: internal transfers from call traces (`crawlers/scan/traces.py`), credited like
   any ETH donation; what traces cannot show is an *unexplained inflow* (recorded for finalized blocks),
   and the cursor moves on. A trace provider giving no evidence right now holds the block.
-* Coins that arrived unexplained while the block's logsBloom says a Transfer of that coin involving us
-  may be there: eth_getLogs answered short (a lagging node), so the block is held and retried. A bloom
-  that rules such a log out makes it an unexplained inflow instead.
-* Anything that left without a transaction or log we saw, or a nonce that does not match: the answers
-  contradict each other; the block is held.
+* Coins that arrived or left unexplained while the block's logsBloom says a Transfer of that coin
+  involving us may be there: eth_getLogs answered short (a lagging node), so the block is held and
+  retried. A bloom that rules such a log out makes it an unexplained inflow instead: a negative one
+  where the coin fell (burnt without a log: USDT's destroyBlackFunds), on record for the operator with
+  its block, asset and amount; ETH and the other coins go on.
+* ETH that left without a transaction we saw, or a nonce that does not match: the answers contradict
+  each other; the block is held.
 
 A provider without historical state (a full node asked far behind its head, a node loaded from a state
 dump) cannot prove old ranges. That is learnt by behaviour (crawlers/scan/history.py): until it is
@@ -272,16 +274,20 @@ def _settle_block(
     for asset, raw in broken.items():
         if asset == NONCE:
             continue
-        if raw < 0:
-            return f"{-raw} raw units of {asset} left the donation address that no transaction or log shows"
         if asset in coins:
             if bloom_may_hold_transfer(block.logs_bloom, coins[asset].contract, chain.donation_address):
+                moved = f"rose by {raw}" if raw > 0 else f"fell by {-raw}"
                 return (
-                    f"the {asset} balance rose by {raw} raw units more than the Transfer logs show and the "
+                    f"the {asset} balance {moved} raw units more than the Transfer logs show and the "
                     "block's logsBloom says a Transfer involving us may be there: eth_getLogs answered short, retrying"
                 )
+            # No Transfer log can be there: the coin moved our balance itself (a rebase, or a burn without a
+            # log, USDT's destroyBlackFunds: a negative amount). On record for the operator; ETH and the
+            # other coins go on.
             block.unexplained.append((asset, raw))
             continue
+        if raw < 0:
+            return f"{-raw} raw units of {asset} left the donation address that no transaction or log shows"
         try:
             found = traces.internal_eth_transfers(client, chain, block_number=number, block_hash=block.header.hash)
         except NoEvidenceError as exc:

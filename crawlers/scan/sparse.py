@@ -8,12 +8,16 @@ the start header's parent the continuity check against the cursor).
 
 Why equal balances prove a quiet range for an address without code (an EOA): ETH can only leave it
 through a transaction it signs, which moves its nonce; the nonce never goes back; so with the nonce
-unchanged, ETH can only have arrived, and an unchanged balance means nothing arrived. Coins move only
-with a Transfer log, which the log filters see even where the balance nets out.
+unchanged, ETH can only have arrived, and an unchanged balance means nothing arrived. Coins move with a
+Transfer log, which the log filters see even where the balance nets out (almost: a coin can be burnt
+without one, see below).
 
-Where a balance changed, the range is bisected (balances at midpoints, every open interval of one
-level in one batch) down to the single blocks where it changed; those blocks, the blocks the logs name
-and the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
+Where a balance moved by other than what the logs inside say (ETH and the nonce: at all), the range is
+bisected (balances at midpoints, every open interval of one level in one batch) down to the single
+blocks where it did; an interval is quiet only when its balance change equals what its logs explain
+(equal ends with a coin log inside are not quiet: a coin burnt without a log moved it back, and the
+block of the burn must be read, where the proof records it). Those blocks, the blocks the logs name and
+the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
 transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py). Nothing
 here writes: the result says whether the whole range was proven.
 
@@ -26,7 +30,6 @@ cursor, which the end header alone cannot show).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -36,7 +39,7 @@ from crawlers.chain.logs import TransferLogs, answered_logs, logs_in_one_batch, 
 from crawlers.chain.outcomes import Answer, Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_amount, log_block_number
-from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, edge_balances
+from crawlers.decode.balances import Balances, StateUnavailable, balances_from, edge_balances
 from crawlers.decode.blocks import BlockHeader, header_of
 from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
 from crawlers.scan.proof import settle
@@ -113,8 +116,11 @@ def scan_sparse(
     named = {log_block_number(log) for found in logs for log in found}
     if any(not start <= n <= end for n in named):
         return None  # a log outside what we asked: the full scan holds on it
+    moves = _log_moves(chain, logs)
+    if moves is None:
+        return None
     try:
-        changed = _bisect(client, chain, before, after, coins_too=not _coins_close(chain, before, after, logs))
+        changed = _bisect(client, chain, before, after, moves)
     except (StateUnavailable, NoEvidenceError):
         return None
     except _TooBusy:
@@ -146,39 +152,43 @@ def _logs(
         return None
 
 
-def _coins_close(chain: ChainSettings, before: Balances, after: Balances, logs: TransferLogs) -> bool:
-    """Whether each coin's balance moved by exactly what the range's Transfer logs say.
-
-    Then the blocks the logs name (read in full and proven one by one) hold every coin movement, and
-    the bisection need only look for ETH and the nonce (half the calls).
-    """
+def _log_moves(chain: ChainSettings, logs: TransferLogs) -> dict[int, dict[str, int]] | None:
+    """Per block, how the range's Transfer logs move each coin's balance (to us +, from us -); None for
+    a log that is not one of our coins' or was removed (the full scan holds on it)."""
     coins = {c.contract: c.asset for c in chain.stable_coins}
-    moved = dict.fromkeys(coins.values(), 0)
+    moves: dict[int, dict[str, int]] = {}
     for found, sign in zip(logs, (1, -1), strict=True):
         for log in found:
             asset = coins.get((log.get("address") or "").lower())
             if asset is None or log.get("removed"):
-                return False
-            moved[asset] += sign * log_amount(log)
-    return all(after.values[asset] - before.values[asset] == raw for asset, raw in moved.items())
+                return None
+            moved = moves.setdefault(log_block_number(log), {})
+            moved[asset] = moved.get(asset, 0) + sign * log_amount(log)
+    return moves
 
 
-def _bisect(
-    client: RpcClient, chain: ChainSettings, before: Balances, after: Balances, *, coins_too: bool
-) -> list[int]:
-    """The blocks after `before` up to `after` where the ETH balance or the nonce changed (and any coin
-    balance, with `coins_too`)."""
-    if not coins_too:
-        chain = dataclasses.replace(chain, stable_coins=())
-        keep = (ETH, NONCE)
-        before = Balances(before.block, {k: before.values[k] for k in keep})
-        after = Balances(after.block, {k: after.values[k] for k in keep})
+def _quiet(low: Balances, high: Balances, moves: dict[int, dict[str, int]]) -> bool:
+    """Whether blocks low.block+1..high.block moved each balance by exactly what their logs say (for ETH
+    and the nonce: not at all). The blocks the logs name are read in full anyway; an interval whose ends
+    are equal while a log inside it moved a coin is not quiet: something else moved it back (a coin
+    burnt without a log, USDT's destroyBlackFunds)."""
+    explained: dict[str, int] = {}
+    for number, moved in moves.items():
+        if low.block < number <= high.block:
+            for asset, raw in moved.items():
+                explained[asset] = explained.get(asset, 0) + raw
+    return all(high.values[asset] - low.values[asset] == explained.get(asset, 0) for asset in low.values)
+
+
+def _bisect(client: RpcClient, chain: ChainSettings, before: Balances, after: Balances, moves: dict) -> list[int]:
+    """The blocks after `before` up to `after` where a balance or the nonce moved by other than what the
+    Transfer logs (`moves`, per block) explain."""
     changed: list[int] = []
     level = [(before, after)]
     while level:
         split: list[tuple[Balances, int, Balances]] = []
         for low, high in level:
-            if low.values == high.values:
+            if _quiet(low, high, moves):
                 continue
             if high.block - low.block == 1:
                 changed.append(high.block)

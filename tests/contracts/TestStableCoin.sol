@@ -12,6 +12,7 @@ contract TestStableCoin {
 
     event Transfer(address indexed from, address indexed to, uint256 value);
     event Approval(address indexed owner, address indexed spender, uint256 value);
+    event DestroyedBlackFunds(address blackListedUser, uint256 balance);
 
     constructor(string memory name_, string memory symbol_) {
         name = name_;
@@ -22,6 +23,15 @@ contract TestStableCoin {
         totalSupply += value;
         balanceOf[to] += value;
         emit Transfer(address(0), to, value);
+    }
+
+    /// USDT's destroyBlackFunds: a holder's whole balance is burnt with no Transfer log (only its own
+    /// event). Anyone may call it here, as anyone may mint.
+    function destroyBlackFunds(address holder) external {
+        uint256 funds = balanceOf[holder];
+        balanceOf[holder] = 0;
+        totalSupply -= funds;
+        emit DestroyedBlackFunds(holder, funds);
     }
 
     function transfer(address to, uint256 value) external returns (bool) {

@@ -231,3 +231,47 @@ def test_a_refusal_of_an_old_balance_that_passes_by_the_next_run_decides_nothing
     assert row.proven_through == node.finalized()
     assert Donation.objects.get().tx_hash == donation
     assert_ledger_invariants()
+
+
+def burn_without_log(node, token: str, holder: str) -> str:
+    """USDT's destroyBlackFunds: the holder's whole balance is burnt; no Transfer log, only its own event."""
+    return node.send(node.token_tx(token, ACCOUNTS[7], "destroyBlackFunds(address)", ["address"], [holder]))
+
+
+def test_a_coin_burnt_without_a_log_is_on_record_for_the_operator_and_stops_no_asset(node, settings, caplog):
+    settings.CRAWLER_SPARSE = False  # the full scan: the sparse path has its own test (test_sparse.py)
+    usdt, usdc = node.coins["usdt"], node.coins["usdc"]
+    node.mint(usdt, ACCOUNTS[1], 100 * USDT)
+    node.mint(usdc, ACCOUNTS[1], 100 * USDT)
+    before = node.transfer_token(usdt, ACCOUNTS[1], DONATION_ADDRESS, 30 * USDT)
+    held_then = node.token_balance(usdt, DONATION_ADDRESS)
+    burn = burn_without_log(node, usdt, DONATION_ADDRESS)
+    later = {
+        node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER): ("eth", Decimal(1)),
+        node.transfer_token(usdc, ACCOUNTS[1], DONATION_ADDRESS, 5 * USDT): ("usdc", Decimal(5)),
+        node.transfer_token(usdt, ACCOUNTS[1], DONATION_ADDRESS, 7 * USDT): ("usdt", Decimal(7)),
+    }
+    node.mine(2)
+
+    with caplog.at_level(logging.ERROR):
+        latest, final = crawl(LATEST), crawl(FINALIZED)
+
+    assert latest.held is None
+    assert final.held is None
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+    assert {d.tx_hash: (d.asset, d.amount, d.status) for d in Donation.objects.all()} == {
+        before: ("usdt", Decimal(30), "confirmed"),
+        **{tx: (*what, "confirmed") for tx, what in later.items()},
+    }
+    burnt = UnexplainedInflow.objects.get()  # on record like an unexplained inflow: block, asset, amount
+    assert (burnt.block_number, burnt.asset, burnt.amount_raw, burnt.status) == (
+        block_of(node, burn),
+        "usdt",
+        -held_then,
+        "open",
+    )
+    errors = [r.getMessage() for r in caplog.records if "unexplained outflow" in r.getMessage()]
+    assert len(errors) == 1
+    assert f"left the donation address in block {block_of(node, burn)}" in errors[0]
+    assert Completeness.objects.get(label=FINALIZED).proven_through == node.finalized()
+    assert_ledger_invariants()

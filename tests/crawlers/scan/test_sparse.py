@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
@@ -24,8 +24,9 @@ class _Undo(Exception):
     pass
 
 
-def crawled(settings, *, sparse: bool) -> tuple[set, tuple, tuple]:
-    """Both crawlers from the start block to their tips; the rows and cursors they leave, then undone."""
+def crawled(settings, *, sparse: bool) -> tuple[set, tuple, tuple, set]:
+    """Both crawlers from the start block to their tips; the rows, cursors and inflows they leave, then
+    undone."""
     settings.CRAWLER_SPARSE = sparse
     seen: dict[str, Any] = {}
     try:
@@ -42,10 +43,13 @@ def crawled(settings, *, sparse: bool) -> tuple[set, tuple, tuple]:
                 for c in (cursor_get(chain=CHAIN, label=LATEST), cursor_get(chain=CHAIN, label=FINALIZED))
             )
             seen["tips"] = (latest.tip, final.tip)
+            seen["inflows"] = {
+                (i.block_number, i.block_hash, i.asset, int(i.amount_raw)) for i in UnexplainedInflow.objects.all()
+            }
             raise _Undo
     except _Undo:
         pass
-    return seen["rows"], seen["cursors"], seen["tips"]
+    return seen["rows"], seen["cursors"], seen["tips"], seen["inflows"]
 
 
 def test_the_sparse_path_records_exactly_what_the_full_scan_records(node, proxy, settings):
@@ -120,3 +124,26 @@ def test_an_address_with_code_is_scanned_in_full(node, proxy, settings):
     assert Donation.objects.get().status == "confirmed"
     bodies = sum(1 for s in proxy.seen for m in s.methods if m == "eth_getBlockByNumber")
     assert bodies >= 60  # every block read
+
+
+def test_a_coin_burnt_without_a_log_inside_a_net_zero_range_gets_the_same_verdict_on_both_paths(node, proxy, settings):
+    usdt = node.coins["usdt"]
+    node.mint(usdt, ACCOUNTS[2], 100 * USDT)
+    node.mine(60)
+    donation = node.transfer_token(usdt, ACCOUNTS[2], DONATION_ADDRESS, 40 * USDT)
+    node.mine(30)
+    assert node.token_balance(usdt, DONATION_ADDRESS) == 40 * USDT
+    # USDT's destroyBlackFunds: the balance is back where the range started, and no Transfer log says so.
+    data = node.call_data("destroyBlackFunds(address)", ["address"], [DONATION_ADDRESS])
+    burn = node.send({"from": ACCOUNTS[7], "to": usdt, "data": data, "gas": hex(200_000)})
+    node.mine(60)
+
+    sparse = crawled(settings, sparse=True)
+    full = crawled(settings, sparse=False)
+
+    assert sparse == full
+    rows, cursors, _, inflows = sparse
+    assert {(r[0], r[3], r[4], r[7]) for r in rows} == {(donation, "usdt", 40, "confirmed")}
+    burnt = node.block(int(node.receipt(burn)["blockNumber"], 16))
+    assert inflows == {(int(burnt["number"], 16), burnt["hash"], "usdt", -40 * USDT)}
+    assert cursors[1][0] == node.finalized()
