@@ -40,6 +40,7 @@ class DonationAdmin(ReadOnlyAdmin):
         "absent_count",
         "next_look_at",
         "held_at",
+        "failed_reason",
     )
     list_filter = ("status", "asset", ("block_time", admin.DateFieldListFilter))
     search_fields = ("=tx_hash", "=address")

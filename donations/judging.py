@@ -69,7 +69,8 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
     for row in rows:
         logger.warning("donation %s (%s, id %d) unconfirmed -> failed: %s", row.tx_hash, row.asset, row.id, reason)
         row.status = DonationStatus.FAILED
-        row.save(update_fields=["status", "modified_at"])
+        row.failed_reason = reason
+        row.save(update_fields=["status", "failed_reason", "modified_at"])
         webhook_donation_event(
             row, "donation.failed", reason="reverted" if "revert" in reason else "dropped", detail=reason
         )

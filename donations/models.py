@@ -72,6 +72,9 @@ class Donation(models.Model):
     # leaves it alone while paused and confirms it first once the campaign is not paused, however the pause
     # was lifted; reconcile calls it pending until then.
     held_at = models.DateTimeField(null=True, blank=True)
+    # Why a failed row failed (the evidence, as the old-unconfirmed judge or the finalized crawler found it);
+    # empty for any other status.
+    failed_reason = models.TextField(blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 

@@ -241,10 +241,9 @@ def donation_fail_reverted(*, donation: Donation) -> bool:
         donation.status,
     )
     donation.status = DonationStatus.FAILED
-    donation.save(update_fields=["status", "modified_at"])
-    webhook_donation_event(
-        donation, "donation.failed", reason="reverted", detail="its finalized receipt reports a revert"
-    )
+    donation.failed_reason = "its finalized receipt reports a revert"
+    donation.save(update_fields=["status", "failed_reason", "modified_at"])
+    webhook_donation_event(donation, "donation.failed", reason="reverted", detail=donation.failed_reason)
     return True
 
 
@@ -302,7 +301,8 @@ def finalized_block_record(
             )
             _move_to(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers).token_price))
             donation.status = DonationStatus.UNCONFIRMED  # confirmed below, or held by a pause as unconfirmed
-            donation.save(update_fields=["status", "modified_at"])
+            donation.failed_reason = ""
+            donation.save(update_fields=["status", "failed_reason", "modified_at"])
         decision = donation_confirm(stats=stats, donation=donation, tiers=tiers)
         if decision == DonationOutcome.CONFIRMED:
             result.confirmed += 1
