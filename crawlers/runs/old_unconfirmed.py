@@ -6,7 +6,10 @@ hash, then the finalized blocks they sit in (through DWS_BLOCK_CACHE when set) a
 * In a finalized block that carries it, with a receipt saying it succeeded: confirmed through
   `donations_confirm`, the crediting path the finalized crawler uses (so a pause holds it there).
   If it now sits in another block than the one recorded (re-mined after a re-org), that block is
-  re-crawled by the finalized crawler's own single-block path, which records it where it is.
+  re-crawled by the finalized crawler's own single-block path, which records it where it is -- unless
+  that block proves the transfer gone (crawlers/runs/evidence.py): its receipt there reports a revert,
+  or succeeded without the row's Transfer, or the trace shows no such frame any more: failed, reason
+  on the row.
 * A finalized block that was fetched and does not carry it, or a receipt reporting a revert: failed.
 * Absent from both chain and mempool (the provider answered null): `absent_count` + 1. Failed only
   once the count reaches 3 consecutive runs AND the block it was seen in is over 24 hours old; any
@@ -47,12 +50,9 @@ from crawlers.chain.files import debug_dump
 from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainMismatchError, tip_block
-from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
-from crawlers.decode.frames import donation_frames
-from crawlers.decode.receipts import receipt_has_transfer, receipt_succeeded
 from crawlers.models import FINALIZED
 from crawlers.runs.crawl import crawl_single_block
-from crawlers.scan.traces import TracesUnavailable, transaction_trace
+from crawlers.runs.evidence import absent_from_new_block, block_carries, internal_frame_shown, receipt_proves
 from donations.judging import (
     donations_absence_record,
     donations_confirm,
@@ -61,7 +61,6 @@ from donations.judging import (
 )
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.services import DonationOutcome
-from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.config import Config
 
@@ -96,32 +95,6 @@ class JudgeResult:
         if self.untouched:
             text += "; untouched: " + ", ".join(f"{n} {why}" for why, n in sorted(self.untouched.items()))
         return text + (f"; held: {self.held}" if self.held else "")
-
-
-def _carries(block: dict, tx_hash: str) -> bool:
-    for tx in block.get("transactions") or []:
-        found = tx.get("hash") if isinstance(tx, dict) else tx
-        if isinstance(found, str) and found.lower() == tx_hash:
-            return True
-    return False
-
-
-def _receipt_proves(row: Donation, receipt: object, block_hash: str, chain: ChainSettings) -> bool | None:
-    """True: the receipt proves the donation; False: it proves a revert; None: it proves nothing."""
-    if not isinstance(receipt, dict):
-        return None  # not a receipt at all (receipt_succeeded would say the same)
-    succeeded = receipt_succeeded(receipt, block_hash)
-    if not succeeded or row.log_index is None:
-        return succeeded
-    coin = chain.stable_coin(row.asset)
-    if coin is not None and receipt_has_transfer(
-        receipt,
-        log_index=row.log_index,
-        contract=coin.contract,
-        recipient=chain.donation_address,
-    ):
-        return True
-    return None  # succeeded, but the recorded Transfer log is not in it: no evidence for this row
 
 
 def crawl_old_unconfirmed(
@@ -169,28 +142,6 @@ def _batch(now: datetime) -> list[Donation]:
         F("held_at").asc(nulls_last=True), F("next_look_at").asc(nulls_first=True), "block_time", "id"
     )
     return list(ordered[:BATCH_LIMIT])
-
-
-def _internal_frame_shown(row: Donation, client: RpcClient, chain: ChainSettings, result: JudgeResult) -> bool:
-    """Whether a trace of the row's transaction shows its internal ETH frame; False also for no evidence."""
-    try:
-        frames = transaction_trace(client, chain, row.tx_hash)
-    except TracesUnavailable:
-        result.untouched["internal ETH, provider gives no trace"] += 1
-        return False
-    except NoEvidenceError as exc:
-        result.untouched[f"internal ETH, no trace ({exc.outcome.kind})"] += 1
-        return False
-    scale = amount_scale("eth")
-    for frame in donation_frames(frames, chain.donation_address):
-        if (frame.trace_address, frame.sender, scaled_amount(frame.wei, ETH_DECIMALS, scale)) == (
-            row.trace_address,
-            row.address,
-            row.amount,
-        ):
-            return True
-    result.untouched["internal ETH, the trace does not show the frame"] += 1
-    return False
 
 
 def _judge(
@@ -271,6 +222,7 @@ def _judge(
     not_carried: list[int] = []
     reverted: list[int] = []
     recrawl: set[int] = set()
+    moved_away: dict[str, list[int]] = {}  # reason -> donation ids
     for row in in_place:
         number = placed[row.id]
         block_outcome = blocks[number]
@@ -278,23 +230,25 @@ def _judge(
             result.untouched[f"finalized block not fetchable ({block_outcome.kind})"] += 1
             continue
         block = block_outcome.value
-        if not _carries(block, row.tx_hash):
+        if not block_carries(block, row.tx_hash):
             not_carried.append(row.id)
             continue
         block_hash = (block.get("hash") or "").lower()
-        if (number, block_hash) != (row.block_number, row.block_hash):
-            recrawl.add(number)  # re-mined elsewhere: the finalized path records and confirms it there
-            continue
         receipt_outcome = receipts[row.tx_hash]
         if isinstance(receipt_outcome, Answer):
             debug_dump(chain, f"txr-{row.tx_hash}.json", receipt_outcome.value)
-        proof = (
-            _receipt_proves(row, receipt_outcome.value, block_hash, chain)
-            if isinstance(receipt_outcome, Answer)
-            else None
-        )
+        receipt = receipt_outcome.value if isinstance(receipt_outcome, Answer) else None
+        if (number, block_hash) != (row.block_number, row.block_hash):
+            # Re-mined elsewhere: the finalized path records and confirms it there, unless that block
+            # proves the transfer is gone from it (reverted there, no longer paying us).
+            recrawl.add(number)
+            gone = absent_from_new_block(row, receipt, number, block_hash, client, chain)
+            if gone is not None:
+                moved_away.setdefault(gone, []).append(row.id)
+            continue
+        proof = receipt_proves(row, receipt, block_hash, chain) if receipt is not None else None
         if proof is True and row.trace_address is not None:
-            if _internal_frame_shown(row, client, chain, result):
+            if internal_frame_shown(row, client, chain, result.untouched):
                 to_confirm.append(row.id)
         elif proof is True:
             to_confirm.append(row.id)
@@ -319,6 +273,8 @@ def _judge(
     result.failed += len(
         donations_fail_unconfirmed(donation_ids=reverted, reason="its finalized receipt reports a revert", tiers=tiers)
     )
+    for reason, ids in sorted(moved_away.items()):
+        result.failed += len(donations_fail_unconfirmed(donation_ids=ids, reason=reason, tiers=tiers))
     if to_confirm:
         outcomes = donations_confirm(donation_ids=to_confirm, tiers=tiers)
         result.confirmed += sum(o == DonationOutcome.CONFIRMED for o in outcomes.values())
