@@ -43,7 +43,7 @@ class PriceAdmin(ReadOnlyAdmin):
 
 @admin.register(PriceRequest)
 class PriceRequestAdmin(ReadOnlyAdmin):
-    list_display = ("requested_at", "asset", "status", "attempts", "created_at", "modified_at")
+    list_display = ("requested_at", "asset", "status", "claimed_at", "attempts", "created_at", "modified_at")
     list_filter = ("status", "asset")
     ordering = ("-requested_at",)
-    readonly_fields = ("asset", "requested_at", "status", "attempts", "created_at", "modified_at")
+    readonly_fields = ("asset", "requested_at", "status", "claimed_at", "attempts", "created_at", "modified_at")

@@ -39,6 +39,7 @@ PRICE_QUANTUM = Decimal("0.00000001")  # price.price is NUMERIC(20, 8)
 COLLECT_GRACE_SECONDS = 0.25
 KLINE_COUNT = 10  # klines fetched per request, starting at the requested minute
 RETRY_AFTER = timedelta(minutes=5)  # a failed request is asked again after this
+CLAIM_TTL = RETRY_AFTER  # a claim this old is a dead poller's: the request is taken again
 OVERDUE_AFTER = timedelta(hours=1)  # unfulfilled this long: error-level log on every poll
 POLL_BATCH = 20
 POLL_BUDGET_SECONDS = 60  # a poll claims no new request after this; the rest wait for the next poll
@@ -184,29 +185,46 @@ class ServeResult:
     overdue: int
 
 
+def _unclaimed(now: datetime) -> Q:
+    return Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - CLAIM_TTL)
+
+
 def price_requests_due(*, now: datetime) -> list[PriceRequest]:
-    """`new` requests, and `failed` ones left alone for RETRY_AFTER (the price_req poll index)."""
+    """`new` requests, and `failed` ones left alone for RETRY_AFTER (the price_req poll index), that no
+    live poller has claimed."""
     due = Q(status=PriceRequestStatus.NEW) | Q(status=PriceRequestStatus.FAILED, modified_at__lt=now - RETRY_AFTER)
-    return list(PriceRequest.objects.filter(due).order_by("requested_at")[:POLL_BATCH])
+    return list(PriceRequest.objects.filter(due & _unclaimed(now)).order_by("requested_at")[:POLL_BATCH])
 
 
 def price_request_claim(request: PriceRequest, *, now: datetime) -> bool:
     """Take a request for this poller alone.
 
-    The conditional UPDATE succeeds for exactly one of several concurrent pollers. It marks the
-    request failed up front, so it leaves the poll set for RETRY_AFTER: a poller that dies mid-way
-    leaves it on the ordinary retry path, and a success turns it into `succeeded`.
+    The conditional UPDATE succeeds for exactly one of several concurrent pollers. It sets `claimed_at`
+    and leaves the status as it was: a claimed request is in progress, not failed. A poller that dies
+    mid-way leaves its claim to expire after CLAIM_TTL (the ordinary retry delay); the attempt's end
+    clears it, as `failed` (`price_request_release`) or `succeeded` (`price_request_close`).
     """
-    claimed = PriceRequest.objects.filter(pk=request.pk, status=request.status, modified_at=request.modified_at).update(
-        status=PriceRequestStatus.FAILED, modified_at=now, attempts=F("attempts") + 1
+    claimed = (
+        PriceRequest.objects.filter(pk=request.pk, status=request.status, modified_at=request.modified_at)
+        .filter(_unclaimed(now))
+        .update(claimed_at=now, modified_at=now, attempts=F("attempts") + 1)
     )
+    if claimed == 1:
+        request.claimed_at = request.modified_at = now
     return claimed == 1
 
 
+def price_request_release(request: PriceRequest, *, now: datetime) -> None:
+    """This poller's attempt did not serve the request: `failed`, asked again after RETRY_AFTER."""
+    PriceRequest.objects.filter(pk=request.pk, claimed_at=request.claimed_at).exclude(
+        status=PriceRequestStatus.SUCCEEDED
+    ).update(status=PriceRequestStatus.FAILED, claimed_at=None, modified_at=now)
+
+
 def price_request_close(request: PriceRequest, *, now: datetime) -> None:
-    """`succeeded` is terminal: only a claimed (failed) request is closed, and never reopened."""
-    PriceRequest.objects.filter(pk=request.pk, status=PriceRequestStatus.FAILED).update(
-        status=PriceRequestStatus.SUCCEEDED, modified_at=now
+    """`succeeded` is terminal: set once, by the attempt that served the request, and never reopened."""
+    PriceRequest.objects.filter(pk=request.pk).exclude(status=PriceRequestStatus.SUCCEEDED).update(
+        status=PriceRequestStatus.SUCCEEDED, claimed_at=None, modified_at=now
     )
 
 
@@ -336,11 +354,12 @@ def _log_overdue(now: datetime) -> int:
     count = overdue.count()
     for request in overdue.order_by("requested_at")[:OVERDUE_LOG_LINES]:
         logger.error(
-            "price request %s (%s) unfulfilled for over an hour: %d attempts, status %s",
+            "price request %s (%s) unfulfilled for over an hour: %d attempts, status %s%s",
             request.requested_at.isoformat(),
             request.asset,
             request.attempts,
             request.status,
+            f", claimed at {request.claimed_at.isoformat()}" if request.claimed_at else "",
         )
     if count > OVERDUE_LOG_LINES:
         logger.error("%d price requests unfulfilled for over an hour in all", count)
@@ -365,6 +384,7 @@ def serve_price_requests(
             price_request_close(request, now=now)
             succeeded += 1
         else:
+            price_request_release(request, now=now)
             failed += 1
             logger.warning(
                 "price request %s not served; retried after %d minutes",

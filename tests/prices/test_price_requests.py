@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -404,3 +405,58 @@ def test_venues_disagreeing_beyond_the_gate_write_no_price_and_the_request_is_re
     request.refresh_from_db()
     assert (request.status, request.attempts) == (PriceRequestStatus.SUCCEEDED, 2)
     assert Price.objects.get(created_at=requested).price == Decimal("2005")
+
+
+# --- a claim is not a failure (issue 22): claimed_at beside seed 000's new|failed|succeeded -------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_being_served_is_claimed_not_failed(venue_server):
+    request = PriceRequest.objects.create(asset=ETH, requested_at=minute_now() - timedelta(minutes=30))
+    two_venues(venue_server, minute_now(), delay=0.8)  # the venues take a while: the poll is under way
+    now = recorded.now_utc()
+    poll = threading.Thread(target=lambda: (serve(venue_server, now), connection.close()))
+    poll.start()
+    try:
+        deadline = time.monotonic() + 10
+        while PriceRequest.objects.get(pk=request.pk).claimed_at is None:
+            assert time.monotonic() < deadline, "the poll never claimed the request"
+            time.sleep(0.02)
+        in_progress = PriceRequest.objects.get(pk=request.pk)
+    finally:
+        poll.join(timeout=30)
+
+    assert (in_progress.status, in_progress.attempts) == (PriceRequestStatus.NEW, 1)  # not "failed"
+    assert in_progress.claimed_at == now
+    request.refresh_from_db()
+    assert (request.status, request.claimed_at) == (PriceRequestStatus.SUCCEEDED, None)
+
+
+@pytest.mark.django_db
+def test_a_request_not_served_is_failed_and_unclaimed(venue_server):
+    requested = minute_now() - timedelta(minutes=30)
+    request = PriceRequest.objects.create(asset=ETH, requested_at=requested)
+    two_venues(venue_server, minute_now(), missing=frozenset(requested + timedelta(minutes=m) for m in range(-2, 5)))
+
+    serve(venue_server, recorded.now_utc())
+
+    request.refresh_from_db()
+    assert (request.status, request.claimed_at, request.attempts) == (PriceRequestStatus.FAILED, None, 1)
+
+
+@pytest.mark.django_db
+def test_the_claim_of_a_poller_that_died_expires_and_the_request_is_served(venue_server):
+    now = recorded.now_utc()
+    dead = PriceRequest.objects.create(asset=ETH, requested_at=minute_now() - timedelta(minutes=30))
+    live = PriceRequest.objects.create(asset=ETH, requested_at=minute_now() - timedelta(minutes=60))
+    PriceRequest.objects.filter(pk=dead.pk).update(claimed_at=now - timedelta(minutes=6), attempts=1)
+    PriceRequest.objects.filter(pk=live.pk).update(claimed_at=now - timedelta(minutes=1), attempts=1)
+    two_venues(venue_server, minute_now())
+
+    result = serve(venue_server, now)
+
+    dead.refresh_from_db()
+    live.refresh_from_db()
+    assert result.claimed == 1
+    assert (dead.status, dead.claimed_at, dead.attempts) == (PriceRequestStatus.SUCCEEDED, None, 2)
+    assert (live.status, live.attempts) == (PriceRequestStatus.NEW, 1)  # another poller is still on it
