@@ -175,6 +175,25 @@ def parse_address(value: str) -> str:
     return value.lower()
 
 
+# Addresses that take value and give it to no one: the zero address, the precompiles (0x01..0xff: ecrecover,
+# sha256, ... and the range the hard forks add to) and the conventional burn address.
+_BURN_ADDRESS = "0x000000000000000000000000000000000000dead"
+_PRECOMPILE_LIMIT = 0xFF
+
+
+def parse_donation_address(value: str) -> str:
+    """`parse_address`, refusing the zero address, a precompile and the burn address."""
+    address = parse_address(value)
+    number = int(address, 16)
+    if number == 0:
+        raise ValueError("is the zero address: nothing sent there can ever be spent")
+    if number <= _PRECOMPILE_LIMIT:
+        raise ValueError("is a precompile address (0x...01 to 0x...ff): nothing sent there can be spent")
+    if address == _BURN_ADDRESS:
+        raise ValueError("is the burn address 0x...dEaD: nothing sent there can be spent")
+    return address
+
+
 def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
     entries = [e.strip() for e in value.split(",") if e.strip()]
     if not entries:
@@ -307,7 +326,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     database = env.required("DATABASE_URL", _parse_database_url, secret=True)
     sslmode = env.optional("DWS_DB_SSLMODE", _parse_sslmode, "require")
     redis_url = env.optional("REDIS_URL", _parse_redis_url, "redis://127.0.0.1:6379/0", secret=True)
-    donation_address = env.required("DWS_DONATION_ADDRESS", parse_address)
+    donation_address = env.required("DWS_DONATION_ADDRESS", parse_donation_address)
     stable_coins = env.required("DWS_STABLE_COINS", parse_stable_coins)
     sale_tiers = env.required("DWS_SALE_PARAMS", parse_sale_params)
     eth_rpc_url = env.required("ETH_RPC_URL", parse_rpc_url)

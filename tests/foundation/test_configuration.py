@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.processes import base_environment, leaked_secrets, run_manage
+from dws_project.config import parse_donation_address
+from tests.processes import ROOT, base_environment, leaked_secrets, run_manage
 
 VALID_USDT = "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:6"
 VALID_USDC = "usdc:0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48:6"
@@ -22,6 +25,10 @@ BAD_VALUES = [
     ("DWS_DONATION_ADDRESS", "a0Ee7A142d267C1f36714E4a8F75612F20a79720"),
     ("DWS_DONATION_ADDRESS", "0xg0ee7a142d267c1f36714e4a8f75612f20a79720"),
     ("DWS_DONATION_ADDRESS", "0xA0eE7A142d267C1f36714E4a8F75612F20a79720"),  # checksum broken
+    ("DWS_DONATION_ADDRESS", "0x0000000000000000000000000000000000000000"),  # the zero address: unspendable
+    ("DWS_DONATION_ADDRESS", "0x0000000000000000000000000000000000000001"),  # ecrecover, a precompile
+    ("DWS_DONATION_ADDRESS", "0x00000000000000000000000000000000000000FF"),  # the precompile range's end
+    ("DWS_DONATION_ADDRESS", "0x000000000000000000000000000000000000dEaD"),  # the burn address
     ("DWS_STABLE_COINS", None),
     ("DWS_STABLE_COINS", " , "),
     ("DWS_STABLE_COINS", "dai:0x6B175474E89094C44Da98b954EedeAC495271d0F:18"),
@@ -179,3 +186,23 @@ def test_every_variable_the_configuration_reads_is_documented_in_env_example() -
     read = set(re.findall(r'read\(\s*"([A-Z_]+)"', source))
     documented = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / "deploy" / "env.example").read_text(), re.M))
     assert read - documented == set()
+
+
+def test_a_burn_or_precompile_address_is_refused_saying_why() -> None:
+    env = base_environment()
+    env["DWS_DONATION_ADDRESS"] = "0x0000000000000000000000000000000000000009"
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "DWS_DONATION_ADDRESS " in result.stderr
+    assert "precompile" in result.stderr
+
+
+def test_env_example_leaves_the_donation_address_to_the_operator() -> None:
+    """A copied env.example starts only once the operator has put their own address in (it is required);
+    never with an address that takes money and gives it to no one."""
+    example = (ROOT / "deploy" / "env.example").read_text()
+    (address,) = re.findall(r"^DWS_DONATION_ADDRESS=(\S*)$", example, re.M)
+
+    assert address == "" or parse_donation_address(address) == address.lower()
