@@ -415,7 +415,14 @@ def test_a_request_being_served_is_claimed_not_failed(venue_server):
     request = PriceRequest.objects.create(asset=ETH, requested_at=minute_now() - timedelta(minutes=30))
     two_venues(venue_server, minute_now(), delay=0.8)  # the venues take a while: the poll is under way
     now = recorded.now_utc()
-    poll = threading.Thread(target=lambda: (serve(venue_server, now), connection.close()))
+
+    def poll_once() -> None:
+        try:
+            serve(venue_server, now)
+        finally:
+            connection.close()
+
+    poll = threading.Thread(target=poll_once)
     poll.start()
     try:
         deadline = time.monotonic() + 10
