@@ -23,9 +23,10 @@ from django.utils.html import format_html
 
 from crawlers.chain.clients import make_probe_client
 from crawlers.chain.tips import chain_tips
-from crawlers.models import InflowStatus, LastBlock, ReconcileRun, UnexplainedInflow
+from crawlers.models import InflowStatus, InternalMovement, LastBlock, ReconcileRun, UnexplainedInflow
 from crawlers.record.inflows import InflowRefused, inflow_dismiss
 from crawlers.runs.operator import CursorRefused, inflow_credit, set_cursor
+from donations.models import Donation, DonationStatus
 from dws_project.admin_base import ReadOnlyAdmin
 from dws_project.chain_settings import chain_settings
 
@@ -96,6 +97,25 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
     @admin.display(description="discrepancies")
     def discrepancy_list(self, obj: ReconcileRun) -> str:
         return format_html("<pre>{}</pre>", "\n".join(obj.discrepancies) or "none")
+
+
+@admin.register(InternalMovement)
+class InternalMovementAdmin(ReadOnlyAdmin):
+    """The donation address's own money coming back to it: listed, never credited (docs/detection.md)."""
+
+    list_display = ("block_number", "tx_hash", "asset", "amount", "kind", "what_it_is")
+    list_filter = ("asset", "kind")
+    search_fields = ("tx_hash", "block_hash")
+    ordering = ("-block_number",)
+
+    @admin.display(description="")
+    def what_it_is(self, obj: InternalMovement) -> str:
+        """Not a donation; a row the old rules confirmed for it stays, and is named here."""
+        earlier = Donation.objects.filter(tx_hash=obj.tx_hash, asset=obj.asset, status=DonationStatus.CONFIRMED)
+        ids = ", ".join(str(pk) for pk in earlier.values_list("id", flat=True))
+        if ids:
+            return f"internal movement: not a donation; credited under an earlier rule: donation id {ids} (stays)"
+        return "internal movement: not a donation"
 
 
 class CreditInflowForm(forms.Form):

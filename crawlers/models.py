@@ -112,6 +112,34 @@ class UnexplainedInflow(models.Model):
         return f"{self.amount} {self.asset} in block {self.block_number} ({self.status})"
 
 
+class InternalMovement(models.Model):
+    """Value that reached the donation address by its own doing, in a finalized block: a self-transfer, or
+    what came back in a transaction the address signed or (with code) called out in (a refund, a swap, a
+    WETH withdrawal). Never a donation (DESIGN.md, "Crediting"); it closes the balance identity, and the
+    admin lists it so an operator sees where the address's balance moved without a donation."""
+
+    block_number = models.BigIntegerField()
+    block_hash = models.CharField(max_length=66)
+    tx_hash = models.CharField(max_length=66)
+    asset = models.CharField(max_length=8)
+    kind = models.CharField(max_length=32, help_text="self-transfer, or returned to the address")
+    amount_raw = models.DecimalField(max_digits=78, decimal_places=0, help_text="wei, or the coin's base units")
+    amount = models.DecimalField(max_digits=60, decimal_places=18, help_text="in the asset's own units")
+    created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
+
+    class Meta:
+        db_table = "internal_movement"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["block_hash", "tx_hash", "asset", "kind"], name="internal_movement_block_tx_asset_key"
+            ),
+        ]
+        indexes = [models.Index(fields=["block_number"], name="internal_movement_block_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.amount} {self.asset} {self.kind} in tx {self.tx_hash} (not a donation)"
+
+
 class Completeness(models.Model):
     """How far each crawler's ranges are proven complete by the balances (one row per crawler label)."""
 

@@ -26,6 +26,12 @@ and a SELFDESTRUCT's beneficiary receives the balance of a contract that no long
 counted here; such value shows up in the balance proof as an unexplained inflow for the operator.
 The top-level frame is left out: a transaction paying us directly is the ETH detector's business
 (`crawlers/decode/transfers.py`), proven by its receipt.
+
+The donation address's own money is no donation (`own_transactions`): in a transaction in which the
+address itself made a call (it signed it, or, having code, called out: a Safe's owner signs, the Safe
+calls a router, WETH's `withdraw`), what comes back to it is a `Movement` (RETURNED), not a donation.
+A DELEGATECALL or STATICCALL from it (a Safe proxy running its singleton on every call it receives)
+does not count: it moves nothing and starts nothing outside the address.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
+from crawlers.decode.transfers import RETURNED, Movement
 from donations.sightings import Transfer
 
 # Precompiled contracts: 0x01-0x11 (up to Prague's BLS set) and 0x100 (P-256 verification).
@@ -217,8 +224,18 @@ def _renumbered(
     return canonical
 
 
-def donation_frames(frames: Iterable[Frame], donation_address: str) -> list[Frame]:
-    """Frames that are internal ETH donations: see the module's docstring for the rule."""
+# Frames by which an account acts outside itself; a delegatecall or staticcall from it does not.
+_ACTING_KINDS = frozenset(["call", "callcode", "create", "create2", "selfdestruct"])
+
+
+def own_transactions(frames: Iterable[Frame], donation_address: str) -> set[str]:
+    """The transactions in which the donation address itself made a call (the top-level frame included:
+    a transaction it signed), whether or not that call succeeded."""
+    return {frame.tx_hash for frame in frames if frame.sender == donation_address and frame.kind in _ACTING_KINDS}
+
+
+def _arriving_frames(frames: Iterable[Frame], donation_address: str) -> list[Frame]:
+    """Successful CALL frames below the top level that moved value to the donation address."""
     return [
         frame
         for frame in frames
@@ -226,8 +243,24 @@ def donation_frames(frames: Iterable[Frame], donation_address: str) -> list[Fram
     ]
 
 
+def donation_frames(frames: Sequence[Frame], donation_address: str) -> list[Frame]:
+    """Frames that are internal ETH donations: see the module's docstring for the rule."""
+    own = own_transactions(frames, donation_address)
+    return [frame for frame in _arriving_frames(frames, donation_address) if frame.tx_hash not in own]
+
+
+def returned_frames(frames: Sequence[Frame], donation_address: str) -> list[Movement]:
+    """ETH that reached the donation address in internal calls of its own transactions: movements."""
+    own = own_transactions(frames, donation_address)
+    return [
+        Movement(frame.tx_hash, "eth", frame.wei, RETURNED)
+        for frame in _arriving_frames(frames, donation_address)
+        if frame.tx_hash in own
+    ]
+
+
 def internal_transfers(
-    frames: Iterable[Frame], *, donation_address: str, eth_scale: int, block_number: int, block_hash: str
+    frames: Sequence[Frame], *, donation_address: str, eth_scale: int, block_number: int, block_hash: str
 ) -> list[Transfer]:
     """The donation frames as `Transfer`s (donor = the frame's sender), dropping those zero at `eth_scale`."""
     found = []

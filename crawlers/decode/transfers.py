@@ -10,17 +10,35 @@ transfers come from call frames, crawlers/decode/frames.py):
 
 Amounts are written at the scale of `donation.amount` (ETH at 8 decimals), rounded down: we never
 record more than arrived. A transfer that is zero at that scale is not a donation.
+
+The donation address's own money is never a donation (DESIGN.md, "Crediting"): a transaction it signed
+and everything in it, a self-transfer, a Transfer whose `from` is the address. Such value still closes
+the balance identity, and is handed on as a `Movement` (recorded for the admin, never credited).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import TRANSFER_TOPIC
 from crawlers.decode.amounts import ETH_DECIMALS, log_amount, scaled_amount
 from donations.sightings import Transfer
 from dws_project.config import StableCoin
+
+SELF_TRANSFER = "self-transfer"  # the address paid itself
+RETURNED = "returned to the address"  # value came back in a transaction the address signed or called out in
+
+
+@dataclass(frozen=True)
+class Movement:
+    """Value that reached the donation address by its own doing: it closes the balance identity and is
+    shown as an internal movement, never credited."""
+
+    tx_hash: str
+    asset: str
+    raw: int  # wei, or the coin's base units
+    kind: str  # SELF_TRANSFER or RETURNED
 
 
 @dataclass(frozen=True)
@@ -38,13 +56,15 @@ def eth_candidates(block: dict, donation_address: str, eth_scale: int) -> list[E
     """Transactions of a full block (`eth_getBlockByNumber(n, true)`) that send ETH to us.
 
     Transfers that would be written down as zero (1 wei, or 0 value) are left out here, before any
-    receipt is asked for.
+    receipt is asked for, and so is a transaction the donation address signed (a self-transfer).
     """
     number = int(block["number"], 16)
     block_hash = block["hash"].lower()
     found = []
     for tx in block.get("transactions") or ():
         if not isinstance(tx, dict) or (tx.get("to") or "").lower() != donation_address:
+            continue
+        if (tx.get("from") or "").lower() == donation_address:
             continue
         wei = int(tx.get("value") or "0x0", 16)
         if scaled_amount(wei, ETH_DECIMALS, eth_scale) == 0:
@@ -69,18 +89,54 @@ def topic_address(topic: str) -> str:
     return "0x" + topic[-40:].lower()
 
 
-def token_transfers(
-    logs: Iterable[dict], coins: Sequence[StableCoin], donation_address: str, coin_scale: int
-) -> list[Transfer]:
-    """Transfer logs of the configured coins that pay the donation address, non-zero at `coin_scale`."""
+def _coin_arrivals(
+    logs: Iterable[dict], coins: Sequence[StableCoin], donation_address: str
+) -> Iterable[tuple[dict, StableCoin]]:
+    """The Transfer logs of the configured coins whose recipient is the donation address."""
     by_contract = {coin.contract: coin for coin in coins}
-    found = []
     for log in logs:
         coin = by_contract.get((log.get("address") or "").lower())
         topics = log.get("topics") or []
         if coin is None or log.get("removed") or len(topics) != 3 or topics[0].lower() != TRANSFER_TOPIC:
             continue
-        if topic_address(topics[2]) != donation_address:
+        if topic_address(topics[2]) == donation_address:
+            yield log, coin
+
+
+def _own_arrival(log: dict, donation_address: str, own_txs: Collection[str]) -> str | None:
+    """Why a coin arrival is the address's own money (a Movement kind), or None: a donation."""
+    if topic_address(log["topics"][1]) == donation_address:
+        return SELF_TRANSFER
+    if (log.get("transactionHash") or "").lower() in own_txs:
+        return RETURNED
+    return None
+
+
+def token_movements(
+    logs: Iterable[dict], coins: Sequence[StableCoin], donation_address: str, own_txs: Collection[str] = ()
+) -> list[Movement]:
+    """The coin arrivals that are the address's own money: from itself, or in `own_txs` (transactions it
+    signed or, with code, called out in)."""
+    found = []
+    for log, coin in _coin_arrivals(logs, coins, donation_address):
+        kind = _own_arrival(log, donation_address, own_txs)
+        if kind is not None and log_amount(log) > 0:
+            found.append(Movement(log["transactionHash"].lower(), coin.asset, log_amount(log), kind))
+    return found
+
+
+def token_transfers(
+    logs: Iterable[dict],
+    coins: Sequence[StableCoin],
+    donation_address: str,
+    coin_scale: int,
+    own_txs: Collection[str] = (),
+) -> list[Transfer]:
+    """Transfer logs of the configured coins that pay the donation address, non-zero at `coin_scale`;
+    the address's own money (`token_movements`) left out."""
+    found = []
+    for log, coin in _coin_arrivals(logs, coins, donation_address):
+        if _own_arrival(log, donation_address, own_txs) is not None:
             continue
         amount = scaled_amount(log_amount(log), coin.scale, coin_scale)
         if amount == 0:
@@ -89,7 +145,7 @@ def token_transfers(
             Transfer(
                 tx_hash=log["transactionHash"].lower(),
                 log_index=int(log["logIndex"], 16),
-                donor=topic_address(topics[1]),
+                donor=topic_address(log["topics"][1]),
                 asset=coin.asset,
                 amount=amount,
                 block_number=int(log["blockNumber"], 16),

@@ -19,6 +19,7 @@ from django.db import transaction
 from crawlers.decode.blocks import BlockHeader
 from crawlers.record.cursors import cursor_write
 from crawlers.record.inflows import inflow_record
+from crawlers.record.movements import movements_record
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import BlockHeld, ScannedBlock
@@ -189,6 +190,8 @@ def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Non
     # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
     for asset, raw in block.unexplained:
         inflow_record(writer.chain, block=block.header, asset=asset, raw=raw)
+    if block.own:
+        movements_record(writer.chain, block=block.header, movements=block.own)
     tally.inserted += inserted
     tally.confirmed += confirmed
     tally.failed += failed

@@ -35,6 +35,7 @@ from crawlers.models import FINALIZED, InflowStatus, ReconcileRun, UnexplainedIn
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.drift import drift_of, freeze_on_drift
 from crawlers.runs.verdicts import accounted_for, internal_rows, traces_unreadable
+from crawlers.runs.earlier_rules import set_aside_earlier_rules
 from crawlers.scan.proof import prove_range
 from crawlers.scan.ranges import RANGE_BLOCKS
 from crawlers.scan.results import ReadMode
@@ -124,6 +125,7 @@ def reconcile(
     }
     unchecked: list[range] = []  # blocks without evidence: their rows can be neither confirmed nor refuted
     blind: set[str] = set()  # hashes of blocks whose call traces reconcile cannot read: internal rows unchecked
+    own: set[tuple[str, str]] = set()  # (tx, asset) of the internal movements: the address's own money
     position = from_block
     while position <= end:
         stop = min(end, position + RANGE_BLOCKS - 1)
@@ -150,6 +152,7 @@ def reconcile(
                     report.awaiting_operator.append(report.discrepancies[-1])
                 else:
                     report.notes.append(f"{where} ({status} by an operator)")
+            own |= {(movement.tx_hash, movement.asset) for movement in block.own}
             for transfer in block.transfers:
                 on_chain[donation_key(transfer)] = transfer
             for tx_hash in block.reverted:
@@ -170,6 +173,7 @@ def reconcile(
         | Donation.objects.filter(block_number__range=(from_block, end))
     }
     pending: list[int] = []
+    report.notes += set_aside_earlier_rules(rows, on_chain, own, chain.donation_address)
     for key, transfer in sorted(on_chain.items(), key=lambda kv: _order(kv[1])):
         row = rows.get(key)
         at = f"block {transfer.block_number}: {_describe(transfer)}"

@@ -10,7 +10,15 @@ from crawlers.chain.outcomes import Answer, NoEvidence, RpcOutcome
 from crawlers.decode.amounts import log_amount, log_block_number
 from crawlers.decode.balances import ETH, NONCE
 from crawlers.decode.receipts import receipt_fee, receipt_succeeded
-from crawlers.decode.transfers import EthCandidate, EthMove, eth_transfer, token_transfers
+from crawlers.decode.transfers import (
+    SELF_TRANSFER,
+    EthCandidate,
+    EthMove,
+    Movement,
+    eth_transfer,
+    token_movements,
+    token_transfers,
+)
 from crawlers.scan.results import BlockHeld, ScannedBlock
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
@@ -19,10 +27,16 @@ logger = logging.getLogger("dws.crawlers")
 
 
 def account_logs(
-    chain: ChainSettings, scanned: dict[int, ScannedBlock], to_us: list[dict], from_us: list[dict], last: int
+    chain: ChainSettings,
+    scanned: dict[int, ScannedBlock],
+    to_us: list[dict],
+    from_us: list[dict],
+    last: int,
+    signed: set[str] | frozenset[str] = frozenset(),
 ) -> BlockHeld | None:
     """The coins' flows and Transfer donations of the range's logs; a hold at the first log that names a
-    block we did not scan (a re-org between our requests)."""
+    block we did not scan (a re-org between our requests). What arrives from the address itself, or in a
+    transaction it `signed`, is its own money: a movement, not a donation."""
     coins = {c.contract: c.asset for c in chain.stable_coins}
     for logs, sign in ((to_us, 1), (from_us, -1)):
         for log in logs:
@@ -36,8 +50,12 @@ def account_logs(
             asset = coins.get((log.get("address") or "").lower())
             if asset is not None and not log.get("removed"):
                 block.add_flow(asset, sign * log_amount(log))
-    for transfer in token_transfers(to_us, chain.stable_coins, chain.donation_address, amount_scale("usdt")):
+    us = chain.donation_address
+    for transfer in token_transfers(to_us, chain.stable_coins, us, amount_scale("usdt"), signed):
         scanned[transfer.block_number].transfers.append(transfer)
+    blocks_of = {(log.get("transactionHash") or "").lower(): log_block_number(log) for log in to_us}
+    for movement in token_movements(to_us, chain.stable_coins, us, signed):
+        scanned[blocks_of[movement.tx_hash]].own.append(movement)
     return None
 
 
@@ -73,6 +91,8 @@ def account_receipts(
             block.add_flow(ETH, -(move.wei if succeeded else 0) - receipt_fee(receipt))
         if move.to == us and succeeded:
             block.add_flow(ETH, move.wei)
+            if move.sender == us and move.wei > 0:
+                block.own.append(Movement(move.tx_hash, ETH, move.wei, SELF_TRANSFER))
         candidate = recordable.get(move.tx_hash)
         if candidate is None:
             continue

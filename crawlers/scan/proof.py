@@ -44,6 +44,7 @@ from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import WEI_PER_ETH
 from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, balances_in_batch
 from crawlers.decode.bloom import bloom_may_hold_transfer
+from crawlers.decode.transfers import RETURNED, Movement
 from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan, ledger_from_blocks
 from crawlers.scan.ranges import first_batches, read_range
@@ -166,7 +167,7 @@ def without_history(
     for i, block in enumerate(blocks):
         number = block.header.number
         try:
-            found = traces.internal_eth_transfers(
+            traced_block = traces.traced_block(
                 client, chain, block_number=number, block_hash=block.header.hash, stateless=True
             )
         except NoEvidenceError as exc:
@@ -183,7 +184,9 @@ def without_history(
             )
             reason = NO_HISTORY_UNTRACED
             break
-        block.transfers.extend(found)
+        block.transfers.extend(traced_block.donations)
+        block.own.extend(traced_block.returned)
+        _drop_own_coin_transfers(chain, block, traced_block.own_txs)
     if not blocks:
         return ProvenRange([], held)
     first, last = blocks[0].header.number, blocks[-1].header.number
@@ -263,6 +266,16 @@ def _pinned_residual(client: RpcClient, chain: ChainSettings, block: ScannedBloc
     return {asset: r for asset, r in _residual([block], before, after).items() if r != 0}
 
 
+def _drop_own_coin_transfers(chain: ChainSettings, block: ScannedBlock, own_txs: set[str]) -> None:
+    """Coins that reached the address in a transaction it called out in (a swap a Safe started) are its
+    own money: movements, not donations (only the traces show a contract address calling out)."""
+    decimals = {coin.asset: coin.scale for coin in chain.stable_coins}
+    for transfer in [t for t in block.transfers if t.asset != ETH and t.tx_hash in own_txs]:
+        block.transfers.remove(transfer)
+        raw = int(transfer.amount.scaleb(decimals[transfer.asset]))  # at the column's scale, rounded down
+        block.own.append(Movement(transfer.tx_hash, transfer.asset, raw, RETURNED))
+
+
 def _settle_block(
     client: RpcClient, chain: ChainSettings, block: ScannedBlock, broken: dict[str, int], mode: ReadMode
 ) -> str | None:
@@ -289,18 +302,22 @@ def _settle_block(
         if raw < 0:
             return f"{-raw} raw units of {asset} left the donation address that no transaction or log shows"
         try:
-            found = traces.internal_eth_transfers(client, chain, block_number=number, block_hash=block.header.hash)
+            traced_block = traces.traced_block(client, chain, block_number=number, block_hash=block.header.hash)
         except NoEvidenceError as exc:
             return f"ETH arrived that no transaction explains and the call traces gave no evidence ({exc})"
         except traces.TracesUnavailable as exc:
             logger.warning("balance proof: block %d: no call traces (%s)", number, exc)
             block.unexplained.append((ETH, raw))
             continue
-        traced = sum(int(t.amount * WEI_PER_ETH) for t in found)
+        found = traced_block.donations
+        # ETH back in the address's own transactions closes the identity too, but is no donation.
+        traced = sum(int(t.amount * WEI_PER_ETH) for t in found) + sum(m.raw for m in traced_block.returned)
         left = raw - traced
         if left < 0:
             return f"the call traces show {traced} wei arriving, the balance only {raw}"
         block.transfers.extend(found)
+        block.own.extend(traced_block.returned)
+        _drop_own_coin_transfers(chain, block, traced_block.own_txs)
         if left >= COLUMN_UNIT_WEI * (len(found) + 1):
             block.unexplained.append((ETH, left))
     if block.unexplained and not mode.final:

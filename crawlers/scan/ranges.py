@@ -66,7 +66,8 @@ def read_range(
             return RangeRead(
                 [], BlockHeld(start, f"no Transfer logs for blocks {start}..{last} ({exc})"), extra_outcomes
             )
-    cut = account_logs(chain, scanned, to_us, from_us, last)
+    signed = {move.tx_hash for move in moves if move.sender == chain.donation_address}
+    cut = account_logs(chain, scanned, to_us, from_us, last, signed)
     if cut is None:
         cut = account_receipts(chain, scanned, candidates, moves, _receipts(client, chain, moves))
     if cut is not None:

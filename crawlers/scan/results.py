@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from crawlers.chain.outcomes import RpcOutcome
 from crawlers.decode.balances import NONCE
 from crawlers.decode.blocks import BlockHeader
+from crawlers.decode.transfers import Movement
 from donations.sightings import Transfer
 
 STUCK_POINTER = 'if this persists see docs/operating.md, "a crawler is stuck on a block"'
@@ -62,6 +63,9 @@ class ScannedBlock:
     # What the balance proof accepted beyond `flows` where the block did not close on them: traced internal
     # ETH, unexplained inflows and the column's rounding (so flows + settled is the block's exact change).
     settled: dict[str, int] = field(default_factory=dict)
+    # What reached the address by its own doing (self-transfers, value returned in its own transactions):
+    # part of `flows` or `settled`, never a donation; finalized blocks record it for the admin.
+    own: list[Movement] = field(default_factory=list)
 
     def add_flow(self, asset: str, raw: int) -> None:
         self.flows[asset] = self.flows.get(asset, 0) + raw
@@ -70,8 +74,8 @@ class ScannedBlock:
 
     @property
     def quiet(self) -> bool:
-        """Nothing to write: no donation, no revert, no unexplained inflow."""
-        return not self.transfers and not self.reverted and not self.unexplained
+        """Nothing to write: no donation, no revert, no unexplained inflow, no internal movement."""
+        return not self.transfers and not self.reverted and not self.unexplained and not self.own
 
 
 @dataclass

@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeGuard, TypeVar
 
 from redis.exceptions import RedisError
@@ -43,9 +44,12 @@ from crawlers.decode.frames import (
     MalformedTrace,
     call_tracer_frames,
     internal_transfers,
+    own_transactions,
     parity_frames,
+    returned_frames,
     transaction_frames,
 )
+from crawlers.decode.transfers import Movement
 from donations.sightings import Transfer, amount_scale
 from dws_project.chain_settings import ChainSettings
 from dws_project.redis_client import get_redis
@@ -205,6 +209,35 @@ def block_frames(
         raise _malformed(method, client, exc) from exc
 
 
+@dataclass(frozen=True)
+class TracedBlock:
+    """What a block's call traces say reached the donation address: internal ETH donations, the ETH that
+    came back in the address's own transactions, and which transactions those are."""
+
+    donations: list[Transfer]
+    returned: list[Movement]
+    own_txs: set[str]
+
+
+def traced_block(
+    client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str, stateless: bool = False
+) -> TracedBlock:
+    """The block's traces read for the balance proof; the same errors as `internal_eth_transfers`."""
+    block_hash = block_hash.lower()
+    frames = _with_traces(
+        client,
+        chain,
+        lambda family: block_frames(
+            client, family, block_number=block_number, block_hash=block_hash, stateless=stateless
+        ),
+    )
+    us, scale = chain.donation_address, amount_scale("eth")
+    donations = internal_transfers(
+        frames, donation_address=us, eth_scale=scale, block_number=block_number, block_hash=block_hash
+    )
+    return TracedBlock(donations, returned_frames(frames, us), own_transactions(frames, us))
+
+
 def internal_eth_transfers(
     client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str, stateless: bool = False
 ) -> list[Transfer]:
@@ -216,21 +249,7 @@ def internal_eth_transfers(
     `TracesUnavailable` when the provider cannot trace at all (record an unexplained inflow instead), or,
     `stateless` (see `block_frames`), cannot trace this block.
     """
-    block_hash = block_hash.lower()
-    frames = _with_traces(
-        client,
-        chain,
-        lambda family: block_frames(
-            client, family, block_number=block_number, block_hash=block_hash, stateless=stateless
-        ),
-    )
-    return internal_transfers(
-        frames,
-        donation_address=chain.donation_address,
-        eth_scale=amount_scale("eth"),
-        block_number=block_number,
-        block_hash=block_hash,
-    )
+    return traced_block(client, chain, block_number=block_number, block_hash=block_hash, stateless=stateless).donations
 
 
 # --- one transaction (the old-unconfirmed crawler's proof of an internal ETH row) ---------------------

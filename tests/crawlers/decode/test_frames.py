@@ -13,6 +13,7 @@ from crawlers.decode.frames import (
     donation_frames,
     internal_transfers,
     parity_frames,
+    returned_frames,
     transaction_frames,
 )
 
@@ -238,3 +239,51 @@ def test_trace_block_calls_to_precompiles_without_value_take_no_index_either():
     for answer in (listed, left_out):
         (frame,) = donation_frames(parity_frames(answer, BLOCK, [TX]), US)
         assert frame.trace_address == "0"
+
+
+# --- the donation address's own money (issue #19) --------------------------------------------------------
+
+SINGLETON, ROUTER = "0x" + "5a" * 20, "0x" + "7e" * 20
+
+
+def test_eth_a_safe_like_address_gets_back_from_a_call_it_made_is_returned_not_donated():
+    # The owner signs; the Safe (us) runs its singleton by delegatecall, calls a router, the router pays back.
+    answer = [
+        {
+            "txHash": TX,
+            "result": call(
+                US,
+                sender=OWNER,
+                calls=[
+                    call(
+                        SINGLETON,
+                        kind="DELEGATECALL",
+                        sender=US,
+                        calls=[call(ROUTER, sender=US, calls=[call(US, ONE_ETH, sender=ROUTER)])],
+                    )
+                ],
+            ),
+        }
+    ]
+    frames = call_tracer_frames(answer, [TX])
+
+    assert donation_frames(frames, US) == []
+    assert [(m.tx_hash, m.asset, m.raw, m.kind) for m in returned_frames(frames, US)] == [
+        (TX, "eth", 10**18, "returned to the address")
+    ]
+
+
+def test_a_donation_to_a_safe_like_address_stays_a_donation_though_it_delegatecalls_its_singleton():
+    # A wallet pays the Safe; the Safe's proxy delegatecalls its singleton to receive: it made no call out.
+    answer = [
+        {
+            "txHash": TX,
+            "result": call(
+                WALLET, sender=OWNER, calls=[call(US, ONE_ETH, calls=[call(SINGLETON, kind="DELEGATECALL", sender=US)])]
+            ),
+        }
+    ]
+    frames = call_tracer_frames(answer, [TX])
+
+    assert [(f.trace_address, f.sender) for f in donation_frames(frames, US)] == [("0", WALLET)]
+    assert returned_frames(frames, US) == []

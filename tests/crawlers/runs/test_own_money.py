@@ -1,0 +1,101 @@
+"""Issue #19 item 3: the donation address's own money is never credited.
+
+A self-transfer (ETH, and a coin) and ETH coming back to a contract donation address from a withdrawal
+it started itself (a WETH-like `withdraw`, tests/contracts/WrappedEth.sol) are not donations: they close
+the balance identity, are recorded as internal movements for the admin, and `reconcile` agrees. A real
+donation in the same blocks is credited as ever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+
+from crawlers.models import FINALIZED, LATEST, InternalMovement, UnexplainedInflow
+from crawlers.runs.crawl import crawl
+from crawlers.runs.reconcile import reconcile
+from donations.models import Donation
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.invariants import assert_ledger_invariants
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+
+USDT = 10**6
+DONOR, OWNER = ACCOUNTS[2], ACCOUNTS[1]
+
+
+def movements() -> set[tuple[str, str, Decimal, str]]:
+    return {(m.tx_hash, m.asset, m.amount, m.kind) for m in InternalMovement.objects.all()}
+
+
+def crawl_to_final(node) -> None:
+    assert crawl(LATEST).held is None
+    node.mine(2)
+    assert crawl(FINALIZED).held is None
+
+
+def start_after_head(settings, node) -> int:
+    """The crawlers start after what the test set up: the next block is the first they read."""
+    start = node.head() + 1
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=start)
+    return start
+
+
+def test_a_self_transfer_of_eth_and_of_a_coin_is_an_internal_movement_never_a_donation(
+    node, settings, admin_client: Client
+):
+    usdt = node.coins["usdt"]
+    node.mint(usdt, DONATION_ADDRESS, 1000 * USDT)
+    start = start_after_head(settings, node)
+    eth_self = node.send_eth(DONATION_ADDRESS, DONATION_ADDRESS, ETHER)
+    coin_self = node.transfer_token(usdt, DONATION_ADDRESS, DONATION_ADDRESS, 500 * USDT)
+    donation = node.send_eth(DONOR, DONATION_ADDRESS, ETHER // 2)
+
+    crawl_to_final(node)
+
+    assert list(Donation.objects.values_list("tx_hash", "address", "status")) == [(donation, DONOR, "confirmed")]
+    assert movements() == {
+        (eth_self, "eth", Decimal(1), "self-transfer"),
+        (coin_self, "usdt", Decimal(500), "self-transfer"),
+    }
+    assert not UnexplainedInflow.objects.exists()
+    report = reconcile(start, node.finalized())
+    assert report.ok, report.discrepancies
+    assert not report.awaiting_operator
+    page = admin_client.get("/admin/crawlers/internalmovement/")
+    assert page.status_code == 200
+    listed = page.content.decode()
+    assert eth_self in listed
+    assert "not a donation" in listed
+    assert_ledger_invariants()
+
+
+def as_contract_wallet(node, address: str, owner: str) -> None:
+    """Give `address` an OwnedWallet's code (a Safe stand-in) with `owner` as its owner (storage slot 0)."""
+    template = node.deploy("OwnedWallet", ["address"], [owner])
+    node.set_code(address, node.rpc("eth_getCode", template, "latest"))
+    node.rpc("anvil_setStorageAt", address, "0x0", "0x" + owner[2:].rjust(64, "0"))
+
+
+def test_eth_a_contract_donation_address_withdraws_from_weth_is_not_credited_to_weth(node, settings):
+    weth = node.deploy("WrappedEth")
+    wrap = {"from": DONATION_ADDRESS, "to": weth, "value": hex(2 * ETHER), "data": node.call_data("deposit()", [], [])}
+    node.send(wrap)  # wrapped while the address was a plain account
+    as_contract_wallet(node, DONATION_ADDRESS, OWNER)
+    start = start_after_head(settings, node)
+    withdraw = node.call_data("withdraw(uint256)", ["uint256"], [ETHER])
+    execute = node.call_data(
+        "execute(address,uint256,bytes)", ["address", "uint256", "bytes"], [weth, 0, bytes.fromhex(withdraw[2:])]
+    )
+    tx = node.send({"from": OWNER, "to": DONATION_ADDRESS, "data": execute, "gas": hex(300_000)})
+    assert node.receipt(tx)["status"] == "0x1"
+
+    crawl_to_final(node)
+
+    assert not Donation.objects.exists()
+    assert movements() == {(tx, "eth", Decimal(1), "returned to the address")}
+    assert not UnexplainedInflow.objects.exists()
+    assert reconcile(start, node.finalized()).ok
