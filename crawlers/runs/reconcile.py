@@ -34,8 +34,8 @@ from crawlers.chain.tips import ChainMismatchError, chain_tips, check_chain_id
 from crawlers.models import FINALIZED, InflowStatus, ReconcileRun, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.drift import drift_of, freeze_on_drift
-from crawlers.runs.verdicts import accounted_for, internal_rows, traces_unreadable
 from crawlers.runs.earlier_rules import set_aside_earlier_rules
+from crawlers.runs.verdicts import accounted_for, internal_rows, traces_unreadable
 from crawlers.scan.proof import prove_range
 from crawlers.scan.ranges import RANGE_BLOCKS
 from crawlers.scan.results import ReadMode
