@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('crawlers', '0005_proof_range'),
+        ('crawlers', '0006_crawler_run'),
     ]
 
     operations = [
