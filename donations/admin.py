@@ -15,11 +15,14 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from donations.models import Donation, DonationStats, UserData
+from donations.repair import totals_repair
 from donations.rules import sale_state, tokens_beyond_cap
 from donations.services import campaign_pause, campaign_resume
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
+
+SHOWN = 5  # repair lines kept in the admin's history entry (all of them are in the log line)
 
 
 @admin.register(Donation)
@@ -78,7 +81,7 @@ class CampaignAdmin(ReadOnlyAdmin):
         "created_at",
         "modified_at",
     )
-    actions = ["pause", "resume"]
+    actions = ["pause", "resume", "repair_totals"]
 
     @admin.display(description="tier (from the confirmed tokens)")
     def tier(self, obj: DonationStats) -> str:
@@ -119,9 +122,22 @@ class CampaignAdmin(ReadOnlyAdmin):
         self.message_user(
             request,
             f"Campaign resumed: {status}. Donations held during the pause are credited by the old-unconfirmed "
-            "crawler within about 45 minutes.",
+            "crawler's next run (every 15 minutes).",
             messages.SUCCESS,
         )
+
+    @admin.action(
+        description="Repair totals: recompute the campaign and every donor's totals from the confirmed donations",
+        permissions=["pause_campaign"],
+    )
+    def repair_totals(self, request: HttpRequest, queryset: QuerySet[DonationStats]) -> None:
+        repair = totals_repair(operator=f"{request.user.get_username()} (admin)", tiers=settings.CONFIG.sale_tiers)
+        lines = repair.lines()
+        shown = "; ".join(lines[:SHOWN]) + (
+            f"; and {len(lines) - SHOWN} more (see the log)" if len(lines) > SHOWN else ""
+        )
+        self._record(request, f"repaired the totals: {shown}")
+        self.message_user(request, f"Totals repaired: {shown}", messages.SUCCESS)
 
     def _record(self, request: HttpRequest, what: str) -> None:
         logger.warning("admin: %s %s", request.user.get_username(), what)
