@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dws_project.config import Config, StableCoin
+from dws_project.config import DEFAULT_RPC_MAX_ANSWER_MB, Config, StableCoin
 from dws_project.redaction import redact_url
 
 # The name of the chain today's single-chain variables describe (`last_block.chain`, DESIGN "Chains").
@@ -27,6 +27,8 @@ class ChainSettings:
     start_block: int | None
     block_cache: str | None  # a directory for finalized blocks, or None
     debug_data_store: str | None  # a directory for raw provider answers, or None
+    # DWS_RPC_MAX_ANSWER_MB: a longer answer is no evidence
+    rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
 
     @property
     def rpc_origin(self) -> str:
@@ -48,4 +50,5 @@ def chain_settings(config: Config) -> ChainSettings:
         start_block=config.start_block,
         block_cache=config.block_cache,
         debug_data_store=config.debug_data_store,
+        rpc_max_answer_bytes=config.rpc_max_answer_bytes,
     )

@@ -35,6 +35,8 @@ VENUES = ("BINANCE", "COINBASE", "KRAKEN", "KUCOIN", "BITFINEX", "CEXIO")
 DEV_CHAIN_IDS = frozenset({31337, 1337})
 # Operator surfaces answer only the machine itself unless an operator names more networks.
 DEFAULT_ADMIN_NETWORKS = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
+RPC_MAX_ANSWER_MB_RANGE = range(1, 1025)  # DWS_RPC_MAX_ANSWER_MB: a provider's answer, in MB (2**20 bytes)
+DEFAULT_RPC_MAX_ANSWER_MB = 32  # a busy block's traces fit with room to spare
 VENUE_TIMEOUT_RANGE = (Decimal("0.5"), Decimal("30"))  # seconds; a price cycle runs every 60 s
 
 _T = TypeVar("_T")
@@ -116,6 +118,8 @@ class Config:
     secrets_key: tuple[str, ...] | None = field(default=None, repr=False)
     # DWS_WEBHOOK_ALLOW_LOOPBACK: a development chain's webhooks may go to this machine (the local demo).
     webhook_allow_loopback: bool = False
+    # DWS_RPC_MAX_ANSWER_MB: the largest provider answer read; a longer one is no evidence (a hold).
+    rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
 
     @property
     def eth_rpc_origin(self) -> str:
@@ -360,6 +364,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
             venue_urls[venue.lower()] = url
     venue_timeout = env.optional("DWS_VENUE_TIMEOUT", _parse_venue_timeout, 5.0)
     trace_mode = env.optional("DWS_TRACE", _parse_trace_mode, "auto")
+    rpc_max_answer_mb = env.optional("DWS_RPC_MAX_ANSWER_MB", _parse_answer_mb, DEFAULT_RPC_MAX_ANSWER_MB)
     freeze_on_drift = env.optional("DWS_FREEZE_ON_DRIFT", ops_config.parse_on_off, True)
     metrics_port = env.optional("DWS_METRICS_PORT", ops_config.parse_port, None)
     metrics_host = env.optional("DWS_METRICS_HOST", ops_config.parse_listen_host, "127.0.0.1")
@@ -414,6 +419,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         csrf_trusted_origins=csrf_trusted_origins,
         secrets_key=secrets_key,
         webhook_allow_loopback=webhook_allow_loopback,
+        rpc_max_answer_bytes=rpc_max_answer_mb * 2**20,
     )
 
 
@@ -490,6 +496,13 @@ def _parse_block_number(value: str) -> int:
 def _parse_chain_id(value: str) -> int:
     if not value.strip().isdigit() or int(value) <= 0:
         raise ValueError("must be a positive chain id")
+    return int(value)
+
+
+def _parse_answer_mb(value: str) -> int:
+    low, high = RPC_MAX_ANSWER_MB_RANGE.start, RPC_MAX_ANSWER_MB_RANGE.stop - 1
+    if not value.strip().isdigit() or int(value) not in RPC_MAX_ANSWER_MB_RANGE:
+        raise ValueError(f"must be whole megabytes from {low} to {high}")
     return int(value)
 
 

@@ -8,9 +8,15 @@ Faults are armed per JSON-RPC method and for a number of matching requests (None
 * ``status``  the whole HTTP reply is that status (429 carries ``Retry-After``)
 * ``hang``    the reply is delayed by ``seconds`` (past the client's time-out)
 * ``drop``    the connection is closed without a reply
+* ``huge``    the reply is a valid JSON-RPC answer padded to ``size`` bytes (an answer past the client's cap)
+* ``deep``    the reply's result is nested ``size`` arrays deep (json's recursion limit, as a lying node)
+* ``drip``    the reply's headers come at once, then its body one byte every ``seconds`` (each read is
+              quicker than the client's read time-out; only a total deadline ends it)
+* ``redirect`` the reply is a 307 to ``location`` (a client that follows it re-POSTs elsewhere)
 
 Element faults (null, error, rewrite) hit the matching elements of a batch; transport faults (status,
-hang, drop) hit the whole HTTP request when any element matches. ``method="*"`` matches everything,
+hang, drop, huge, deep, drip, redirect) hit the whole HTTP request when any element matches.
+``method="*"`` matches everything,
 ``method="debug_*"`` every method of a namespace. Two ready-made provider behaviours:
 ``lag_logs`` (a load-balanced node that has not indexed the newest blocks answers them without logs)
 and ``refuse_traces`` (a provider without any trace method).
@@ -43,6 +49,8 @@ class Fault:
     status: int = 429
     retry_after: int | None = 2
     seconds: float = 0.0
+    size: int = 0  # huge: bytes of the reply; deep: levels of nesting
+    location: str = ""  # redirect: where the 307 points
     rewrite: Callable[[Any, list], Any] | None = None  # (result, params) -> result
     when: Callable[[list], bool] | None = None  # only requests whose params match
     used: int = 0
@@ -76,6 +84,7 @@ REPLAYABLE = frozenset(
     }
 )
 
+TRANSPORT_FAULTS = ("status", "hang", "drop", "huge", "deep", "drip", "redirect")
 _MOVING_TAGS = ("latest", "finalized", "safe", "pending", "earliest")
 
 
@@ -206,6 +215,38 @@ class RpcProxy:
                     self._memo[key] = reply
         return by_id
 
+    def _misbehave(self, handler: BaseHTTPRequestHandler, fault: Fault, payload: Any) -> None:
+        """An answer no client should take whole: oversized, too deep, dripped, or a redirect."""
+        first = payload[0] if isinstance(payload, list) else payload
+        if fault.kind == "redirect":
+            handler.send_response(307)
+            handler.send_header("Location", fault.location)
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        if fault.kind == "deep":
+            data = b'{"jsonrpc":"2.0","id":' + json.dumps(first.get("id")).encode() + b',"result":'
+            data += b"[" * fault.size + b"]" * fault.size + b"}"
+        else:
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": first.get("id"), "result": "0x1"}
+            if fault.kind == "huge":
+                reply["padding"] = "x" * fault.size
+            data = json.dumps([reply] if isinstance(payload, list) else reply).encode()
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(data)))
+            handler.end_headers()
+            if fault.kind != "drip":
+                handler.wfile.write(data)
+                return
+            for byte in data:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                time.sleep(fault.seconds)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up: what it should do
+
     def _handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         payload = json.loads(body)
         batch = payload if isinstance(payload, list) else [payload]
@@ -216,9 +257,12 @@ class RpcProxy:
             )
         transport = None
         for request in batch:
-            transport = self._take(request, ("status", "hang", "drop"))
+            transport = self._take(request, TRANSPORT_FAULTS)
             if transport:
                 break
+        if transport and transport.kind in ("huge", "deep", "drip", "redirect"):
+            self._misbehave(handler, transport, batch if isinstance(payload, list) else batch[0])
+            return
         if transport and transport.kind == "drop":
             handler.close_connection = True
             handler.connection.shutdown(2)  # socket.SHUT_RDWR: no reply at all

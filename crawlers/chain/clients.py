@@ -13,7 +13,11 @@ PROBE_TIMEOUT = 2.0  # seconds: /health and the admin ask the provider, and must
 
 def make_client(chain: ChainSettings) -> RpcClient:
     # The read time-out can be lowered (tests) by a Django setting; it is never unbounded.
-    return RpcClient(chain.rpc_url, read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT))
+    return RpcClient(
+        chain.rpc_url,
+        read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT),
+        max_answer_bytes=chain.rpc_max_answer_bytes,
+    )
 
 
 def make_probe_client(chain: ChainSettings) -> RpcClient:
@@ -24,4 +28,5 @@ def make_probe_client(chain: ChainSettings) -> RpcClient:
         connect_timeout=PROBE_TIMEOUT / 2,
         read_timeout=PROBE_TIMEOUT,
         backoff_scope=WEB_BACKOFF_SCOPE,
+        max_answer_bytes=chain.rpc_max_answer_bytes,
     )

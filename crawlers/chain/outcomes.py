@@ -22,7 +22,8 @@ class NoEvidence:
     """The provider told us nothing usable. Never a reason to fail or skip a donation."""
 
     method: str
-    # "null" | "error" | "rate-limited" | "backoff" | "timeout" | "connection" | "http" | "malformed"
+    # "null" | "error" | "rate-limited" | "backoff" | "timeout" | "connection" | "http" | "malformed" |
+    # "too-large" (an answer past DWS_RPC_MAX_ANSWER_MB)
     # (and, from the block store and the scan, "cache-write" | "reorged")
     kind: str
     detail: str

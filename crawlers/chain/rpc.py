@@ -6,8 +6,13 @@ open). A caller can never read a `NoEvidence` as "the transaction/block does not
 value, and `require()` turns it into `NoEvidenceError`, which every crawler treats as "hold the cursor".
 
 Only `redact_url(url)` (scheme, host, port) of the provider URL ever appears in a log line or an
-exception: providers put the API key in the path or the query string. requests' own exception texts
-carry the full URL, so they are never passed on; we name the exception class instead.
+exception: providers put the API key in the path or the query string.
+
+Answers are bounded (crawlers/chain/transport.py): connecting ends within the connect time-out, and the
+request with its whole answer within the read time-out, however the provider paces its bytes; the body
+is read up to DWS_RPC_MAX_ANSWER_MB; a redirect is never followed (a 307 would re-POST, key and all,
+elsewhere); JSON nested deeper than MAX_ANSWER_DEPTH (or than the decoder's recursion limit) is
+malformed. Each is `NoEvidence`, like a time-out.
 
 A 429 or a rate-limit error object opens a back-off window in Redis (keyed by the provider's origin and
 the client's `backoff_scope`), and every worker on every machine asks nothing of that provider until it
@@ -23,6 +28,7 @@ an answer short of evidence is never taken from it: that batch is simply asked a
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import re
 import threading
@@ -31,12 +37,13 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-import requests
 from redis.exceptions import RedisError
 
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, outcome_label, require
 from crawlers.chain.read_ahead import ReadAhead
+from crawlers.chain.transport import BoundedPoster, TransportError
 from dws_project import metrics
+from dws_project.json_limits import nested_deeper_than
 from dws_project.redaction import redact, redact_url, register_secrets
 from dws_project.redis_client import get_redis
 
@@ -46,6 +53,9 @@ CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 15.0
 DEFAULT_BACKOFF_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 600.0
+MAX_ANSWER_BYTES = 32 * 1024 * 1024  # DWS_RPC_MAX_ANSWER_MB's default: a busy block's traces fit
+# Deeper than any real answer (a call trace 1024 frames deep nests ~2050), shallow enough for C's stack.
+MAX_ANSWER_DEPTH = 2100
 MAX_BATCH = 200  # providers cap batch sizes; bigger batches are split into several posts
 LOG_SPAN_MAX = 2000
 LOG_SPAN_MIN = 1
@@ -99,16 +109,19 @@ class RpcClient:
         max_batch: int = MAX_BATCH,
         log_span: int = LOG_SPAN_MAX,
         backoff_scope: str | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
-        self._url = url
         self._backoff_scope = backoff_scope
         self.origin = redact_url(url)
         parts = urlsplit(url)
         # Belt and braces: should any library log the URL, the formatter masks the key parts.
         register_secrets(parts.path if parts.path not in ("", "/") else None, parts.query, parts.password)
-        self._timeout = (connect_timeout, read_timeout)
+        # Connecting ends within the connect time-out; the request and its whole answer, however the
+        # provider paces its bytes, within the read time-out.
+        self._poster = BoundedPoster(
+            url, connect_timeout=connect_timeout, deadline=read_timeout, max_bytes=max_answer_bytes
+        )
         self._max_batch = max_batch
-        self._local = threading.local()  # one HTTP session per thread (the read-ahead posts from its own)
         self._ids = itertools.count(1)  # request ids, unique across threads
         self._ahead: ReadAhead | None = None
         self._counting = threading.Lock()
@@ -140,14 +153,6 @@ class RpcClient:
         logger.warning("provider %s rate-limited us (%s); every worker backs off for %.0f s", self.origin, why, seconds)
 
     # --- transport ---------------------------------------------------------------------------
-    @property
-    def _session(self) -> requests.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-            session.headers["Content-Type"] = "application/json"
-        return session
-
     def _post(self, payload: Any, label: str) -> tuple[Any, NoEvidence | None]:
         """One HTTP round trip; returns (decoded body, None) or (None, why not)."""
         remaining = self.backoff_remaining()
@@ -157,21 +162,26 @@ class RpcClient:
             self.round_trips += 1
         started = time.monotonic()
         try:
-            response = self._session.post(self._url, json=payload, timeout=self._timeout)
-        except requests.Timeout as exc:
-            return None, NoEvidence(label, "timeout", f"{self.origin}: {type(exc).__name__}")
-        except requests.RequestException as exc:
-            return None, NoEvidence(label, "connection", f"{self.origin}: {type(exc).__name__}")
+            reply = self._poster.post(json.dumps(payload).encode())
+        except TransportError as exc:
+            return None, NoEvidence(label, exc.kind, f"{self.origin}: {exc}")
         finally:
             metrics.rpc_timed("batch" if isinstance(payload, list) else label, time.monotonic() - started)
-        if response.status_code == 429:
-            self._open_backoff(_retry_after_seconds(response.headers.get("Retry-After")), "HTTP 429")
+        if reply.status == 429:
+            self._open_backoff(_retry_after_seconds(reply.retry_after), "HTTP 429")
             return None, NoEvidence(label, "rate-limited", f"{self.origin}: HTTP 429")
-        if response.status_code != 200:
-            return None, NoEvidence(label, "http", f"{self.origin}: HTTP {response.status_code}")
+        if 300 <= reply.status < 400:
+            return None, NoEvidence(label, "http", f"{self.origin}: HTTP {reply.status}, a redirect, not followed")
+        if reply.status != 200:
+            return None, NoEvidence(label, "http", f"{self.origin}: HTTP {reply.status}")
+        if nested_deeper_than(reply.body, MAX_ANSWER_DEPTH):
+            # Some libraries raise the recursion limit (py_ecc: 100000): json would overflow the C stack.
+            return None, NoEvidence(label, "malformed", f"{self.origin}: reply nested deeper than {MAX_ANSWER_DEPTH}")
         try:
-            return response.json(), None
-        except ValueError:
+            return json.loads(reply.body), None
+        except RecursionError:
+            return None, NoEvidence(label, "malformed", f"{self.origin}: reply nested deeper than JSON decodes")
+        except ValueError:  # UnicodeDecodeError included
             return None, NoEvidence(label, "malformed", f"{self.origin}: reply is not JSON")
 
     def _request(self, method: str, params: Sequence[Any]) -> dict[str, Any]:
