@@ -283,6 +283,16 @@ def internal_transfers(
     return found
 
 
+def dust_wei(frames: Sequence[Frame], *, donation_address: str, eth_scale: int) -> int:
+    """The wei of the donation frames that are zero at `eth_scale` (dust): never credited, never an
+    inflow; the balance proof counts them as explained, like a top-level transfer of a few wei."""
+    return sum(
+        frame.wei
+        for frame in donation_frames(frames, donation_address)
+        if scaled_amount(frame.wei, ETH_DECIMALS, eth_scale) == 0
+    )
+
+
 def transaction_frames(kind: str, result: object, tx_hash: str, block_hash: str | None = None) -> list[Frame]:
     """Frames of one transaction: `debug_traceTransaction` (callTracer, kind "debug") or
     `trace_transaction` (kind "trace"), for the old-unconfirmed crawler's proof of one row."""

@@ -310,8 +310,13 @@ def _settle_block(
             block.unexplained.append((ETH, raw))
             continue
         found = traced_block.donations
-        # ETH back in the address's own transactions closes the identity too, but is no donation.
-        traced = sum(int(t.amount * WEI_PER_ETH) for t in found) + sum(m.raw for m in traced_block.returned)
+        # ETH back in the address's own transactions, and dust frames, close the identity too; neither is
+        # a donation.
+        traced = (
+            sum(int(t.amount * WEI_PER_ETH) for t in found)
+            + sum(m.raw for m in traced_block.returned)
+            + traced_block.dust
+        )
         left = raw - traced
         if left < 0:
             return f"the call traces show {traced} wei arriving, the balance only {raw}"

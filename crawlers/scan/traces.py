@@ -43,6 +43,7 @@ from crawlers.decode.frames import (
     Frame,
     MalformedTrace,
     call_tracer_frames,
+    dust_wei,
     internal_transfers,
     own_transactions,
     parity_frames,
@@ -212,11 +213,13 @@ def block_frames(
 @dataclass(frozen=True)
 class TracedBlock:
     """What a block's call traces say reached the donation address: internal ETH donations, the ETH that
-    came back in the address's own transactions, and which transactions those are."""
+    came back in the address's own transactions, which transactions those are, and the wei of donation
+    frames below the column's scale (dust)."""
 
     donations: list[Transfer]
     returned: list[Movement]
     own_txs: set[str]
+    dust: int = 0
 
 
 def traced_block(
@@ -235,7 +238,8 @@ def traced_block(
     donations = internal_transfers(
         frames, donation_address=us, eth_scale=scale, block_number=block_number, block_hash=block_hash
     )
-    return TracedBlock(donations, returned_frames(frames, us), own_transactions(frames, us))
+    dust = dust_wei(frames, donation_address=us, eth_scale=scale)
+    return TracedBlock(donations, returned_frames(frames, us), own_transactions(frames, us), dust)
 
 
 def internal_eth_transfers(
