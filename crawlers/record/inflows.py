@@ -3,8 +3,9 @@
 Recorded with the finalized block whose balance proof could not explain it (never dropped, never a
 wedge: the cursor moves on), surfaced on /health, in an ERROR line, in the admin and by `reconcile`
 (exit 1 while one is open), and closed by an operator (crawlers/runs/operator.py): "credit this
-transaction" once the crawler's own detection found it, "not a donation" with a reason. Both log the
-operator. The table has no chain column yet (multi-chain adds it); `chain` is taken already.
+transaction" for what the crawler's own detection finds in it (the rest stays open, with its new
+amount), "not a donation" for what remains, with a reason. Both log the operator. The table has no
+chain column yet (multi-chain adds it); `chain` is taken already.
 """
 
 from __future__ import annotations
@@ -69,14 +70,15 @@ def inflow_record(chain: ChainSettings, *, block: BlockHeader, asset: str, raw: 
 
 
 def inflow_dismiss(*, inflow_id: int, reason: str, operator: str) -> UnexplainedInflow:
-    """ "Not a donation": closed with the operator's reason (a withdrawal, a refund to ourselves, ...)."""
+    """ "Not a donation": what remains of the inflow is closed with the operator's reason (a withdrawal, a
+    refund to ourselves, ...), after any earlier partial credit noted in it."""
     if not reason.strip():
         raise InflowRefused("a reason is required")
     with transaction.atomic():
         inflow = UnexplainedInflow.objects.select_for_update().get(pk=inflow_id)
         if inflow.status != InflowStatus.OPEN:
             raise InflowRefused(f"this inflow is already {inflow.status}")
-        inflow.status, inflow.reason = InflowStatus.DISMISSED, reason.strip()
+        inflow.status, inflow.reason = InflowStatus.DISMISSED, _noted(inflow.reason, reason.strip())
         inflow.operator, inflow.resolved_at = operator, timezone.now()
         inflow.save()
     logger.warning(
@@ -91,13 +93,29 @@ def inflow_dismiss(*, inflow_id: int, reason: str, operator: str) -> Unexplained
     return inflow
 
 
-def inflow_mark_credited(*, inflow_id: int, tx_hash: str, operator: str) -> UnexplainedInflow:
-    """Close an open inflow as paid by `tx_hash` (the caller has found that transaction's donation)."""
+def inflow_mark_credited(
+    chain: ChainSettings, *, inflow_id: int, tx_hash: str, operator: str, credited_raw: int, tolerance: int
+) -> UnexplainedInflow:
+    """An open inflow, `credited_raw` of which the caller has found credited as `tx_hash`: closed as credited
+    when that covers it (short of at most `tolerance`, the column's rounding), else left open with what
+    remains as its amount and the credit noted in its reason."""
     with transaction.atomic():
         inflow = UnexplainedInflow.objects.select_for_update().get(pk=inflow_id)
         if inflow.status != InflowStatus.OPEN:
             raise InflowRefused(f"this inflow is already {inflow.status}")
-        inflow.status, inflow.tx_hash = InflowStatus.CREDITED, tx_hash
-        inflow.operator, inflow.resolved_at = operator, timezone.now()
+        remaining = int(inflow.amount_raw) - credited_raw
+        credited = display_amount(chain, inflow.asset, credited_raw).normalize()
+        note = f"{credited:f} {inflow.asset} credited as transaction {tx_hash} by {operator}"
+        if remaining <= tolerance:
+            inflow.status, inflow.tx_hash = InflowStatus.CREDITED, tx_hash
+            inflow.operator, inflow.resolved_at = operator, timezone.now()
+        else:
+            inflow.amount_raw = remaining
+            inflow.amount = display_amount(chain, inflow.asset, remaining)
+        inflow.reason = _noted(inflow.reason, note)
         inflow.save()
     return inflow
+
+
+def _noted(reason: str, note: str) -> str:
+    return f"{reason}; {note}" if reason else note

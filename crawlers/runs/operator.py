@@ -12,11 +12,13 @@ from django.conf import settings
 from crawlers.chain.clients import make_client
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import chain_tips
+from crawlers.decode.amounts import ETH_DECIMALS
 from crawlers.models import FINALIZED, LATEST, InflowStatus, UnexplainedInflow
 from crawlers.record.cursors import cursor_get, cursor_write
 from crawlers.record.inflows import InflowRefused, inflow_mark_credited
 from crawlers.runs.crawl import crawl_single_block
 from donations.models import Donation
+from donations.sightings import amount_scale
 from dws_project.chain_settings import chain_settings
 from dws_project.config import Config
 from dws_project.locks import exclusive_run
@@ -67,8 +69,10 @@ def inflow_credit(
     *, inflow_id: int, tx_hash: str, operator: str, config: Config | None = None, client: RpcClient | None = None
 ) -> UnexplainedInflow:
     """ "Credit this transaction": the inflow's block is crawled again by the finalized crawler's single-block
-    path (top-level transactions, call traces, logs: the same detection and crediting), and the inflow
-    closes once that transaction is recorded there as a donation of the inflow's asset."""
+    path (top-level transactions, call traces, logs: the same detection and crediting). What that finds
+    recorded as new donations of the inflow's asset in that transaction is credited; the inflow closes
+    only if that covers it, else it stays open with the rest as its amount (for "not a donation", or
+    another transaction)."""
     tx_hash = tx_hash.strip().lower()
     inflow = UnexplainedInflow.objects.get(pk=inflow_id)
     if inflow.status != InflowStatus.OPEN:
@@ -88,21 +92,34 @@ def inflow_credit(
             f"no new {inflow.asset} donation of transaction {tx_hash} found in block {inflow.block_number}: "
             f"it {why} (transactions, call traces, logs)"
         )
-    locked = inflow_mark_credited(inflow_id=inflow_id, tx_hash=tx_hash, operator=operator)
     credited = sum((r.amount for r in rows), Decimal(0))
+    chain = chain_settings(config or settings.CONFIG)
+    decimals = (
+        ETH_DECIMALS if inflow.asset == "eth" else next(c.scale for c in chain.stable_coins if c.asset == inflow.asset)
+    )
+    # Each row is rounded down to its column: what it leaves of the inflow below that is rounding, not money.
+    rounding = 10 ** max(decimals - amount_scale(inflow.asset), 0) * len(rows)
+    locked = inflow_mark_credited(
+        chain,
+        inflow_id=inflow_id,
+        tx_hash=tx_hash,
+        operator=operator,
+        credited_raw=int(credited.scaleb(decimals)),
+        tolerance=rounding,
+    )
     # The audit line says what the crediting covered: the amount credited and what of the inflow it leaves.
     logger.warning(
         "unexplained inflow %d (block %d, %s %s) credited by %s as transaction %s: %s %s credited, %s %s left "
         "open (%s)",
         locked.pk,
         locked.block_number,
-        locked.amount,
+        inflow.amount,
         locked.asset,
         operator,
         tx_hash,
         credited,
         locked.asset,
-        locked.amount - credited,
+        locked.amount if locked.status == InflowStatus.OPEN else inflow.amount - credited,
         locked.asset,
         ", ".join(f"donation id {r.id}: {r.amount} from {r.address}, {r.status}" for r in rows),
     )
