@@ -15,6 +15,9 @@ const target = join(root, "web", "static", "web", "vendor");
 // package -> { file in the package: name under vendor/ }
 const VENDORED = {
   "big.js": { "big.mjs": "big.mjs", "LICENCE.md": "big.js-LICENCE.md" },
+  // The QR encoder of the phone payment request (one ES module, no imports): the code is drawn on the
+  // page, never fetched from a QR service.
+  uqr: { "dist/index.mjs": "uqr.mjs", LICENSE: "uqr-LICENSE" },
 };
 
 const pins = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).dependencies ?? {};
