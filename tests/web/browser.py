@@ -13,6 +13,8 @@ Fixtures:
                        the test USDT/USDC deployed at deploy/env.local's addresses
     wallet_page      - factory: wallet_page(rpc_url=..., account=..., viewport=...) -> Page with the wallet
     plain_page       - factory: a Page without any wallet
+    wallets_page     - factory: wallets_page(rpc_url=..., wallets=[AnnouncedWallet, ...]) -> Page in a
+                       browser with several wallet extensions announcing themselves (EIP-6963)
 Each page records uncaught script errors in `page.script_errors`; `assert_no_script_errors(page)`.
 `ApiLog(page)` records the page's API requests; `refuse_api(page)` makes the API unreachable.
 """
@@ -34,6 +36,7 @@ from eth_account import Account
 from eth_account.messages import _hash_eip191_message, encode_defunct
 from playwright.sync_api import Browser, Page, Route, ViewportSize, sync_playwright
 
+from tests.chain import PORT_RANGE as CHAIN_PORT_RANGE
 from tests.chain import Anvil, deploy_stable_coins, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +52,7 @@ CHROMIUM_ARGS = [
 ]
 # This checkout's share of TCP ports for servers the tests start (TEST_PORT_RANGE: see
 # docs/development.md, "Crawler test infrastructure (reusable)").
-PORT_RANGE = range(19000, 19100)
+PORT_RANGE = CHAIN_PORT_RANGE
 DESKTOP: ViewportSize = {"width": 1280, "height": 900}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 # Test artifacts, outside the tracked tree: `make test` never rewrites docs/screenshots/, whose copies
@@ -57,17 +60,17 @@ PHONE: ViewportSize = {"width": 390, "height": 844}
 SCREENSHOTS = Path(os.environ.get("DWS_SCREENSHOT_DIR", ROOT / "var" / "screenshots"))
 API_PREFIXES = ("/donation/", "/price/", "/user/", "/affiliate/", "/wallet/")
 
-# The injected wallet. `__dwsWalletRpc` is the test process's forwarder; `__dwsWallet` its settings.
-PROVIDER_SHIM = """
-(() => {
-  const settings = window.__dwsWallet;
+# An injected wallet: `__dwsMakeWallet(settings, rpcName)` makes an EIP-1193 provider whose RPC calls go
+# to the test process's forwarder exposed as `window[rpcName]`.
+WALLET_FACTORY = """
+window.__dwsMakeWallet = (settings, rpcName) => {
   const listeners = {};
   let connected = settings.connected;
   let chainOverride = settings.chainId;  // null: report the node's own chain id
   const emit = (event, value) => (listeners[event] || []).forEach((fn) => fn(value));
   const fail = (code, message) => Object.assign(new Error(message), { code });
   const forward = async (method, params) => {
-    const answer = JSON.parse(await window.__dwsWalletRpc(method, JSON.stringify(params || [])));
+    const answer = JSON.parse(await window[rpcName](method, JSON.stringify(params || [])));
     if (answer.error) throw fail(answer.error.code, answer.error.message);
     return answer.result;
   };
@@ -107,9 +110,39 @@ PROVIDER_SHIM = """
     },
   };
   provider.__emit = emit;
-  window.ethereum = provider;
-})();
+  return provider;
+};
 """
+# The classic injection: one wallet at `window.ethereum`. `__dwsWallet` holds its settings.
+PROVIDER_SHIM = WALLET_FACTORY + "window.ethereum = window.__dwsMakeWallet(window.__dwsWallet, '__dwsWalletRpc');\n"
+# EIP-6963: each wallet in `__dwsWallets` announces itself when the page asks, and once unasked.
+ANNOUNCING_WALLETS = (
+    WALLET_FACTORY
+    + """
+for (const { settings, info, rpcName, isEthereum } of window.__dwsWallets) {
+  const provider = window.__dwsMakeWallet(settings, rpcName);
+  if (isEthereum) window.ethereum = provider;
+  const announce = () =>
+    window.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }));
+  window.addEventListener("eip6963:requestProvider", announce);
+  announce();
+}
+"""
+)
+ICON = (
+    "data:image/svg+xml;base64,PHN2ZyB4bWxucz0naHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmcnIHZpZXdCb3g9JzAgMCAxIDEnPjwvc3ZnPg=="
+)
+
+
+@dataclass(frozen=True)
+class AnnouncedWallet:
+    """A wallet extension that announces itself through EIP-6963."""
+
+    name: str
+    rdns: str
+    uuid: str
+    account: str
+    is_ethereum: bool = False  # also injected as window.ethereum (it won the race)"""
 
 
 def refuse_api(page: Page) -> None:
@@ -266,6 +299,40 @@ def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
         settings = {"account": account.lower(), "chainId": chain_id, "reject": list(reject), "connected": connected}
         page.add_init_script(f"window.__dwsWallet = {json.dumps(settings)};\n{PROVIDER_SHIM}")
         page.wallet = forwarder  # type: ignore[attr-defined]  # the test's handle on the wallet, on the page
+        pages.append(page)
+        return page
+
+    yield make
+    for page in pages:
+        page.context.close()
+
+
+@pytest.fixture
+def wallets_page(browser: Browser) -> Iterator[Callable[..., Page]]:
+    """wallets_page(rpc_url, wallets=[AnnouncedWallet, ...], viewport=DESKTOP): a Page in a browser with
+    several wallet extensions, each announcing itself (EIP-6963) with its own account on the same node.
+    `page.wallets[name]` is each wallet's forwarder (its `calls` and `sent`)."""
+    pages: list[Page] = []
+
+    def make(*, rpc_url: str, wallets: list[AnnouncedWallet], viewport: ViewportSize = DESKTOP) -> Page:
+        page = _new_page(browser, viewport)
+        forwarders: dict[str, WalletForwarder] = {}
+        announced = []
+        for n, extension in enumerate(wallets):
+            forwarders[extension.name] = WalletForwarder(rpc_url)
+            page.expose_function(f"__dwsWalletRpc{n}", forwarders[extension.name])
+            settings = {"account": extension.account.lower(), "chainId": None, "reject": [], "connected": False}
+            info = {"uuid": extension.uuid, "name": extension.name, "icon": ICON, "rdns": extension.rdns}
+            announced.append(
+                {
+                    "settings": settings,
+                    "info": info,
+                    "rpcName": f"__dwsWalletRpc{n}",
+                    "isEthereum": extension.is_ethereum,
+                }
+            )
+        page.add_init_script(f"window.__dwsWallets = {json.dumps(announced)};\n{ANNOUNCING_WALLETS}")
+        page.wallets = forwarders  # type: ignore[attr-defined]  # the test's handles on the wallets
         pages.append(page)
         return page
 

@@ -1,10 +1,19 @@
 import pytest
 
 from donations.models import DonationStats
-from tests.web.browser import anvil_node, browser, plain_page, wallet_page
+from tests.web.browser import anvil_node, browser, plain_page, wallet_page, wallets_page
 from tests.web.pages import dev_chain, eth_price
 
-__all__ = ["anvil_node", "browser", "campaign_row", "dev_chain", "eth_price", "plain_page", "wallet_page"]
+__all__ = [
+    "anvil_node",
+    "browser",
+    "campaign_row",
+    "dev_chain",
+    "eth_price",
+    "plain_page",
+    "wallet_page",
+    "wallets_page",
+]
 
 
 @pytest.fixture

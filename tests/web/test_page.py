@@ -216,6 +216,11 @@ def test_every_static_file_the_page_references_is_served(client: Client, page) -
         "money.mjs",
         "eth.mjs",
         "big.mjs",
+        "discovery.mjs",
+        "chooser.mjs",
+        "phone.mjs",
+        "payment.mjs",
+        "uqr.mjs",
     }
     assert expected_modules <= {url.rsplit("/", 1)[-1] for url in seen}
 
@@ -231,6 +236,7 @@ def test_the_vendored_files_are_exactly_the_pinned_npm_packages() -> None:
         assert hashlib.sha256((VENDOR / file).read_bytes()).hexdigest() == digest, file
     # and the copy is the installed package's file, byte for byte
     assert (VENDOR / "big.mjs").read_bytes() == (ROOT / "node_modules" / "big.js" / "big.mjs").read_bytes()
+    assert (VENDOR / "uqr.mjs").read_bytes() == (ROOT / "node_modules" / "uqr" / "dist" / "index.mjs").read_bytes()
 
 
 def test_the_page_is_only_for_reading(client: Client) -> None:

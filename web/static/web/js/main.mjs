@@ -1,13 +1,16 @@
 // The donation page's entry: wires the parts together and starts the refresh rules. The parts: page.mjs
 // (configuration, state, render), campaign.mjs (the sale's figures), widget.mjs (wallet and donating),
-// tokens.mjs (my tokens), staking.mjs, referrals.mjs. Data comes from api.mjs (the only module that
+// tokens.mjs (my tokens), staking.mjs, referrals.mjs, chooser.mjs (which wallet, when several are
+// installed) and phone.mjs (the payment request for a wallet app). Data comes from api.mjs (the only module that
 // knows the API's field names), the wallet from wallet.mjs, every amount goes through money.mjs.
 //
 // Refresh rules (the sale's specification): the token price on load; the ETH price on load, every
 // minute and when Donate is pressed for ETH; the donor's data on load (wallet already connected),
 // on connect and on Donate.
 import { loadCampaign, loadEthPrice, loadTokenPrice, renderCampaign } from "./campaign.mjs";
+import * as chooser from "./chooser.mjs";
 import { $, ETH_PRICE_EVERY_MS, render, setRenderers, state } from "./page.mjs";
+import { renderPaymentRequest } from "./phone.mjs";
 import {
   attachReferral,
   attributeToAffiliate,
@@ -17,17 +20,22 @@ import {
   renderReferralOffer,
 } from "./referrals.mjs";
 import { renderStaking, stake, unstake } from "./staking.mjs";
-import { loadUserData, nextPage, previousPage, renderAccount } from "./tokens.mjs";
-import { connect, copyAddress, donate, renderTx, renderWidget, setAccount, switchNetwork } from "./widget.mjs";
+import { loadUserData, lookUp, nextPage, previousPage, renderAccount } from "./tokens.mjs";
+import { connect, copyAddress, donate, pickWallet, renderTx, renderWidget, setAccount, switchNetwork } from "./widget.mjs";
 import * as wallet from "./wallet.mjs";
 
 function start() {
-  setRenderers([renderCampaign, renderWidget, renderReferralOffer, renderTx, renderAccount]);
+  setRenderers([renderCampaign, renderWidget, renderPaymentRequest, renderReferralOffer, renderTx, renderAccount]);
   state.affiliate.code = readAffiliateCode();
+  chooser.start(() => {
+    chooser.render($("wallet-list"), pickWallet);
+    render();
+  });
 
   $("amount").addEventListener("input", (event) => {
     state.amountText = event.target.value;
     renderWidget();
+    renderPaymentRequest();
   });
   for (const input of document.querySelectorAll('input[name="asset"]')) {
     input.addEventListener("change", (event) => {
@@ -36,6 +44,7 @@ function start() {
     });
   }
   $("connect").addEventListener("click", connect);
+  $("lookup-form").addEventListener("submit", lookUp);
   $("copy-address").addEventListener("click", copyAddress);
   $("switch-network").addEventListener("click", switchNetwork);
   $("donate-form").addEventListener("submit", donate);

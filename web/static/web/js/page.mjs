@@ -31,6 +31,8 @@ export const state = {
   walletMessage: null, // { text, kind } shown under the wallet buttons
   busy: false,
   tx: null, // { hash, phase, blockNumber, message }
+  watched: null, // an address looked up read-only (a donor who paid from a phone), when not connected
+  paymentUri: null, // the EIP-681 request drawn as the QR code
   user: null,
   donations: [],
   offset: 0,
@@ -44,6 +46,11 @@ export const $ = (id) => document.getElementById(id);
 
 export function show(element, visible) {
   element.hidden = !visible;
+}
+
+/** Whose donations the page shows: the connected wallet's, else the looked-up address's. */
+export function viewedAddress() {
+  return state.account ?? state.watched;
 }
 
 export function chainName(id) {

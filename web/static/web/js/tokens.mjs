@@ -1,16 +1,17 @@
-// "My tokens": the connected donor's totals and donations, page by page, kept live while one is pending.
+// "My tokens": the connected donor's totals and donations, page by page, kept live while one is pending;
+// or, without connecting, those of an address the donor looks up (read-only: nothing to sign).
 import * as api from "./api.mjs";
 import { shortHex } from "./eth.mjs";
 import * as money from "./money.mjs";
 import { loadCampaign } from "./campaign.mjs";
-import { $, apiErrorText, config, render, show, state } from "./page.mjs";
+import { $, apiErrorText, config, render, show, state, viewedAddress } from "./page.mjs";
 import { renderStaking } from "./staking.mjs";
 
 const PENDING_DONATIONS_EVERY_MS = (config.pendingRefreshSeconds ?? 15) * 1000;
 
 /** The donor's totals and one page of donations; `toLast` walks to the page with the newest. */
 export async function loadUserData({ fresh = false, toLast = false } = {}) {
-  const account = state.account;
+  const account = viewedAddress();
   if (!account) return;
   clearTimeout(state.userTimer);
   try {
@@ -21,7 +22,7 @@ export async function loadUserData({ fresh = false, toLast = false } = {}) {
       state.offset += config.pageSize;
       data = next;
     }
-    if (account !== state.account) return; // the wallet switched accounts meanwhile
+    if (account !== viewedAddress()) return; // the wallet switched accounts meanwhile
     // The donor's confirmed tokens changed: the crawlers confirmed a donation, which moved the campaign
     // figures too. Show them now, not at the next minute's refresh.
     const confirmedMore = state.user !== null && state.user.tokens !== data.user.tokens;
@@ -39,10 +40,33 @@ export async function loadUserData({ fresh = false, toLast = false } = {}) {
   render();
 }
 
+/** A donor who paid from a phone looks up the address they sent from. */
+export async function lookUp(event) {
+  event.preventDefault();
+  const text = $("lookup-address").value.trim();
+  const error = $("lookup-error");
+  const valid = /^0x[0-9a-fA-F]{40}$/.test(text);
+  show(error, !valid);
+  error.textContent = valid ? "" : "Enter the address you sent from: 0x and 40 hexadecimal characters.";
+  if (!valid || state.account) return;
+  state.watched = text.toLowerCase();
+  state.user = null;
+  state.donations = [];
+  state.offset = 0;
+  render();
+  await loadUserData({ fresh: true });
+}
+
 export function renderAccount() {
+  const viewed = viewedAddress();
   show($("account-prompt"), !state.account);
-  show($("account-body"), Boolean(state.account));
-  if (!state.account) return;
+  show($("account-body"), Boolean(viewed));
+  // Looked up without connecting: read-only, nothing to sign.
+  show($("watch-note"), Boolean(viewed) && !state.account);
+  $("watched-address").textContent = state.account ? "" : (viewed ?? "");
+  show($("staking"), Boolean(state.account));
+  show($("referral-box"), Boolean(state.account));
+  if (!viewed) return;
   const userError = $("user-error");
   show(userError, Boolean(state.userError));
   userError.textContent = state.userError ? apiErrorText(state.userError) : "";

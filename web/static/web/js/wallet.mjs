@@ -1,5 +1,6 @@
-// The donor's wallet through EIP-1193 (`window.ethereum`: MetaMask and the like). The page never
-// holds a key: it asks the wallet for the account, for signatures and to send transactions.
+// The donor's wallet through EIP-1193: the one the donor picked among those announced by EIP-6963
+// (discovery.mjs), else `window.ethereum` (MetaMask and the like). The page never holds a key: it asks
+// the wallet for the account, for signatures and to send transactions.
 import { chainIdHex, erc20BalanceOfData, erc20TransferData, fromQuantity, hasCode, toQuantity, utf8ToHex } from "./eth.mjs";
 
 /** Why a wallet call failed, in the terms the page shows. */
@@ -10,10 +11,24 @@ export class WalletError extends Error {
   }
 }
 
-export function provider() {
+let chosen = null; // an EIP-1193 provider picked through EIP-6963, or null for window.ethereum
+let events = null; // the page's { accountsChanged, chainChanged } handlers
+let subscribed = null; // [provider, its two listeners] the handlers are attached to
+
+export function injectedProvider() {
   return typeof window !== "undefined" && window.ethereum && typeof window.ethereum.request === "function"
     ? window.ethereum
     : null;
+}
+
+export function provider() {
+  return chosen ?? injectedProvider();
+}
+
+/** Talk to this EIP-1193 provider from now on (null: back to window.ethereum); events follow it. */
+export function useProvider(eip1193) {
+  chosen = eip1193;
+  subscribe();
 }
 
 /** Map an EIP-1193 / JSON-RPC error to a WalletError the page can explain. */
@@ -99,8 +114,22 @@ export async function receipt(txHash) {
 
 /** Subscribe to account and network changes; returns nothing (the page lives as long as the tab). */
 export function onChange({ accountsChanged, chainChanged }) {
+  events = { accountsChanged, chainChanged };
+  subscribe();
+}
+
+function subscribe() {
   const eth = provider();
-  if (!eth || typeof eth.on !== "function") return;
-  eth.on("accountsChanged", (accounts) => accountsChanged(accounts?.[0]?.toLowerCase() ?? null));
-  eth.on("chainChanged", (id) => chainChanged(Number(fromQuantity(id))));
+  if (subscribed && subscribed[0] === eth) return;
+  if (subscribed && typeof subscribed[0].removeListener === "function") {
+    subscribed[0].removeListener("accountsChanged", subscribed[1]);
+    subscribed[0].removeListener("chainChanged", subscribed[2]);
+  }
+  subscribed = null;
+  if (!events || !eth || typeof eth.on !== "function") return;
+  const onAccounts = (accounts) => events.accountsChanged(accounts?.[0]?.toLowerCase() ?? null);
+  const onChain = (id) => events.chainChanged(Number(fromQuantity(id)));
+  eth.on("accountsChanged", onAccounts);
+  eth.on("chainChanged", onChain);
+  subscribed = [eth, onAccounts, onChain];
 }

@@ -1,5 +1,6 @@
 // The donation widget: the wallet connection, the amount and its estimate, sending the donation, and
 // following its transaction until the crawlers have it.
+import * as chooser from "./chooser.mjs";
 import { isTxHash } from "./eth.mjs";
 import * as money from "./money.mjs";
 import { loadCampaign, loadEthPrice } from "./campaign.mjs";
@@ -25,6 +26,13 @@ export async function connect() {
     render();
     return;
   }
+  if (chooser.needed()) {
+    // Several wallets announced themselves (EIP-6963): the donor says which one, then it connects.
+    chooser.open();
+    render();
+    document.querySelector("#wallet-list button")?.focus();
+    return;
+  }
   state.busy = true;
   render();
   try {
@@ -37,7 +45,16 @@ export async function connect() {
   }
 }
 
+/** The donor picked a wallet in the chooser: connect to that one. */
+export function pickWallet(uuid) {
+  if (!chooser.pick(uuid)) return;
+  state.account = null; // another wallet: its own account, chain and events
+  state.chainId = null;
+  connect();
+}
+
 export async function setAccount(account) {
+  if (account) state.watched = null;
   if (account !== state.account) {
     state.account = account;
     state.contractWallet = null;
@@ -77,12 +94,12 @@ export async function switchNetwork() {
   render();
 }
 
-function selectedCoin() {
+export function selectedCoin() {
   return STABLE_COINS.find((c) => c.asset === state.asset) ?? null;
 }
 
 /** True when the API names another donation address than the page: something in between lies. */
-function addressMismatch() {
+export function addressMismatch() {
   const fromApi = state.campaign?.donationAddress;
   return Boolean(fromApi) && fromApi.toLowerCase() !== SALE_ADDRESS.toLowerCase();
 }
@@ -91,7 +108,7 @@ function maxDecimals() {
   return money.inputDecimals(state.asset, selectedCoin()?.decimals ?? 6);
 }
 
-function parsedAmount() {
+export function parsedAmount() {
   return money.parseAmount(state.amountText, maxDecimals());
 }
 
@@ -117,7 +134,9 @@ function donateBlocker() {
   if (state.campaign.status !== "open") return "The sale is not open.";
   if (state.asset !== "eth" && !selectedCoin()) return `${state.asset.toUpperCase()} donations are not available.`;
   if (addressMismatch()) return "The sale address could not be verified. Please reload the page before donating.";
-  if (!wallet.provider()) return "No Ethereum wallet found: install one such as MetaMask to donate.";
+  if (!wallet.provider()) {
+    return "No Ethereum wallet found in this browser: pay from a wallet app with the payment request below, or install one such as MetaMask.";
+  }
   if (!state.account) return "Connect your wallet to donate.";
   if (state.chainId !== config.chainId) return `Switch your wallet to ${config.chainName} to donate.`;
   const parsed = parsedAmount();
@@ -255,6 +274,8 @@ export function renderWidget() {
   connectButton.disabled = Boolean(state.account) || state.busy;
   show($("account-line"), Boolean(state.account));
   $("account-address").textContent = state.account ?? "";
+  $("wallet-name").textContent = state.account && chooser.pickedName() ? `(${chooser.pickedName()})` : "";
+  show($("wallet-chooser"), chooser.isOpen());
   show($("wallet-kind"), Boolean(state.account) && state.contractWallet === true);
   const network = $("network-status");
   const switchButton = $("switch-network");
