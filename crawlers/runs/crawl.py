@@ -37,6 +37,7 @@ from crawlers.models import FINALIZED, LATEST, LastBlock
 from crawlers.record.blocks import record_blocks
 from crawlers.record.completeness import completeness_proven, completeness_unproven
 from crawlers.record.cursors import cursor_get, cursor_write
+from crawlers.runs.checkpoint import ledger_checkpoint
 from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
@@ -89,7 +90,16 @@ def _start_cursor(client: RpcClient, job: _Job) -> LastBlock:
 def crawl(
     label: str, *, config: Config | None = None, client: RpcClient | None = None, max_blocks: int | None = None
 ) -> CrawlResult:
-    """One run of the `label` crawler: from its cursor towards the tip until caught up or held."""
+    """One run of the `label` crawler: from its cursor towards the tip until caught up or held; a finalized
+    run that confirmed or failed anything ends with its ledger checkpoint (crawlers/runs/checkpoint.py)."""
+    result = _crawl(label, config=config, client=client, max_blocks=max_blocks)
+    before, after = result.cursor_before, result.cursor
+    if label == FINALIZED and (result.confirmed or result.failed) and before is not None and after is not None:
+        ledger_checkpoint(first=before + 1, last=after)
+    return result
+
+
+def _crawl(label: str, *, config: Config | None, client: RpcClient | None, max_blocks: int | None) -> CrawlResult:
     job = _job(label, config)
     client = client or make_client(job.chain)
     result = CrawlResult(label)

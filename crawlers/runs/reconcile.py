@@ -19,6 +19,7 @@ checked: an incomplete check is never a clean one.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -240,8 +241,9 @@ def reconcile(
     return report
 
 
-def ledger_discrepancies() -> list[str]:
-    """Invariants 1 and 2: the campaign and each donor's totals against the confirmed donations."""
+def ledger_discrepancies(*, donors: Collection[str] | None = None) -> list[str]:
+    """Invariants 1 and 2: the campaign and each donor's totals against the confirmed donations; with
+    `donors`, only theirs (a checkpoint's scope, crawlers/runs/checkpoint.py)."""
     problems = []
     confirmed = Donation.objects.filter(status=DonationStatus.CONFIRMED)
     sums = confirmed.aggregate(total=Sum("usd_amount"), tokens=Sum("tokens"))
@@ -252,11 +254,14 @@ def ledger_discrepancies() -> list[str]:
             f"campaign: donation_stats says {stats.total} USD / {stats.tokens} tokens, "
             f"the confirmed donations sum to {total} USD / {tokens} tokens"
         )
+    stored_rows = UserData.objects.all()
+    if donors is not None:
+        confirmed, stored_rows = confirmed.filter(address__in=donors), stored_rows.filter(address__in=donors)
     per_address = {
         r["address"]: (r["total"], r["tokens"])
         for r in confirmed.values("address").annotate(total=Sum("usd_amount"), tokens=Sum("tokens"), n=Count("id"))
     }
-    stored = {u.address: (u.total, u.tokens) for u in UserData.objects.all()}
+    stored = {u.address: (u.total, u.tokens) for u in stored_rows}
     for address in sorted(set(per_address) | set(stored)):
         expected = per_address.get(address, (Decimal("0"), 0))
         have = stored.get(address)
