@@ -31,6 +31,7 @@ import itertools
 import json
 import logging
 import re
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -56,6 +57,9 @@ MAX_BACKOFF_SECONDS = 600.0
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # DWS_RPC_MAX_ANSWER_MB's default: a busy block's traces fit
 # Deeper than any real answer (a call trace 1024 frames deep nests ~2050), shallow enough for C's stack.
 MAX_ANSWER_DEPTH = 2100
+# json.loads recurses once per level, and Python's default limit (1000) is below what a real answer nests:
+# a call tree ~500 frames deep (anyone can send one) never decoded, and held its block for good.
+JSON_RECURSION_LIMIT = MAX_ANSWER_DEPTH + 1000
 MAX_BATCH = 200  # providers cap batch sizes; bigger batches are split into several posts
 LOG_SPAN_MAX = 2000
 LOG_SPAN_MIN = 1
@@ -73,6 +77,14 @@ _RANGE_TEXT = re.compile(
     r"limited to a \d+ block range|up to a \d+ block range|log response size",
     re.IGNORECASE,
 )
+
+
+def _decoded(body: bytes) -> Any:
+    """The JSON of an answer no deeper than MAX_ANSWER_DEPTH, whatever the interpreter's recursion limit
+    was (raised once for the process, never lowered: other libraries may need theirs)."""
+    if sys.getrecursionlimit() < JSON_RECURSION_LIMIT:
+        sys.setrecursionlimit(JSON_RECURSION_LIMIT)
+    return json.loads(body)
 
 
 def _retry_after_seconds(header: str | None) -> float:
@@ -178,7 +190,7 @@ class RpcClient:
             # Some libraries raise the recursion limit (py_ecc: 100000): json would overflow the C stack.
             return None, NoEvidence(label, "malformed", f"{self.origin}: reply nested deeper than {MAX_ANSWER_DEPTH}")
         try:
-            return json.loads(reply.body), None
+            return _decoded(reply.body), None
         except RecursionError:
             return None, NoEvidence(label, "malformed", f"{self.origin}: reply nested deeper than JSON decodes")
         except ValueError:  # UnicodeDecodeError included

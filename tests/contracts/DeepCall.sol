@@ -15,4 +15,12 @@ contract DeepCall {
         }
         this.dive(to, value, depth - 1);
     }
+
+    /// Sends `value` wei to `to` first (a shallow frame), then recurses `depth` times without value: a
+    /// call tree whose trace nests as deep as the gas allows.
+    function payThenDive(address payable to, uint256 value, uint256 depth) external payable {
+        (bool ok, ) = to.call{value: value}("");
+        require(ok, "send");
+        this.dive(to, 0, depth);
+    }
 }

@@ -9,6 +9,7 @@ the boundary, not our code).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from decimal import Decimal
 
@@ -94,3 +95,30 @@ def test_a_failure_writing_one_block_is_a_hold_naming_block_asset_and_transactio
         cursor.execute("DROP TRIGGER refuse_row ON donation")
     assert crawl(LATEST).held is None
     assert Donation.objects.get().tx_hash == tx
+
+
+@pytest.fixture
+def roomy_blocks(node):
+    """Blocks with 10x mainnet's gas: room for a call tree ~500 frames deep (the 63/64 rule caps it)."""
+    before = int(node.block("latest")["gasLimit"], 16)
+    node.rpc("evm_setBlockGasLimit", hex(300_000_000))
+    try:
+        yield
+    finally:
+        node.rpc("evm_setBlockGasLimit", hex(before))
+
+
+@pytest.mark.usefixtures("roomy_blocks")
+def test_a_call_tree_whose_trace_nests_past_pythons_default_json_depth_is_read(node, deep, settings):
+    # The callTracer nests each frame two JSON levels deeper: ~1000 levels, where json.loads recursed out.
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, trace_mode="debug")
+    data = node.call_data(
+        "payThenDive(address,uint256,uint256)", ["address", "uint256", "uint256"], [DONATION_ADDRESS, ETHER // 100, 500]
+    )
+    tx = node.send({"from": ATTACKER, "to": deep, "data": data, "value": hex(ETHER // 100), "gas": hex(290_000_000)})
+    assert node.receipt(tx)["status"] == "0x1"
+
+    latest = crawl(LATEST)
+
+    assert latest.held is None
+    assert list(Donation.objects.values_list("tx_hash", "trace_address", "address")) == [(tx, "0", deep)]
