@@ -4,6 +4,12 @@ A Redis lock (SET NX PX with a random token; release and extension compare the t
 length of the run. A background thread extends it while the job works, so a long run keeps it; a
 holder that dies stops extending and the lock frees itself after its TTL. A second run that finds the
 lock held skips and says so.
+
+The Redis lock is the cheap first guard. A chain's rows are also guarded in PostgreSQL, where a Redis
+flush, restart or fail-over cannot take the guard away (`chain_writer`): a session advisory lock per
+(chain, job) on the connection the writes go through, held for the run; each write transaction checks
+it again (`chain_writer_check`), so a writer whose session was lost (and whose lock went with it) never
+writes beside the run that took the lock since.
 """
 
 from __future__ import annotations
@@ -11,10 +17,12 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
+from django.db import DatabaseError, connection
 from redis.exceptions import LockError, LockNotOwnedError, RedisError
 
 from dws_project.redis_client import get_redis
@@ -83,3 +91,51 @@ def non_overlapping(job: str, *, ttl: float = DEFAULT_TTL) -> Callable[[Callable
 def is_running(job: str) -> bool:
     """Whether some process currently holds `job`'s lock (for health pages)."""
     return bool(get_redis().exists(_lock_key(job)))
+
+
+# --- the chain's writers, exclusive in PostgreSQL ------------------------------------------------------
+
+ADVISORY_NAMESPACE = 0x647773  # "dws": the first key of pg_advisory_lock(int, int), keeping clear of others'
+
+
+class ChainWriterBusy(Exception):
+    """Another session holds the (chain, job) lock: this writer must not write now."""
+
+
+def _advisory_key(chain: str, job: str) -> int:
+    """A stable 32-bit signed key for (chain, job) (the second key of the two-int advisory lock)."""
+    value = zlib.crc32(f"{chain}:{job}".encode())
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _advisory(function: str, chain: str, job: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {function}(%s, %s)", [ADVISORY_NAMESPACE, _advisory_key(chain, job)])
+        row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+@contextmanager
+def chain_writer(chain: str, job: str) -> Iterator[bool]:
+    """Yield True while this process's database session holds (chain, job)'s advisory lock, False (at
+    once, never waiting) when another session holds it. Re-entrant within one session."""
+    if not _advisory("pg_try_advisory_lock", chain, job):
+        logger.warning("job %s (%s): another session holds its PostgreSQL lock; not writing", job, chain)
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        try:
+            _advisory("pg_advisory_unlock", chain, job)
+        except DatabaseError as exc:  # the session is gone, and its lock went with it
+            logger.warning("job %s (%s): PostgreSQL lock not released (%s)", job, chain, type(exc).__name__)
+
+
+def chain_writer_check(chain: str, job: str) -> None:
+    """Inside a write transaction: raise ChainWriterBusy unless this session may write (chain, job)'s rows.
+
+    A transaction-level try-lock: granted to the session holding the run's lock (re-entrant) and to no one
+    while another session does; held to the transaction's end, so no run takes the lock mid-write."""
+    if not _advisory("pg_try_advisory_xact_lock", chain, job):
+        raise ChainWriterBusy(f"another session holds the PostgreSQL lock of {job} ({chain})")

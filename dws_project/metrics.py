@@ -83,6 +83,7 @@ RATE_LIMIT_REFUSALS = Counter("dws_ratelimit_refusals", "API requests refused by
 # The held reasons, by what they ask of an operator (a free text label would explode the series).
 _HELD_REASONS = (  # first match wins: the hold texts of crawlers/runs/crawl.py, ranges.py and balances.py
     ("shutdown", "shutdown"),
+    ("postgresql lock", "overlap"),
     ("eth_getlogs answered short", "logs-short"),
     ("no balance evidence", "no-evidence"),
     ("left the donation address", "balance-mismatch"),

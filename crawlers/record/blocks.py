@@ -29,6 +29,7 @@ from donations.sightings import DonationKey, Sighting, Transfer, donation_key
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings
 from dws_project.config import SaleTier
+from dws_project.locks import ChainWriterBusy, chain_writer_check
 from prices.services import minute_of
 
 logger = logging.getLogger("dws.crawlers")
@@ -236,11 +237,15 @@ def record_blocks(
             written = BlockTally()
             try:
                 with transaction.atomic():
+                    chain_writer_check(chain.name, cursor)
                     _write_block(writer, block, written)
                     if move_cursor:
                         _move_cursor(chain, cursor, block.header, proof)
             except PriceMissing:
                 raise
+            except ChainWriterBusy as exc:  # this session lost the run's lock, and another run holds it
+                failed = BlockHeld(block.header.number, f"{exc}; nothing of the block is written by this run")
+                break
             except Exception as exc:  # rolled back; the block holds, the run goes on to report it
                 logger.exception("writing block %d failed", block.header.number)
                 failed = _failure(block, exc)
@@ -256,9 +261,13 @@ def record_blocks(
     except PriceMissing as exc:
         missing = exc
     if pending is not None:
-        with transaction.atomic():
-            _move_cursor(chain, cursor, pending, proof)
-        _passed(tally, pending.number, move_cursor)
+        try:
+            with transaction.atomic():
+                chain_writer_check(chain.name, cursor)
+                _move_cursor(chain, cursor, pending, proof)
+            _passed(tally, pending.number, move_cursor)
+        except ChainWriterBusy as exc:
+            failed = failed or BlockHeld(pending.number, f"{exc}; the cursor is not moved by this run")
     return Recording(stopped=stopped, price_missing=None if stopped else missing, failed=failed)
 
 

@@ -48,6 +48,7 @@ from donations.selectors import recorded_block_numbers
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.config import Config
+from dws_project.locks import chain_writer
 from prices.lookup import eth_price_missing, eth_price_near
 from prices.services import price_request_file
 
@@ -87,21 +88,30 @@ def _start_cursor(client: RpcClient, job: _Job) -> LastBlock:
     return cursor
 
 
+def _busy(result: CrawlResult, job: _Job) -> CrawlResult:
+    result.held = f"another run of the {job.label} crawler ({job.chain.name}) holds its PostgreSQL lock; skipped"
+    return result
+
+
 def crawl(
     label: str, *, config: Config | None = None, client: RpcClient | None = None, max_blocks: int | None = None
 ) -> CrawlResult:
     """One run of the `label` crawler: from its cursor towards the tip until caught up or held; a finalized
-    run that confirmed or failed anything ends with its ledger checkpoint (crawlers/runs/checkpoint.py)."""
-    result = _crawl(label, config=config, client=client, max_blocks=max_blocks)
-    before, after = result.cursor_before, result.cursor
-    if label == FINALIZED and (result.confirmed or result.failed) and before is not None and after is not None:
-        ledger_checkpoint(first=before + 1, last=after)
-    return result
-
-
-def _crawl(label: str, *, config: Config | None, client: RpcClient | None, max_blocks: int | None) -> CrawlResult:
+    run that confirmed or failed anything ends with its ledger checkpoint (crawlers/runs/checkpoint.py).
+    Exclusive in PostgreSQL (dws_project/locks.py `chain_writer`), whatever became of the Redis lock."""
     job = _job(label, config)
-    client = client or make_client(job.chain)
+    with chain_writer(job.chain.name, label) as mine:
+        if not mine:
+            return _busy(CrawlResult(label), job)
+        result = _crawl(job, client or make_client(job.chain), max_blocks)
+        before, after = result.cursor_before, result.cursor
+        if label == FINALIZED and (result.confirmed or result.failed) and before is not None and after is not None:
+            ledger_checkpoint(first=before + 1, last=after)
+        return result
+
+
+def _crawl(job: _Job, client: RpcClient, max_blocks: int | None) -> CrawlResult:
+    label = job.label
     result = CrawlResult(label)
     try:
         tip = tip_block(client, finalized=job.mode.final, chain_id=job.chain.chain_id)
@@ -274,9 +284,17 @@ def _rewind_after_reorg(client: RpcClient, job: _Job, position: int) -> tuple[in
 def crawl_single_block(
     label: str, number: int, *, config: Config | None = None, client: RpcClient | None = None
 ) -> CrawlResult:
-    """Re-crawl one block without touching the cursor; writes are idempotent, so nothing is duplicated."""
+    """Re-crawl one block without touching the cursor; writes are idempotent, so nothing is duplicated.
+    Takes the crawler's PostgreSQL lock (re-entrant: the judge and the inflow crediting may hold it)."""
     job = _job(label, config)
-    client = client or make_client(job.chain)
+    with chain_writer(job.chain.name, label) as mine:
+        if not mine:
+            return _busy(CrawlResult(label, cursor_before=number, cursor=number, tip=number), job)
+        return _crawl_single_block(job, number, client or make_client(job.chain))
+
+
+def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResult:
+    label = job.label
     result = CrawlResult(label, cursor_before=number, cursor=number, tip=number)
     try:
         tip = tip_block(client, finalized=job.mode.final, chain_id=job.chain.chain_id)

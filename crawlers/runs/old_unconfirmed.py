@@ -63,6 +63,7 @@ from donations.models import CampaignStatus, Donation, DonationStats, DonationSt
 from donations.services import DonationOutcome
 from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.config import Config
+from dws_project.locks import chain_writer
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -103,8 +104,15 @@ def crawl_old_unconfirmed(
     """One run of the judge over the oldest unconfirmed donations."""
     config = config or settings.CONFIG
     chain = chain_settings(config)
-    client = client or make_client(chain)
-    now = now or timezone.now()
+    with chain_writer(chain.name, OLD_UNCONFIRMED) as mine:  # exclusive in PostgreSQL too
+        if not mine:
+            result = JudgeResult()
+            result.held = f"another run of the judge ({chain.name}) holds its PostgreSQL lock; skipped"
+            return result
+        return _run(config, chain, client or make_client(chain), now or timezone.now())
+
+
+def _run(config: Config, chain: ChainSettings, client: RpcClient, now: datetime) -> JudgeResult:
     result = JudgeResult()
     rows = _batch(now)
     result.examined = len(rows)

@@ -21,7 +21,7 @@ from donations.models import Donation
 from donations.sightings import amount_scale
 from dws_project.chain_settings import chain_settings
 from dws_project.config import Config
-from dws_project.locks import exclusive_run
+from dws_project.locks import chain_writer, exclusive_run
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -55,8 +55,8 @@ def set_cursor(
         raise CursorRefused("the provider did not say where its head is; try again")
     if value > tips.head:
         raise CursorRefused(f"block {value} is beyond the chain head {tips.head}")
-    with exclusive_run(job_name(label)) as acquired:
-        if not acquired:
+    with exclusive_run(job_name(label)) as acquired, chain_writer(chain.name, label) as mine:
+        if not (acquired and mine):
             raise CursorRefused(f"the {label} crawler is running; try again in a few seconds")
         before = cursor_get(chain=chain.name, label=label)
         cursor_write(chain=chain.name, label=label, value=value)
@@ -72,7 +72,18 @@ def inflow_credit(
     path (top-level transactions, call traces, logs: the same detection and crediting). What that finds
     recorded as new donations of the inflow's asset in that transaction is credited; the inflow closes
     only if that covers it, else it stays open with the rest as its amount (for "not a donation", or
-    another transaction)."""
+    another transaction). Under the finalized crawler's PostgreSQL lock, from the look at what was
+    recorded before to the inflow's marking."""
+    chain = chain_settings(config or settings.CONFIG)
+    with chain_writer(chain.name, FINALIZED) as mine:
+        if not mine:
+            raise InflowRefused("the finalized crawler is writing this chain's blocks; try again in a minute")
+        return _inflow_credit(inflow_id=inflow_id, tx_hash=tx_hash, operator=operator, config=config, client=client)
+
+
+def _inflow_credit(
+    *, inflow_id: int, tx_hash: str, operator: str, config: Config | None, client: RpcClient | None
+) -> UnexplainedInflow:
     tx_hash = tx_hash.strip().lower()
     inflow = UnexplainedInflow.objects.get(pk=inflow_id)
     if inflow.status != InflowStatus.OPEN:

@@ -43,6 +43,8 @@ from dws_project.metrics import drop_reason, held_reason
             "block: 7 -- ETH arrived that no transaction explains and the call traces gave no evidence (x)",
             "no-evidence",
         ),
+        ("another run of the latest crawler (eth) holds its PostgreSQL lock; skipped", "overlap"),
+        ("block: 7 -- another session holds the PostgreSQL lock of finalized (eth); nothing of the block", "overlap"),
         ("something new", "other"),
     ],
 )
