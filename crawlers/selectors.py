@@ -25,6 +25,7 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.old_unconfirmed import MIN_AGE
 from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import catch_up_status
+from crawlers.scan.with_code import read_status
 from donations.models import Donation, DonationStats, DonationStatus
 from dws_project.chain_settings import chain_settings
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
@@ -120,6 +121,8 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
         },
         "price_requests": {"open": open_requests.count(), "oldest_requested_at": _iso(oldest_request)},
         "completeness": _completeness(),
+        # plain | contract | delegated, and how its calls are found (crawlers/scan/with_code.py)
+        "donation_address": read_status(chain.name),
         "unexplained_inflows": {
             "open": inflows.count(),
             "oldest_created_at": _iso(oldest_inflow.created_at) if oldest_inflow else None,

@@ -38,15 +38,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crawlers.chain.calls import balance_calls, edge_calls
+from crawlers.chain.calls import balance_calls
 from crawlers.chain.outcomes import Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import WEI_PER_ETH
 from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, balances_in_batch
 from crawlers.decode.bloom import bloom_may_hold_transfer
-from crawlers.decode.transfers import RETURNED, Movement
-from crawlers.scan import history, traces
+from crawlers.scan import history, traces, with_code
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan, ledger_from_blocks
+from crawlers.scan.own import drop_own_coin_transfers
 from crawlers.scan.ranges import first_batches, read_range
 from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
 from dws_project.chain_settings import ChainSettings
@@ -96,7 +96,7 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
         last = read.blocks[-1].header.number if read.blocks else None
         unproven = Unproven(last + 1, GENESIS) if last is not None else None
         return ProvenRange(read.blocks, read.held, unproven=unproven, ledger=UnprovenSpan(start, GENESIS))
-    read = read_range(client, chain, start, end, mode, extra=edge_calls(chain, start, end))
+    read = read_range(client, chain, start, end, mode, extra=with_code.proof_calls(chain, start, end))
     if not read.blocks:
         return ProvenRange([], read.held)
     half = balances_in_batch(chain)
@@ -104,7 +104,7 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
     try:
         before = _edge(chain, start - 1, read.extra[:half])
         if last == end:
-            after = _edge(chain, end, read.extra[half:])
+            after = _edge(chain, end, read.extra[half : 2 * half])
         else:
             header = read.blocks[-1].header
             after = _edge(chain, last, client.batch(balance_calls(chain, header.hash)))
@@ -125,6 +125,9 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
             opening=before if isinstance(before, Balances) else None,
             closing=after if isinstance(after, Balances) else None,
         )
+    code_held = with_code.read_calls(client, chain, start, read.blocks, read.extra[2 * half :])
+    if code_held is not None:
+        return ProvenRange([], code_held)
     try:
         blocks, held = settle(client, chain, read.blocks, before, after, mode)
     except (StateUnavailable, NoEvidenceError) as exc:
@@ -186,7 +189,7 @@ def without_history(
             break
         block.transfers.extend(traced_block.donations)
         block.own.extend(traced_block.returned)
-        _drop_own_coin_transfers(chain, block, traced_block.own_txs)
+        drop_own_coin_transfers(chain, block, traced_block.own_txs)
     if not blocks:
         return ProvenRange([], held)
     first, last = blocks[0].header.number, blocks[-1].header.number
@@ -204,7 +207,7 @@ def proven_range_first_batches(
     client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode
 ) -> list[list[Call]]:
     """The batches `prove_range` posts first, for the crawl loop to read ahead."""
-    return first_batches(client, chain, start, end, mode, edge_calls(chain, start, end))
+    return first_batches(client, chain, start, end, mode, with_code.proof_calls(chain, start, end))
 
 
 def _residual(blocks: Sequence[ScannedBlock], before: Balances, after: Balances) -> dict[str, int]:
@@ -266,23 +269,15 @@ def _pinned_residual(client: RpcClient, chain: ChainSettings, block: ScannedBloc
     return {asset: r for asset, r in _residual([block], before, after).items() if r != 0}
 
 
-def _drop_own_coin_transfers(chain: ChainSettings, block: ScannedBlock, own_txs: set[str]) -> None:
-    """Coins that reached the address in a transaction it called out in (a swap a Safe started) are its
-    own money: movements, not donations (only the traces show a contract address calling out)."""
-    decimals = {coin.asset: coin.scale for coin in chain.stable_coins}
-    for transfer in [t for t in block.transfers if t.asset != ETH and t.tx_hash in own_txs]:
-        block.transfers.remove(transfer)
-        raw = int(transfer.amount.scaleb(decimals[transfer.asset]))  # at the column's scale, rounded down
-        block.own.append(Movement(transfer.tx_hash, transfer.asset, raw, RETURNED))
-
-
 def _settle_block(
     client: RpcClient, chain: ChainSettings, block: ScannedBlock, broken: dict[str, int], mode: ReadMode
 ) -> str | None:
     """Explain a block's residuals (traces, bloom) or set its unexplained inflows; a reason to hold, or None."""
     number = block.header.number
-    if broken.get(NONCE):
-        return f"the donation address's nonce moved by {broken[NONCE]} more than the transactions it sent"
+    nonce = broken.get(NONCE, 0)
+    if nonce and not 0 < nonce <= block.authorized:  # an EIP-7702 authorization it signed moves it too
+        signed = f" and the {block.authorized} EIP-7702 authorization(s) it signed" if block.authorized else ""
+        return f"the donation address's nonce moved by {nonce} more than the transactions it sent{signed}"
     coins = {coin.asset: coin for coin in chain.stable_coins}
     for asset, raw in broken.items():
         if asset == NONCE:
@@ -298,6 +293,11 @@ def _settle_block(
             # log, USDT's destroyBlackFunds: a negative amount). On record for the operator; ETH and the
             # other coins go on.
             block.unexplained.append((asset, raw))
+            continue
+        if block.traced:  # an address with code: its call traces are in the flows already
+            if raw < 0:
+                return f"{-raw} wei left the donation address that no transaction or call trace shows"
+            block.unexplained.append((ETH, raw))  # a self-destruct's or a withdrawal's: no frame shows it
             continue
         if raw < 0:
             return f"{-raw} raw units of {asset} left the donation address that no transaction or log shows"
@@ -322,7 +322,7 @@ def _settle_block(
             return f"the call traces show {traced} wei arriving, the balance only {raw}"
         block.transfers.extend(found)
         block.own.extend(traced_block.returned)
-        _drop_own_coin_transfers(chain, block, traced_block.own_txs)
+        drop_own_coin_transfers(chain, block, traced_block.own_txs)
         if left >= COLUMN_UNIT_WEI * (len(found) + 1):
             block.unexplained.append((ETH, left))
     if block.unexplained and not mode.final:

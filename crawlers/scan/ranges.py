@@ -23,6 +23,7 @@ from crawlers.chain.logs import TransferLogs, logs_in_one_batch, transfer_logs
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_block_number
+from crawlers.decode.authorizations import authorizations_by
 from crawlers.decode.blocks import block_header
 from crawlers.decode.transfers import EthCandidate, EthMove, eth_candidates, eth_moves
 from crawlers.scan.flows import account_logs, account_receipts
@@ -109,7 +110,11 @@ def _decoded(
     moves: list[EthMove] = []
     for block in blocks:
         header = block_header(block)
-        scanned[header.number] = ScannedBlock(header=header, logs_bloom=str(block.get("logsBloom") or ""))
+        scanned[header.number] = ScannedBlock(
+            header=header,
+            logs_bloom=str(block.get("logsBloom") or ""),
+            authorized=authorizations_by(block.get("transactions") or [], chain.donation_address, chain.chain_id),
+        )
         candidates += eth_candidates(block, chain.donation_address, amount_scale("eth"))
         moves += eth_moves(block, chain.donation_address)
     return scanned, candidates, moves

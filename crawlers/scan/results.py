@@ -66,6 +66,11 @@ class ScannedBlock:
     # What reached the address by its own doing (self-transfers, value returned in its own transactions):
     # part of `flows` or `settled`, never a donation; finalized blocks record it for the admin.
     own: list[Movement] = field(default_factory=list)
+    # EIP-7702 authorizations the donation address signed in the block (each moves its nonce by one).
+    authorized: int = 0
+    # The block's call traces were read and their ETH frames at the donation address are in `flows` (an
+    # address with code: crawlers/scan/with_code.py); what still does not close is not asked of them again.
+    traced: bool = False
 
     def add_flow(self, asset: str, raw: int) -> None:
         self.flows[asset] = self.flows.get(asset, 0) + raw

@@ -41,6 +41,7 @@ from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_amount, log_block_number
 from crawlers.decode.balances import Balances, StateUnavailable, balances_from, edge_balances
 from crawlers.decode.blocks import BlockHeader, header_of
+from crawlers.scan import with_code
 from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
 from crawlers.scan.proof import settle
 from crawlers.scan.ranges import read_range
@@ -106,6 +107,7 @@ def scan_sparse(
     code, first, last = outcomes[edges : edges + 3]
     if not isinstance(code, Answer) or code.value not in ("0x", "0x0", ""):
         return None  # code at the address (or no answer about it): its nonce proves nothing
+    with_code.note_mode(chain, with_code.PLAIN, blocks=end - start + 1)
     first_header = header_of(first.value, start) if isinstance(first, Answer) else None
     end_header = header_of(last.value, end) if isinstance(last, Answer) else None
     if first_header is None or end_header is None:

@@ -1,0 +1,162 @@
+"""A donation address with code (a Safe, an EIP-7702 delegated account): its calls are read from traces.
+
+Such an address can send ETH by an internal call (a Safe's owner signs, the Safe calls) and can take ETH
+in and send it out again inside one range, so a zero net balance change proves nothing there, and
+value leaving it shows in no transaction. So for every range, the blocks in which the address takes
+part in a call are found (`trace_filter` where the provider serves it, otherwise every block of the
+range), their call traces are read, and each succeeded frame below the top level that moved ETH is a
+flow: a CALL to us (arriving; credited like any internal donation by `crawlers/decode/frames.py`'s
+rule) and a CALL, CREATE or SELFDESTRUCT from us (leaving). Then the balance identity closes on what
+the traces say, block by block, and the proof stands again. Top-level transactions stay the ETH
+detector's and the receipts' business. A provider that cannot trace such an address holds the range
+with that reason: never a guess.
+
+The address's *mode* (`plain`, `contract`, `delegated`) comes from its code at the range's edges; it is
+logged once per process at the first range and again when it changes (a 7702 delegation can come
+later), and shown on /health with how its calls are found (`crawlers/selectors.py` reads it back).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+from redis.exceptions import RedisError
+
+from crawlers.chain.calls import code_call, edge_calls
+from crawlers.chain.outcomes import Answer, Call, NoEvidenceError, RpcOutcome
+from crawlers.chain.rpc import RpcClient
+from crawlers.decode.authorizations import address_mode
+from crawlers.decode.balances import ETH
+from crawlers.decode.frames import Frame, internal_transfers, own_transactions, returned_frames
+from crawlers.scan import traces
+from crawlers.scan.own import drop_own_coin_transfers
+from crawlers.scan.results import BlockHeld, ScannedBlock
+from donations.sightings import amount_scale
+from dws_project.chain_settings import ChainSettings
+from dws_project.redis_client import get_redis
+
+logger = logging.getLogger("dws.crawlers")
+
+PLAIN = "plain"
+BY_FILTER = "trace_filter"
+BY_BLOCK = "the traces of every block"
+_LEAVING = frozenset(["call", "create", "create2", "selfdestruct"])
+_logged: dict[str, str] = {}  # chain -> the mode this process logged last
+
+
+def status_key(chain: str) -> str:
+    return f"dws:donation-address:{chain}"
+
+
+def mode_of(codes: Sequence[str]) -> str:
+    """The address's mode over a range from its code at the edges: any code makes it not plain (the
+    latest edge's kind wins)."""
+    modes = [address_mode(code) for code in codes]
+    return next((m for m in reversed(modes) if m != PLAIN), PLAIN)
+
+
+def note_mode(
+    chain: ChainSettings, mode: str, *, found_by: str | None = None, traced: int = 0, blocks: int = 0
+) -> None:
+    """Log the mode at the first range and on change; keep it (and how calls were found) for /health."""
+    if _logged.get(chain.name) != mode:
+        how = "" if mode == PLAIN else f"; its calls are read from call traces ({found_by or 'as the provider allows'})"
+        logger.warning("donation address %s on %s is %s%s", chain.donation_address, chain.name, mode, how)
+        _logged[chain.name] = mode
+    status = {"mode": mode, "calls_found_by": found_by, "last_range_blocks": blocks, "last_range_traced": traced}
+    try:
+        get_redis().set(status_key(chain.name), json.dumps(status))
+    except RedisError as exc:
+        logger.warning("donation address status not shared: %s", type(exc).__name__)
+
+
+def read_status(chain: str) -> dict | None:
+    """What `note_mode` kept for /health, or None (not crawled yet, or Redis unavailable)."""
+    try:
+        raw = get_redis().get(status_key(chain))
+    except RedisError:
+        return None
+    if raw is None:
+        return None
+    value = json.loads(raw)
+    return value if isinstance(value, dict) else None
+
+
+def model_calls(client: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock]) -> tuple[str, int]:
+    """Read the traces of every block in which the address takes part in a call and put their ETH frames
+    at it into the blocks' flows (and its internal donations into their transfers). Returns how the
+    blocks were found and how many were traced. Raises NoEvidenceError (hold and retry) or
+    TracesUnavailable (the provider cannot trace: hold with that reason)."""
+    hashes = {b.header.number: b.header.hash.lower() for b in blocks}
+    numbers = traces.blocks_with_calls(client, chain, hashes)
+    found_by = BY_FILTER if numbers is not None else BY_BLOCK
+    wanted = set(numbers) if numbers is not None else set(hashes)
+    for block in blocks:
+        number = block.header.number
+        if number not in wanted:
+            continue
+        frames = traces.traced_frames(client, chain, block_number=number, block_hash=hashes[number])
+        account_frames(chain, block, frames)
+    return found_by, len(wanted)
+
+
+def account_frames(chain: ChainSettings, block: ScannedBlock, frames: Sequence[Frame]) -> None:
+    """The block's succeeded ETH frames below the top level at the donation address, as flows."""
+    us = chain.donation_address
+    for frame in frames:
+        if not frame.path or frame.reverted or frame.wei <= 0 or frame.sender == frame.to:
+            continue
+        if frame.to == us and frame.kind == "call":
+            block.add_flow(ETH, frame.wei)
+        elif frame.sender == us and frame.kind in _LEAVING:
+            block.add_flow(ETH, -frame.wei)
+    block.transfers.extend(
+        internal_transfers(
+            frames,
+            donation_address=us,
+            eth_scale=amount_scale("eth"),
+            block_number=block.header.number,
+            block_hash=block.header.hash.lower(),
+        )
+    )
+    # The address's own money (value back in a call tree it called out in): in the flows above, never a
+    # donation; recorded as a movement.
+    block.own.extend(returned_frames(frames, us))
+    drop_own_coin_transfers(chain, block, own_transactions(frames, us))
+    block.traced = True
+
+
+def proof_calls(chain: ChainSettings, start: int, end: int) -> list[Call]:
+    """What rides along with a range's blocks: the balances at its edges and the address's code there."""
+    us = chain.donation_address
+    return [*edge_calls(chain, start, end), code_call(us, start - 1), code_call(us, end)]
+
+
+def read_calls(
+    client: RpcClient, chain: ChainSettings, start: int, blocks: Sequence[ScannedBlock], codes: Sequence[RpcOutcome]
+) -> BlockHeld | None:
+    """An address with code: its calls, from the call traces, into the blocks' flows
+    (crawlers/scan/py); a hold where they cannot be read. A plain address: nothing to do."""
+    found = [o.value for o in codes if isinstance(o, Answer) and isinstance(o.value, str)]
+    if len(found) != 2:
+        return BlockHeld(start, "no evidence of the donation address's code (eth_getCode gave no answer)")
+    kind = mode_of(found)
+    if kind == PLAIN:
+        note_mode(chain, kind, blocks=len(blocks))
+        return None
+    try:
+        found_by, traced = model_calls(client, chain, blocks)
+    except NoEvidenceError as exc:
+        why = f"the donation address has code ({kind}): its calls are read from call traces, which gave no evidence"
+        return BlockHeld(start, f"{why} ({exc})")
+    except traces.TracesUnavailable as exc:
+        return BlockHeld(
+            start,
+            f"the donation address has code ({kind}): value can leave it by an internal call and hide in a net-zero "
+            f"balance, and the provider gives no call traces ({exc}); held, never guessed: point ETH_RPC_URL at a "
+            "provider that answers trace_block or debug_traceBlockByNumber",
+        )
+    note_mode(chain, kind, found_by=found_by, traced=traced, blocks=len(blocks))
+    return None
