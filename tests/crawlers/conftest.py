@@ -56,8 +56,10 @@ def _fresh_worker_warnings() -> None:
     """Each test runs as a freshly started worker would: the warnings logged once per process (a provider
     without historical state) are logged again, whichever test met them first."""
     from crawlers.record import completeness
+    from crawlers.scan import with_code
 
     completeness._warned_unproven.clear()
+    with_code._logged.clear()  # the donation address's mode is logged once per process
 
 
 @pytest.fixture
