@@ -77,6 +77,18 @@ def expect_crawler_runs(**_: object) -> None:
 
 
 @signals.worker_ready.connect
+def reconcile_at_start(**_: object) -> None:
+    """A worker that consumes the crawlers' queue reconciles the window since the last clean reconcile, in a
+    thread beside the pool: the first crawl never waits for it (crawlers/runs/reconcile_start.py)."""
+    from django.conf import settings
+
+    if settings.CRAWLERS_QUEUE in set(app.amqp.queues.consume_from):
+        from crawlers.runs.reconcile_start import reconcile_at_start_in_background
+
+        reconcile_at_start_in_background()
+
+
+@signals.worker_ready.connect
 def serve_worker_metrics(**_: object) -> None:
     from django.conf import settings
 
