@@ -27,12 +27,18 @@ class ChainSettings:
     start_block: int | None
     block_cache: str | None  # a directory for finalized blocks, or None
     debug_data_store: str | None  # a directory for raw provider answers, or None
+    # DWS_RPC_CHECK_URL: the second provider that must agree before a donation is confirmed, or None
+    rpc_check_url: str | None = field(default=None, repr=False)
     # DWS_RPC_MAX_ANSWER_MB: a longer answer is no evidence
     rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
 
     @property
     def rpc_origin(self) -> str:
         return redact_url(self.rpc_url)
+
+    @property
+    def rpc_check_origin(self) -> str | None:
+        return redact_url(self.rpc_check_url) if self.rpc_check_url else None
 
     def stable_coin(self, asset: str) -> StableCoin | None:
         return next((c for c in self.stable_coins if c.asset == asset), None)
@@ -51,4 +57,5 @@ def chain_settings(config: Config) -> ChainSettings:
         block_cache=config.block_cache,
         debug_data_store=config.debug_data_store,
         rpc_max_answer_bytes=config.rpc_max_answer_bytes,
+        rpc_check_url=config.rpc_check_url,
     )

@@ -118,6 +118,8 @@ class Config:
     secrets_key: tuple[str, ...] | None = field(default=None, repr=False)
     # DWS_WEBHOOK_ALLOW_LOOPBACK: a development chain's webhooks may go to this machine (the local demo).
     webhook_allow_loopback: bool = False
+    # DWS_RPC_CHECK_URL: a second, independent provider that must agree before a donation is confirmed.
+    rpc_check_url: str | None = field(default=None, repr=False)
     # DWS_RPC_MAX_ANSWER_MB: the largest provider answer read; a longer one is no evidence (a hold).
     rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
 
@@ -138,8 +140,9 @@ class Config:
         """Every secret string this configuration holds, for the log redactor."""
         found = [self.database.password, self.secret_key, self.tt_private_key or "", self.metrics_token or ""]
         found += list(self.secrets_key or ())
-        rpc = urlsplit(self.eth_rpc_url)
-        found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
+        for url in (self.eth_rpc_url, self.rpc_check_url or ""):
+            rpc = urlsplit(url)
+            found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
         redis = urlsplit(self.redis_url)
         found += [redis.password or "", unquote(redis.password or "")]
         return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
@@ -334,6 +337,9 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     stable_coins = env.required("DWS_STABLE_COINS", parse_stable_coins)
     sale_tiers = env.required("DWS_SALE_PARAMS", parse_sale_params)
     eth_rpc_url = env.required("ETH_RPC_URL", parse_rpc_url)
+    rpc_check_url = env.optional("DWS_RPC_CHECK_URL", parse_rpc_url, None)
+    if rpc_check_url is not None and rpc_check_url == eth_rpc_url:
+        env.problems.append(("DWS_RPC_CHECK_URL", "must name another provider than ETH_RPC_URL"))
     max_timestamp_age = env.optional("DWS_MAX_TIMESTAMP_AGE", _parse_timestamp_age, 30)
     debug_data_store = env.optional("DWS_DEBUG_DATA_STORE", _parse_directory, None)
     block_cache = env.optional("DWS_BLOCK_CACHE", _parse_directory, None)
@@ -420,6 +426,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         secrets_key=secrets_key,
         webhook_allow_loopback=webhook_allow_loopback,
         rpc_max_answer_bytes=rpc_max_answer_mb * 2**20,
+        rpc_check_url=rpc_check_url,
     )
 
 

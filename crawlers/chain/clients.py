@@ -20,6 +20,23 @@ def make_client(chain: ChainSettings) -> RpcClient:
     )
 
 
+def make_check_client(chain: ChainSettings) -> RpcClient | None:
+    """The second provider's client (DWS_RPC_CHECK_URL), or None when there is none."""
+    if chain.rpc_check_url is None:
+        return None
+    return RpcClient(
+        chain.rpc_check_url,
+        read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT),
+        max_answer_bytes=chain.rpc_max_answer_bytes,
+    )
+
+
+def make_reconcile_client(chain: ChainSettings) -> RpcClient:
+    """`reconcile` asks the second provider when there is one: the check is then independent of the
+    provider the crawlers believed."""
+    return make_check_client(chain) or make_client(chain)
+
+
 def make_probe_client(chain: ChainSettings) -> RpcClient:
     """A client for quick looks (health, admin forms): a 429 met here backs off the web tier only, never
     the crawlers."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from crawlers.chain.clients import make_client
+from crawlers.chain.clients import make_check_client, make_client
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainMismatchError, tip_block
@@ -40,6 +40,7 @@ from crawlers.record.cursors import cursor_get, cursor_write
 from crawlers.runs.checkpoint import ledger_checkpoint
 from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult
+from crawlers.runs.second_provider import agreed, run_tip
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.proof import ProvenRange, prove_range, proven_range_first_batches
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock, stuck_message
@@ -94,27 +95,36 @@ def _busy(result: CrawlResult, job: _Job) -> CrawlResult:
 
 
 def crawl(
-    label: str, *, config: Config | None = None, client: RpcClient | None = None, max_blocks: int | None = None
+    label: str,
+    *,
+    config: Config | None = None,
+    client: RpcClient | None = None,
+    max_blocks: int | None = None,
+    check: RpcClient | None = None,
 ) -> CrawlResult:
     """One run of the `label` crawler: from its cursor towards the tip until caught up or held; a finalized
     run that confirmed or failed anything ends with its ledger checkpoint (crawlers/runs/checkpoint.py).
-    Exclusive in PostgreSQL (dws_project/locks.py `chain_writer`), whatever became of the Redis lock."""
+    Exclusive in PostgreSQL (dws_project/locks.py `chain_writer`), whatever became of the Redis lock.
+
+    With a second provider (DWS_RPC_CHECK_URL, `check`): the finalized crawler goes no further than the
+    check provider's finalized block and records a range only when the check provider agrees on it
+    (crawlers/runs/second_provider.py); the latest crawler reads from the check provider when ours fails."""
     job = _job(label, config)
     with chain_writer(job.chain.name, label) as mine:
         if not mine:
             return _busy(CrawlResult(label), job)
-        result = _crawl(job, client or make_client(job.chain), max_blocks)
+        result = _crawl(job, client or make_client(job.chain), max_blocks, check or make_check_client(job.chain))
         before, after = result.cursor_before, result.cursor
         if label == FINALIZED and (result.confirmed or result.failed) and before is not None and after is not None:
             ledger_checkpoint(first=before + 1, last=after)
         return result
 
 
-def _crawl(job: _Job, client: RpcClient, max_blocks: int | None) -> CrawlResult:
+def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClient | None) -> CrawlResult:
     label = job.label
     result = CrawlResult(label)
     try:
-        tip = tip_block(client, finalized=job.mode.final, chain_id=job.chain.chain_id)
+        client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
         cursor = cursor_get(chain=job.chain.name, label=label) or _start_cursor(client, job)
         result.cursor_before = result.cursor = cursor.value
     except NoEvidenceError as exc:
@@ -130,6 +140,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None) -> CrawlResult:
         )
         logger.warning("crawl %s: %s", label, result.held)
         return result
+    final_check = check if job.mode.final else None
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
     pace = Pace(tip, budget, span=client.log_span, sparse_below=_sparse_ceiling(client, job.mode, tip))
@@ -164,6 +175,8 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None) -> CrawlResult:
                     f"finalized block {position + 1} does not build on the finalized block {position} we recorded"
                 )
                 logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
+                return result
+            if final_check is not None and not agreed(final_check, client, job.chain, blocks, reach, result):
                 return result
             if held is None and end < tip and pace.used < budget:
                 _read_ahead(client, job, end, pace)  # fetched while this range is written
@@ -295,9 +308,10 @@ def crawl_single_block(
 
 def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResult:
     label = job.label
+    check = make_check_client(job.chain)
     result = CrawlResult(label, cursor_before=number, cursor=number, tip=number)
     try:
-        tip = tip_block(client, finalized=job.mode.final, chain_id=job.chain.chain_id)
+        client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         return result
@@ -308,6 +322,8 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
         return result
     found = prove_range(client, job.chain, number, number, job.mode)
     _note_completeness(job, found)
+    if check is not None and job.mode.final and not agreed(check, client, job.chain, found.blocks, None, result):
+        return result
     if _record(job, found.blocks, found.held, result, move_cursor=False) is not None:
         logger.error("crawl %s --single-block: %s", label, result.held)
     return result

@@ -283,6 +283,10 @@ def _judge(
     )
     for reason, ids in sorted(moved_away.items()):
         result.failed += len(donations_fail_unconfirmed(donation_ids=ids, reason=reason, tiers=tiers))
+    if to_confirm and chain.rpc_check_url is not None:
+        # Confirmation needs the second provider's agreement: the finalized path's re-crawl asks it.
+        recrawl.update(placed[i] for i in to_confirm)
+        to_confirm = []
     if to_confirm:
         outcomes = donations_confirm(donation_ids=to_confirm, tiers=tiers)
         result.confirmed += sum(o == DonationOutcome.CONFIRMED for o in outcomes.values())

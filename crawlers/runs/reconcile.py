@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from crawlers.chain.clients import make_client
+from crawlers.chain.clients import make_reconcile_client
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainMismatchError, chain_tips, check_chain_id
@@ -101,7 +101,7 @@ def reconcile(
     """Check blocks from_block..to_block (clipped to what is finalized and crawled); store the result."""
     config = config or settings.CONFIG
     chain = chain_settings(config)
-    client = client or make_client(chain)
+    client = client or make_reconcile_client(chain)
     if from_block < 0 or to_block < from_block:
         raise ReconcileError(f"empty range {from_block}..{to_block}")
     _check_chain(client, chain.chain_id)
@@ -289,7 +289,7 @@ def _check_chain(client: RpcClient, expected: int) -> None:
 def reconcile_last_day(*, config: Config | None = None, client: RpcClient | None = None) -> ReconcileReport:
     """The daily check: the last ~day of finalized blocks (never before DWS_START_BLOCK)."""
     config = config or settings.CONFIG
-    client = client or make_client(chain_settings(config))
+    client = client or make_reconcile_client(chain_settings(config))
     _check_chain(client, config.chain_id)
     finalized = chain_tips(client).finalized
     if finalized is None:

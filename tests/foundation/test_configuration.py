@@ -60,6 +60,8 @@ BAD_VALUES = [
     ("DWS_MAX_TIMESTAMP_AGE", "-1"),
     ("DWS_MAX_TIMESTAMP_AGE", "thirty"),
     ("DWS_START_BLOCK", "-1"),
+    ("DWS_RPC_CHECK_URL", "http://node.example.org/v3/rpcKEY-9f8e7d6c5b4a"),
+    ("DWS_RPC_CHECK_URL", "ws://127.0.0.1:8546"),
     ("DWS_RPC_MAX_ANSWER_MB", "0"),
     ("DWS_RPC_MAX_ANSWER_MB", "2000"),
     ("DWS_RPC_MAX_ANSWER_MB", "32MB"),
@@ -209,3 +211,14 @@ def test_env_example_leaves_the_donation_address_to_the_operator() -> None:
     (address,) = re.findall(r"^DWS_DONATION_ADDRESS=(\S*)$", example, re.M)
 
     assert address == "" or parse_donation_address(address) == address.lower()
+
+
+def test_the_check_provider_must_be_another_provider_than_eth_rpc_url() -> None:
+    env = base_environment()
+    env["DWS_RPC_CHECK_URL"] = env["ETH_RPC_URL"]
+
+    result = run_manage("check", env=env)
+
+    assert result.returncode != 0
+    assert "configuration error: DWS_RPC_CHECK_URL must name another provider than ETH_RPC_URL" in result.stderr
+    assert leaked_secrets(result.stdout + result.stderr) == []
