@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from crawlers.chain.clients import make_check_client, make_client
@@ -188,6 +189,13 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
             if last is None or result.cursor != last.number:
                 break  # stopped part-way (shutdown): the next run continues from the cursor
             position, position_hash = last.number, last.hash
+    except SoftTimeLimitExceeded:
+        raise  # the task's time limit: the next run continues from the cursor
+    except Exception as exc:  # no answer, however it reads, makes a run raise: what it stopped at holds
+        cause = (str(exc).strip().splitlines() or [""])[0][:200]
+        result.held = stuck_message(position + 1, f"reading blocks from here raised {type(exc).__name__}: {cause}")
+        logger.exception("crawl %s: %s", label, result.held)
+        return result
     finally:
         client.drop_read_ahead()
     if shutdown.requested() and (result.cursor or 0) < tip:

@@ -122,3 +122,29 @@ def test_a_call_tree_whose_trace_nests_past_pythons_default_json_depth_is_read(n
 
     assert latest.held is None
     assert list(Donation.objects.values_list("tx_hash", "trace_address", "address")) == [(tx, "0", deep)]
+
+
+def test_an_answer_the_scan_cannot_read_is_a_hold_with_the_stuck_line_never_an_exception(node, proxy, caplog):
+    tx = node.send_eth(DONOR, DONATION_ADDRESS, ETHER)
+    number = int(node.receipt(tx)["blockNumber"], 16)
+
+    def garbled(block, params):  # the provider answers the transaction's value in no number format at all
+        if isinstance(block, dict):
+            block["transactions"] = [{**t, "value": "0xnot-hex"} for t in block["transactions"]]
+        return block
+
+    proxy.arm("eth_getBlockByNumber", "rewrite", count=None, when=lambda p: p[1] is True, rewrite=garbled)
+
+    with caplog.at_level(logging.ERROR, logger="dws.crawlers"):
+        held = crawl(LATEST)
+
+    assert held.held is not None
+    assert held.held.startswith(f"block: {number} -- ")
+    assert "ValueError" in held.held
+    assert STUCK_POINTER in held.held
+    assert held.cursor == number - 1
+    assert not Donation.objects.exists()
+
+    proxy.disarm()
+    assert crawl(LATEST).held is None
+    assert Donation.objects.get().tx_hash == tx
