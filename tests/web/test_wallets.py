@@ -26,9 +26,13 @@ BETA = AnnouncedWallet(
 )
 
 
-def test_with_two_wallets_the_donor_picks_one_and_only_that_one_is_used(live_server, wallets_page, dev_chain) -> None:
-    # Alpha also won window.ethereum: without EIP-6963 the page would have used it.
-    page = wallets_page(rpc_url=dev_chain.url, wallets=[replace(ALPHA, is_ethereum=True), BETA])
+@pytest.mark.parametrize("alpha_won_window_ethereum", [True, False])
+def test_with_two_wallets_the_donor_picks_one_and_only_that_one_is_used(
+    live_server, wallets_page, dev_chain, alpha_won_window_ethereum
+) -> None:
+    # When Alpha also won window.ethereum, the page without EIP-6963 would have used it; when neither
+    # did, it would have found no wallet at all.
+    page = wallets_page(rpc_url=dev_chain.url, wallets=[replace(ALPHA, is_ethereum=alpha_won_window_ethereum), BETA])
     page.goto(live_server.url)
     expect(page.locator("#sale-status")).to_have_text("Sale open")
     expect(page.locator("#wallet-chooser")).to_be_hidden()

@@ -52,6 +52,11 @@ export function start(onChange) {
   });
 }
 
+/** Whether this browser has any wallet: one announced (picked or not), or `window.ethereum`. */
+export function anyWallet() {
+  return choice.wallets.length > 0 || wallet.provider() !== null;
+}
+
 /** True when several wallets announced themselves and the donor has not said which one to use. */
 export function needed() {
   return choice.wallets.length > 1 && !choice.picked;

@@ -1,9 +1,9 @@
 // Paying from a phone: a browser without a wallet gets the EIP-681 request for the typed amount, drawn
 // as a QR code and given as a link a wallet app opens (payment.mjs builds and draws it).
+import * as chooser from "./chooser.mjs";
 import * as money from "./money.mjs";
 import { $, SALE_ADDRESS, config, show, state } from "./page.mjs";
 import { drawQr, paymentUri } from "./payment.mjs";
-import * as wallet from "./wallet.mjs";
 import { addressMismatch, parsedAmount, selectedCoin } from "./widget.mjs";
 
 /** The request for the amount typed now, or null (no valid amount, or the coin is not offered). */
@@ -25,7 +25,7 @@ function currentRequest() {
 export function renderPaymentRequest() {
   const box = $("pay-request");
   // Only while the sale takes donations and the page's address is the API's.
-  show(box, !wallet.provider() && state.campaign?.status === "open" && !addressMismatch());
+  show(box, !chooser.anyWallet() && state.campaign?.status === "open" && !addressMismatch());
   if (box.hidden) return;
   const request = currentRequest();
   show($("pay-hint"), !request);

@@ -21,7 +21,7 @@ async function refreshChain() {
 
 export async function connect() {
   state.walletMessage = null;
-  if (!wallet.provider()) {
+  if (!chooser.anyWallet()) {
     state.walletMessage = { text: "No Ethereum wallet found in this browser. Install one such as MetaMask, then reload this page.", kind: "error" };
     render();
     return;
@@ -134,7 +134,7 @@ function donateBlocker() {
   if (state.campaign.status !== "open") return "The sale is not open.";
   if (state.asset !== "eth" && !selectedCoin()) return `${state.asset.toUpperCase()} donations are not available.`;
   if (addressMismatch()) return "The sale address could not be verified. Please reload the page before donating.";
-  if (!wallet.provider()) {
+  if (!chooser.anyWallet()) {
     return "No Ethereum wallet found in this browser: pay from a wallet app with the payment request below, or install one such as MetaMask.";
   }
   if (!state.account) return "Connect your wallet to donate.";
