@@ -39,6 +39,13 @@ class DonationSerializer(serializers.Serializer):
     tokens = whole_field("whole tokens, as a string")
     status = serializers.ChoiceField(choices=DonationStatus.choices)
     ts = serializers.CharField(help_text="block time, UTC, e.g. 2023-10-21T07:38:36Z")
+    chain = serializers.CharField(help_text='the chain it was sent on, as DWS_CHAINS names it (today "eth")')
+    block_number = serializers.IntegerField(help_text="the block holding it (finalized once confirmed)")
+    eth_price = serializers.CharField(
+        allow_null=True, help_text="ETH price applied, USD, decimal string, 8 decimals; null for a coin"
+    )
+    seen_at = serializers.CharField(help_text="when the crawlers first recorded it, UTC, e.g. 2023-10-21T07:38:50Z")
+    confirmed_at = serializers.CharField(allow_null=True, help_text="when it was confirmed, UTC; null until then")
 
 
 class UserSummarySerializer(serializers.Serializer):

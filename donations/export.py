@@ -35,11 +35,12 @@ HEADER = (
     "confirmed_at",
 )
 
-# `modified_at` is the confirmation time: a confirmed row is never written again (DESIGN.md, invariant 4).
+# `confirmed_at` is the confirmation time (the migration gave older confirmed rows their `modified_at`: a
+# confirmed row is never written again, DESIGN.md invariant 4).
 _CHUNK_SQL = """
     SELECT id, block_number, tx_hash, COALESCE(log_index::text, ''), COALESCE(trace_address, ''), block_hash,
            address, asset, amount::text, usd_amount::text, tokens::text, price::text, COALESCE(eth_price::text, ''),
-           to_char(modified_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+           to_char(COALESCE(confirmed_at, modified_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
     FROM donation
     WHERE status = 'confirmed' AND (block_number, id) > (%s, %s)
     ORDER BY block_number, id

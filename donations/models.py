@@ -75,6 +75,9 @@ class Donation(models.Model):
     # Why a failed row failed (the evidence, as the old-unconfirmed judge or the finalized crawler found it);
     # empty for any other status.
     failed_reason = models.TextField(blank=True, default="", db_default="")
+    # When the crediting rule confirmed the row (donation_confirm); NULL until then. Rows confirmed before
+    # the column existed carry their last change, which for a confirmed row is its confirmation.
+    confirmed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 

@@ -16,6 +16,7 @@ from django.db import connection
 from donations.models import CampaignStatus, Donation, DonationStats, StakeStatus
 from donations.rules import SaleState, sale_state, tokens_beyond_cap
 from donations.staking import unstake_completes_at
+from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.wire import decimal_text, utc_text
 from prices.models import TOKEN
 
@@ -28,21 +29,26 @@ DEFAULT_PAGE = 50
 # cheaper than building Decimals and datetimes in Python; served by donation_address_idx.
 _DONATIONS_PAGE_SQL = """
     SELECT tx_hash, asset, amount::text, usd_amount::text, price::text, tokens::text, status::text,
-           to_char(block_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+           to_char(block_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+           %s, block_number, eth_price::text,
+           to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+           to_char(confirmed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
     FROM donation
     WHERE address = %s
     ORDER BY block_time, id
     LIMIT %s OFFSET %s
 """
 _DONATION_FIELDS = ("tx_hash", "asset", "amount", "usd_amount", "price", "tokens", "status", "ts")
+# The receipt (issue #23): the chain (one configured today), the block, first recorded, confirmed, the ETH price.
+_RECEIPT_FIELDS = ("chain", "block_number", "eth_price", "seen_at", "confirmed_at")
 
 
-def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) -> list[dict[str, str]]:
+def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) -> list[dict[str, str | int | None]]:
     """One page of the address's donations, oldest first; limit is capped at MAX_PAGE."""
     limit = max(1, min(limit, MAX_PAGE))
     with connection.cursor() as cursor:
-        cursor.execute(_DONATIONS_PAGE_SQL, [address, limit, offset])
-        return [dict(zip(_DONATION_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+        cursor.execute(_DONATIONS_PAGE_SQL, [FIRST_CHAIN, address, limit, offset])
+        return [dict(zip(_DONATION_FIELDS + _RECEIPT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
 
 
 # Polled with the donations page; amounts rendered by PostgreSQL as for the donations.

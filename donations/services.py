@@ -222,7 +222,8 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
         donation.tokens = 0
         update.append("tokens")
     donation.status = DonationStatus.CONFIRMED
-    donation.save(update_fields=update)
+    donation.confirmed_at = timezone.now()
+    donation.save(update_fields=[*update, "confirmed_at"])
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
     webhook_donation_event(donation, "donation.confirmed")

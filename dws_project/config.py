@@ -122,6 +122,8 @@ class Config:
     rpc_check_url: str | None = field(default=None, repr=False)
     # DWS_RPC_MAX_ANSWER_MB: the largest provider answer read; a longer one is no evidence (a hold).
     rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
+    # DWS_EXPLORER_URL: the block explorer's transaction page, {tx} replaced (parse_explorer_url).
+    explorer_url: str | None = None
 
     @property
     def eth_rpc_origin(self) -> str:
@@ -269,6 +271,24 @@ def parse_rpc_url(value: str) -> str:
     raise ValueError(f"must be https (http only for a loopback host), got {redact_url(value)}")
 
 
+def parse_explorer_url(value: str) -> str:
+    """DWS_EXPLORER_URL: a block explorer's transaction page, `{tx}` (exactly once, nothing else in braces)
+    standing for the hash, in its path or query; the donor's receipt links there. The scheme and host
+    follow the RPC rule (https; plain http for a loopback host) and no credentials are allowed."""
+    template = value.strip()
+    rest = template.replace("{tx}", "", 1)
+    if "{tx}" not in template or "{" in rest or "}" in rest:
+        raise ValueError("must contain {tx} (where the transaction hash goes) exactly once, and no other {...}")
+    sample = "0x" + "ab" * 32
+    url = parse_rpc_url(template.replace("{tx}", sample))
+    parts = urlsplit(url)
+    if sample in (parts.hostname or ""):
+        raise ValueError("{tx} must be in the path or query, not the host")
+    if parts.username or parts.password:
+        raise ValueError("must not carry credentials")
+    return template
+
+
 def parse_venue_url(value: str) -> str:
     """A venue base URL: scheme://host[:port] and nothing else; the adapter appends its path."""
     url = parse_rpc_url(value)
@@ -381,6 +401,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     heartbeat_dir = env.optional("DWS_HEARTBEAT_DIR", ops_config.parse_absolute_path, ops_config.DEFAULT_HEARTBEAT_DIR)
     secrets_key = env.optional("DWS_SECRETS_KEY", parse_secrets_key, None, secret=True)
     webhook_allow_loopback = env.optional("DWS_WEBHOOK_ALLOW_LOOPBACK", _parse_on_off, False)
+    explorer_url = env.optional("DWS_EXPLORER_URL", parse_explorer_url, None)
     if webhook_allow_loopback and not dev_chain:
         # Webhooks to this machine reach its database, Redis and metrics ports: a local demo's choice only.
         env.problems.append(("DWS_WEBHOOK_ALLOW_LOOPBACK", _dev_only_reason(chain_id)))
@@ -427,6 +448,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         webhook_allow_loopback=webhook_allow_loopback,
         rpc_max_answer_bytes=rpc_max_answer_mb * 2**20,
         rpc_check_url=rpc_check_url,
+        explorer_url=explorer_url,
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from eth_utils import to_checksum_address
 
+from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.config import Config, SaleTier
 
 MAINNET_CHAIN_ID = 1
@@ -98,4 +99,6 @@ def page_config(config: Config) -> dict[str, object]:
         "pageSize": DONATIONS_PAGE_SIZE,
         # How often the page re-reads a donor's data while one of their donations is unconfirmed.
         "pendingRefreshSeconds": settings.WEB_PENDING_REFRESH_SECONDS,
+        # The receipt links each transaction to the explorer's page: DWS_EXPLORER_URL, {tx} replaced.
+        "explorers": {FIRST_CHAIN: config.explorer_url} if config.explorer_url else {},
     }

@@ -67,9 +67,13 @@ def make_donation(
     block_time: datetime | None = None,
     tx: str | None = None,
     log_index: int | None = None,
+    eth_price: str | None = None,
+    confirmed_at: datetime | None = None,
 ) -> Donation:
     """A donation row as the crawler writes it."""
     return Donation.objects.create(
+        eth_price=Decimal(eth_price) if eth_price else None,
+        confirmed_at=confirmed_at,
         tx_hash=tx or tx_hash(),
         log_index=log_index,
         address=address.lower(),

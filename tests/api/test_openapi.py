@@ -50,6 +50,12 @@ def test_the_schema_marks_amounts_as_strings_and_donations_as_a_required_array(a
         assert field in components["Donation"]["required"]
     for field in ("total", "tokens", "staked", "reward"):
         assert components["UserSummary"]["properties"][field]["type"] == "string"
+    # the donor's receipt: where and when each donation was seen and confirmed, and the ETH price applied
+    receipt = components["Donation"]["properties"]
+    assert {"chain", "block_number", "eth_price", "seen_at", "confirmed_at"} <= set(components["Donation"]["required"])
+    assert receipt["block_number"]["type"] == "integer"
+    assert receipt["eth_price"]["type"] == receipt["confirmed_at"]["type"] == "string"
+    assert receipt["eth_price"]["nullable"] is receipt["confirmed_at"]["nullable"] is True
     assert set(spec["paths"]) >= SIGNED_PATHS | {"/user/data/{address}", "/donation/data", "/price/eth", "/price/token"}
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from eth_utils import to_checksum_address
 
-from donations.models import DonationStatus, StakeStatus, UserData
+from donations.models import Donation, DonationStatus, StakeStatus, UserData
 from tests.api.support import make_donation, refresh_user_data
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,8 @@ def test_a_donor_sees_donations_oldest_first_with_the_documented_scales(api):
 
     body = api.get(f"/user/data/{DONOR}").json()
 
-    assert body["donations"] == [
+    receipt = ("chain", "block_number", "eth_price", "seen_at", "confirmed_at")  # test_a_donation_carries_its_receipt
+    assert [{k: v for k, v in d.items() if k not in receipt} for d in body["donations"]] == [
         {
             "tx_hash": "0xf98c0fe5c1bf72cad294c5ba60ca5b62d3d519fe7cc71cc3cdfb064892fa90e2",
             "asset": "eth",
@@ -87,6 +88,32 @@ def test_a_donor_sees_donations_oldest_first_with_the_documented_scales(api):
     )
     assert summary["ts"].endswith("Z")
     assert "affiliate_code" not in summary
+
+
+def test_a_donation_carries_its_receipt(api):
+    """What the donor's receipt needs: the chain, the block, when the row was first recorded (seen) and
+    confirmed, and the ETH price the tokens were computed with (null for a coin, and until confirmed)."""
+    eth = make_donation(
+        DONOR,
+        eth_price="2000.12000000",
+        confirmed_at=datetime(2023, 10, 21, 7, 52, 1, 250000, tzinfo=UTC),
+        tx="0x" + "0e" * 32,
+    )
+    make_donation(DONOR, asset="usdc", amount="100", status=DonationStatus.UNCONFIRMED, tx="0x" + "0c" * 32)
+    Donation.objects.filter(pk=eth.pk).update(created_at=datetime(2023, 10, 21, 7, 38, 50, 900000, tzinfo=UTC))
+
+    first, second = api.get(f"/user/data/{DONOR}").json()["donations"]
+
+    assert {k: first[k] for k in ("chain", "block_number", "eth_price", "seen_at", "confirmed_at")} == {
+        "chain": "eth",
+        "block_number": 1000,
+        "eth_price": "2000.12000000",
+        "seen_at": "2023-10-21T07:38:50Z",
+        "confirmed_at": "2023-10-21T07:52:01Z",
+    }
+    assert (second["chain"], second["asset"]) == ("eth", "usdc")
+    assert (second["eth_price"], second["confirmed_at"]) == (None, None)
+    assert second["seen_at"].endswith("Z")
 
 
 def test_tiny_amounts_are_plain_decimals_never_exponents(api):

@@ -50,3 +50,27 @@ def test_it_confirms_once_and_holds_while_paused():
     assert UserData.objects.get(address=DONOR).tokens == 15_000
     assert DonationStats.objects.get().total == Decimal("15.00")
     assert_ledger_invariants()
+
+
+def test_the_confirmation_time_is_kept_on_the_row_once():
+    """`confirmed_at`: when the crediting rule confirmed the row (the donor's receipt shows it); a hold
+    while paused sets none, and a later look at a confirmed row keeps the first."""
+    tiers = settings.CONFIG.sale_tiers
+    row = recorded("0x" + "03" * 32, "10")
+    DonationStats.objects.update(status="paused")
+    donations_confirm(donation_ids=[row.id], tiers=tiers)
+    row.refresh_from_db()
+    assert row.confirmed_at is None
+
+    DonationStats.objects.update(status="open")
+    before = datetime.now(UTC)
+    donations_confirm(donation_ids=[row.id], tiers=tiers)
+    after = datetime.now(UTC)
+    row.refresh_from_db()
+    assert row.confirmed_at is not None
+    assert before <= row.confirmed_at <= after
+    first = row.confirmed_at
+
+    donations_confirm(donation_ids=[row.id], tiers=tiers)
+    row.refresh_from_db()
+    assert row.confirmed_at == first

@@ -83,6 +83,13 @@ BAD_VALUES = [
     ("DWS_SECRETS_KEY", "CglKLesre-9og46v_kMsXlhVQCeM58u_j7ZwhTbuYzw=,short"),
     ("DWS_WEBHOOK_ALLOW_LOOPBACK", "on"),  # no development chain: webhooks stay off this machine
     ("DWS_WEBHOOK_ALLOW_LOOPBACK", "maybe"),
+    ("DWS_EXPLORER_URL", "https://etherscan.io/tx/"),  # no {tx}: every link would be the same page
+    ("DWS_EXPLORER_URL", "https://etherscan.io/tx/{tx}#{tx}"),
+    ("DWS_EXPLORER_URL", "https://etherscan.io/{chain}/tx/{tx}"),
+    ("DWS_EXPLORER_URL", "http://etherscan.io/tx/{tx}"),
+    ("DWS_EXPLORER_URL", "javascript:alert(1)//{tx}"),
+    ("DWS_EXPLORER_URL", "https://user:pw@etherscan.io/tx/{tx}"),
+    ("DWS_EXPLORER_URL", "https://{tx}.example/"),
 ]
 
 
@@ -117,6 +124,8 @@ def test_a_bad_value_stops_the_process_naming_the_variable(variable: str, value:
         ("DWS_SALE_PARAMS", "5:0.5"),
         ("DWS_MAX_TIMESTAMP_AGE", "300"),
         ("DWS_VENUE_KRAKEN_URL", "http://127.0.0.1:18600"),
+        ("DWS_EXPLORER_URL", "https://etherscan.io/tx/{tx}"),
+        ("DWS_EXPLORER_URL", "http://127.0.0.1:5100/tx/{tx}?tab=logs"),
         (
             "DWS_SECRETS_KEY",
             "CglKLesre-9og46v_kMsXlhVQCeM58u_j7ZwhTbuYzw=,qUOZGNSodj3Efd4cDUCd1bzF3g5YBvBC3sqBnZpNfK8=",

@@ -9,6 +9,7 @@ network boundary. Screenshots go to var/screenshots/ (see tests/web/browser.py).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 
@@ -56,9 +57,10 @@ def test_a_browser_without_a_wallet_is_told_to_install_one(live_server, plain_pa
 
 
 def test_connecting_on_the_wrong_network_shows_the_account_and_asks_to_switch(
-    live_server, wallet_page, anvil_node
+    live_server, wallet_page, anvil_node, settings
 ) -> None:
-    """The server expects Ethereum mainnet (no DWS_CHAIN_ID); the wallet is on anvil and cannot switch."""
+    """The server expects Ethereum mainnet (DWS_CHAIN_ID=1); the wallet is on anvil and cannot switch."""
+    settings.CONFIG = replace(settings.CONFIG, chain_id=1)
     page = wallet_page(rpc_url=anvil_node.url, account=DONOR)
     page.goto(live_server.url)
     expect(page.locator("#donate-reason")).to_have_text("Connect your wallet to donate.")
@@ -213,7 +215,7 @@ def test_the_donation_history_pages_through_the_api(live_server, wallet_page, de
     page = wallet_page(rpc_url=dev_chain.url, account=DONOR, connected=True)
     api = ApiLog(page)
     page.goto(live_server.url)
-    rows = page.locator("#donations-body tr")
+    rows = page.locator("#donations-body tr[data-tx-hash]")
     expect(rows).to_have_count(10)
     expect(page.locator("#page-info")).to_have_text("1\N{EN DASH}10")
     expect(page.locator("#prev-page")).to_be_disabled()
@@ -270,7 +272,7 @@ def test_a_contract_wallet_is_recognised_shows_its_tokens_and_stakes_by_contract
 
     expect(page.locator("#wallet-kind")).to_be_visible()
     expect(page.locator("#wallet-kind")).to_contain_text("the service asks the wallet contract itself")
-    expect(page.locator("#donations-body tr")).to_have_count(1)
+    expect(page.locator("#donations-body tr[data-tx-hash]")).to_have_count(1)
     page.fill("#stake-amount", "10")
     page.click("#stake")
 

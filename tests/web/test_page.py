@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin
@@ -114,7 +115,7 @@ def test_the_tiers_section_says_a_donation_is_priced_when_first_recorded(page) -
     assert "when it is confirmed" not in tiers
 
 
-def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings) -> None:
+def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings, client: Client) -> None:
     response, _ = page
     config = json.loads(
         re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', response.content.decode()).group(1)
@@ -126,12 +127,19 @@ def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings) -> Non
             {"asset": "usdt", "contract": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "decimals": 6},
             {"asset": "usdc", "contract": "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512", "decimals": 6},
         ],
-        "chainId": 1,
-        "chainName": "Ethereum mainnet",
-        "devChain": False,
+        # deploy/env.local's DWS_CHAIN_ID (required since issue 21): the local dev chain
+        "chainId": 31337,
+        "chainName": "local dev chain (anvil)",
+        "devChain": True,
         "pageSize": 10,
         "pendingRefreshSeconds": 15,
+        "explorers": {},  # no DWS_EXPLORER_URL
     }
+    settings.CONFIG = replace(settings.CONFIG, chain_id=1, explorer_url="https://etherscan.io/tx/{tx}")
+    body = client.get("/").content.decode()
+    mainnet = json.loads(re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', body).group(1))
+    assert (mainnet["chainId"], mainnet["chainName"], mainnet["devChain"]) == (1, "Ethereum mainnet", False)
+    assert mainnet["explorers"] == {"eth": "https://etherscan.io/tx/{tx}"}
 
 
 def test_the_widget_shows_the_sale_address_and_what_to_check_in_the_wallet(page) -> None:

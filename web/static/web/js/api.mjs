@@ -138,6 +138,12 @@ export async function getUserData(address, { limit, offset, fresh = false }) {
       tokens: x.tokens,
       status: x.status, // "unconfirmed" | "confirmed" | "failed"
       ts: x.ts,
+      // the receipt (receipts.mjs)
+      chain: x.chain,
+      blockNumber: x.block_number,
+      ethPrice: x.eth_price ?? null,
+      seenAt: x.seen_at,
+      confirmedAt: x.confirmed_at ?? null,
     })),
     user: userSummary(d.user_data ?? {}),
   };

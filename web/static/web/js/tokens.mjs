@@ -5,6 +5,7 @@ import { shortHex } from "./eth.mjs";
 import * as money from "./money.mjs";
 import { loadCampaign } from "./campaign.mjs";
 import { $, apiErrorText, config, render, show, state, viewedAddress } from "./page.mjs";
+import { receiptRow } from "./receipts.mjs";
 import { renderStaking } from "./staking.mjs";
 
 const PENDING_DONATIONS_EVERY_MS = (config.pendingRefreshSeconds ?? 15) * 1000;
@@ -89,7 +90,7 @@ function cell(text, className) {
 export function renderDonations() {
   const body = $("donations-body");
   body.replaceChildren(
-    ...state.donations.map((d) => {
+    ...state.donations.flatMap((d) => {
       const row = document.createElement("tr");
       row.dataset.txHash = d.txHash;
       row.append(
@@ -101,7 +102,7 @@ export function renderDonations() {
         cell(d.status, `status status-${d.status}`),
         cell(shortHex(d.txHash, 6), "mono"),
       );
-      return row;
+      return [row, receiptRow(d)];
     }),
   );
   const loaded = state.user !== null;

@@ -1,0 +1,80 @@
+// The donor's receipt: under each donation in "My tokens", its chain, its transaction (linked to the
+// block explorer the server names, DWS_EXPLORER_URL), when it was seen and confirmed and in which
+// finalized block, and the tokens with the rule that gave them (the sale's formulas, see the FAQ).
+import * as money from "./money.mjs";
+import { config } from "./page.mjs";
+
+const COLUMNS = 7; // the donations table's columns (index.html)
+const FIRST_CHAIN = "eth"; // the chain the page's configuration describes (DWS_CHAIN_ID)
+
+function when(ts) {
+  return `${ts.replace("T", " ").replace("Z", "")} UTC`;
+}
+
+/** The explorer's page for `hash` on `chain`, or null when none is configured (or it is not http(s)). */
+export function explorerUrl(chain, hash) {
+  const template = config.explorers?.[chain];
+  if (!template) return null;
+  const url = template.replace("{tx}", hash);
+  return /^https?:\/\//.test(url) ? url : null;
+}
+
+/** How the tokens follow from the donation: tokens = ceiling(amount × ETH price ÷ token price) for ETH,
+ * ceiling(amount ÷ token price) for a coin; 0 when the sale had sold out at confirmation. */
+export function tokenRule(d) {
+  const tokens = `${money.formatNumber(d.tokens)} $DWS`;
+  if (d.status === "failed") return "No tokens: the donation failed on chain.";
+  const amount = `${money.formatAmount(d.amount)} ${d.asset.toUpperCase()}`;
+  const price = `$${money.formatAmount(d.price)} (token price)`;
+  if (d.status === "confirmed" && money.lte(d.tokens, "0") && money.isPositive(d.amount)) {
+    return `${tokens}: the sale had sold out when it was confirmed (${amount} at ${price}).`;
+  }
+  const prefix = d.status === "confirmed" ? tokens : `${tokens} once confirmed`;
+  if (d.asset === "eth") {
+    const ethPrice = d.ethPrice ? ` × $${money.formatAmount(d.ethPrice)} (ETH price)` : " × the ETH price";
+    return `${prefix} = ${amount}${ethPrice} ÷ ${price}, rounded up to a whole token.`;
+  }
+  return `${prefix} = ${amount} ÷ ${price}, rounded up to a whole token.`;
+}
+
+function part(text) {
+  const span = document.createElement("span");
+  span.textContent = text;
+  return span;
+}
+
+export function receiptRow(d) {
+  const row = document.createElement("tr");
+  row.className = "receipt";
+  row.dataset.receiptFor = d.txHash;
+  const td = document.createElement("td");
+  td.colSpan = COLUMNS;
+  const chainName = d.chain === FIRST_CHAIN ? config.chainName : d.chain;
+  const tx = document.createElement("span");
+  tx.append("Transaction ");
+  const url = explorerUrl(d.chain, d.txHash);
+  const hash = document.createElement(url ? "a" : "code");
+  hash.textContent = d.txHash;
+  if (url) {
+    hash.className = "tx-link mono";
+    hash.href = url;
+    hash.rel = "noopener noreferrer";
+    hash.target = "_blank";
+  }
+  tx.append(hash);
+  const confirmation =
+    d.status === "confirmed"
+      ? `Confirmed ${d.confirmedAt ? when(d.confirmedAt) : "(time not recorded)"} in finalized block ${d.blockNumber}`
+      : d.status === "failed"
+        ? `Failed (block ${d.blockNumber})`
+        : `Not confirmed yet: block ${d.blockNumber} is not finalized`;
+  td.append(
+    part(`Chain: ${chainName}`),
+    tx,
+    part(d.seenAt ? `Seen ${when(d.seenAt)}` : "Seen –"),
+    part(confirmation),
+    part(tokenRule(d)),
+  );
+  row.append(td);
+  return row;
+}
