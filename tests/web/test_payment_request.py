@@ -99,8 +99,8 @@ def test_a_donor_who_paid_by_qr_looks_their_address_up_without_connecting(live_s
     page.fill("#lookup-address", DONOR.upper().replace("0X", "0x"))
     page.click("#lookup")
     expect(page.locator("#user-tokens")).to_have_text("25,000")
-    expect(page.locator("#donations-body tr")).to_have_count(1)
-    expect(page.locator("#donations-body tr")).to_contain_text("25 USDC")
+    expect(page.locator("#donations-body tr[data-tx-hash]")).to_have_count(1)
+    expect(page.locator("#donations-body tr[data-tx-hash]")).to_contain_text("25 USDC")
     expect(page.locator("#watched-address")).to_have_text(DONOR)
     # read-only: nothing to sign
     expect(page.locator("#staking")).to_be_hidden()
