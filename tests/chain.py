@@ -264,5 +264,13 @@ def deploy_stable_coins(anvil: Anvil) -> dict[str, str]:
     return {"usdt": usdt, "usdc": usdc}
 
 
+def as_contract_wallet(anvil: Anvil, address: str, owner: str) -> None:
+    """Give `address` an OwnedWallet's code (a Safe stand-in: its owner signs, the wallet calls) with
+    `owner` as its owner (storage slot 0)."""
+    template = anvil.deploy("OwnedWallet", ["address"], [owner])
+    anvil.set_code(address, anvil.rpc("eth_getCode", template, "latest"))
+    anvil.rpc("anvil_setStorageAt", address, "0x0", "0x" + owner[2:].rjust(64, "0"))
+
+
 def checksum(address: str) -> str:
     return to_checksum_address(address)

@@ -18,7 +18,7 @@ from crawlers.models import FINALIZED, LATEST, InternalMovement, UnexplainedInfl
 from crawlers.runs.crawl import crawl
 from crawlers.runs.reconcile import reconcile
 from donations.models import Donation
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, as_contract_wallet
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -73,13 +73,6 @@ def test_a_self_transfer_of_eth_and_of_a_coin_is_an_internal_movement_never_a_do
     assert_ledger_invariants()
 
 
-def as_contract_wallet(node, address: str, owner: str) -> None:
-    """Give `address` an OwnedWallet's code (a Safe stand-in) with `owner` as its owner (storage slot 0)."""
-    template = node.deploy("OwnedWallet", ["address"], [owner])
-    node.set_code(address, node.rpc("eth_getCode", template, "latest"))
-    node.rpc("anvil_setStorageAt", address, "0x0", "0x" + owner[2:].rjust(64, "0"))
-
-
 def test_eth_a_contract_donation_address_withdraws_from_weth_is_not_credited_to_weth(node, settings):
     weth = node.deploy("WrappedEth")
     wrap = {"from": DONATION_ADDRESS, "to": weth, "value": hex(2 * ETHER), "data": node.call_data("deposit()", [], [])}
@@ -98,4 +91,39 @@ def test_eth_a_contract_donation_address_withdraws_from_weth_is_not_credited_to_
     assert not Donation.objects.exists()
     assert movements() == {(tx, "eth", Decimal(1), "returned to the address")}
     assert not UnexplainedInflow.objects.exists()
+    assert reconcile(start, node.finalized()).ok
+
+
+def mint_call(node, to: str, amount: int) -> str:
+    return node.call_data("mint(address,uint256)", ["address", "uint256"], [to, amount])
+
+
+def test_a_coin_arriving_in_a_transaction_the_address_signed_is_its_own_money(node, settings):
+    # Stand-in for a swap it made: the coin comes from elsewhere (here minted) inside its own transaction.
+    usdt = node.coins["usdt"]
+    start = start_after_head(settings, node)
+    tx = node.send({"from": DONATION_ADDRESS, "to": usdt, "data": mint_call(node, DONATION_ADDRESS, 300 * USDT)})
+
+    crawl_to_final(node)
+
+    assert not Donation.objects.exists()
+    assert movements() == {(tx, "usdt", Decimal(300), "returned to the address")}
+    assert reconcile(start, node.finalized()).ok
+
+
+def test_a_coin_a_contract_donation_address_brings_in_by_its_own_call_is_not_credited(node, settings):
+    usdt = node.coins["usdt"]
+    as_contract_wallet(node, DONATION_ADDRESS, OWNER)
+    start = start_after_head(settings, node)
+    mint = mint_call(node, DONATION_ADDRESS, 300 * USDT)
+    execute = node.call_data(
+        "execute(address,uint256,bytes)", ["address", "uint256", "bytes"], [usdt, 0, bytes.fromhex(mint[2:])]
+    )
+    tx = node.send({"from": OWNER, "to": DONATION_ADDRESS, "data": execute, "gas": hex(300_000)})
+    assert node.receipt(tx)["status"] == "0x1"
+
+    crawl_to_final(node)
+
+    assert not Donation.objects.exists()
+    assert movements() == {(tx, "usdt", Decimal(300), "returned to the address")}
     assert reconcile(start, node.finalized()).ok
