@@ -258,6 +258,10 @@ def _fee(receipt: dict) -> int:
     return fee + int(receipt.get("l1Fee") or "0x0", 16)  # an OP-stack chain charges the L1 part beside the gas
 
 
+# Frames by which an account acts outside itself (a delegatecall or staticcall from it does not).
+ACTING_KINDS = ("call", "callcode", "create", "create2", "selfdestruct")
+
+
 def _frame_at(call: dict, path: list[int]) -> tuple[dict | None, bool]:
     """The call frame at `path` (sub-call indexes, value-less precompile calls not counted) and whether it
     or a frame above it failed."""
@@ -380,7 +384,7 @@ class Check:
             sender = "0x" + log["topics"][1][-40:]
             unit = 10 ** max(0, self.decimals[asset] - COLUMN_DECIMALS)
             if row is None:
-                if value >= unit and sender.lower() != self.us:
+                if value >= unit and sender.lower() != self.us and not self.own_transaction(log["transactionHash"]):
                     raise Mismatch(
                         f"a Transfer of {value} raw units of {asset} to the address (tx {log['transactionHash']}, "
                         f"block {int(log['blockNumber'], 16)}) is not a listed donation"
@@ -399,6 +403,30 @@ class Check:
                 f"the listed donation {row['tx_hash']} (log {row['log_index']}) has no Transfer to the address there"
             )
         return arrived
+
+    def own_transaction(self, tx_hash: str) -> bool:
+        """Whether the address's own doing brought the value in (never a donation): it signed the transaction,
+        or (an address with code) made a call in its call tree. A node without call traces: noted, not
+        refuted."""
+        try:
+            tx = self.node.call("eth_getTransactionByHash", tx_hash)
+        except RpcError as exc:
+            raise Unreadable(f"your node did not give transaction {tx_hash}: {exc}") from exc
+        if isinstance(tx, dict) and (tx.get("from") or "").lower() == self.us:
+            return True
+        try:
+            trace = self.node.call("debug_traceTransaction", tx_hash, {"tracer": "callTracer"})
+        except RpcError:
+            self.missing.append(f"transaction {tx_hash}: your node gives no call traces to tell whether it is ours")
+            return True
+        frames = [trace] if isinstance(trace, dict) else []
+        while frames:
+            frame = frames.pop()
+            kind = str(frame.get("type") or "").lower()
+            if (frame.get("from") or "").lower() == self.us and kind in ACTING_KINDS:
+                return True
+            frames += [c for c in frame.get("calls") or [] if isinstance(c, dict)]
+        return False
 
     def coin_sums(self, arrived: dict[str, int], from_us: list[dict]) -> None:
         """What left by Transfer logs is what the site says, and the logs explain each coin's balance change."""

@@ -330,3 +330,20 @@ def test_a_range_the_site_could_not_prove_is_checked_as_far_as_it_goes_and_said_
         "the site does not claim this range complete (the provider keeps no historical state" in run.stdout
     )
     assert run.stdout.splitlines()[-1].startswith("matches as far as it could be checked")
+
+
+def test_the_addresss_own_coin_coming_back_matches_though_no_donation_lists_it(live_server, node):
+    # The donation address signs a transaction that brings it coins (a swap's stand-in: here a mint),
+    # and pays itself 20 USDT: neither is a donation, and the verifier agrees with the site.
+    usdt = node.coins["usdt"]
+    mint = node.call_data("mint(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, 300 * USDT])
+    node.send({"from": DONATION_ADDRESS, "to": usdt, "data": mint})
+    node.transfer_token(usdt, DONATION_ADDRESS, DONATION_ADDRESS, 20 * USDT)
+    node.send_eth(ACCOUNTS[6], DONATION_ADDRESS, ETHER)
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+
+    run = verify(live_server.url, node.url)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1].startswith("matches:"), run.stdout
