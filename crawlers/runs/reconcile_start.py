@@ -16,7 +16,7 @@ import threading
 from django.conf import settings
 from django.db import connections
 
-from crawlers.chain.clients import make_client
+from crawlers.chain.clients import make_reconcile_client
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import chain_tips
@@ -55,7 +55,7 @@ def reconcile_at_start(*, config: Config | None = None, client: RpcClient | None
     """Reconcile the start window; None when there was nothing to check or no evidence to check it with."""
     config = config or settings.CONFIG
     chain = chain_settings(config)
-    client = client or make_client(chain)
+    client = client or make_reconcile_client(chain)  # the second provider when there is one
     cursor = cursor_get(chain=chain.name, label=FINALIZED)
     try:
         finalized = chain_tips(client).finalized

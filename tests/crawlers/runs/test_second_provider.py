@@ -217,3 +217,20 @@ def test_the_old_unconfirmed_judge_confirms_only_with_the_check_providers_agreem
 
     row.refresh_from_db()
     assert row.status == ("confirmed" if agreeing else "unconfirmed")
+
+
+def test_the_reconcile_at_a_workers_start_reads_from_the_check_provider_too(node, check, settings):
+    from crawlers.runs.reconcile_start import reconcile_at_start
+
+    with RpcProxy(node.url) as primary:
+        use(settings, primary=primary.url("/rpc"), check=check.url("/check"))
+        donate_eth_and_usdt(node)
+        assert crawl(FINALIZED).confirmed == 2
+        asked_primary, asked_check = len(primary.seen), len(check.seen)
+
+        report = reconcile_at_start()
+
+    assert report is not None
+    assert report.ok, report.discrepancies
+    assert len(primary.seen) == asked_primary
+    assert len(check.seen) > asked_check
