@@ -104,7 +104,7 @@ SET next_look_at = %(now)s + CASE
         ELSE LEAST(GREATEST((%(now)s - block_time) / 8, %(min)s), %(max)s)
     END,
     modified_at = now()
-WHERE id = ANY(%(ids)s) AND status = 'unconfirmed' AND held_at IS NULL
+WHERE id = ANY(%(ids)s) AND status = 'unconfirmed'
 """
 
 
@@ -120,8 +120,7 @@ def donations_look_later(
     `now`, within [min_delay, max_delay] (the old-unconfirmed crawler's back-off). A row found absent
     (absent_count > 0) is looked at again by the end of its `absence_grace` and, past it, at the next run
     (`min_delay`): the back-off of rows merely waiting never stretches seed 000's "3 consecutive runs".
-    A row held by a pause keeps no next-look time (the crawler takes it on its own rule). Under the
-    campaign lock like every other write to donation rows."""
+    Under the campaign lock like every other write to donation rows."""
     if not donation_ids:
         return
     with transaction.atomic():

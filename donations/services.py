@@ -210,8 +210,9 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
         raise ValueError(f"donation {donation.id} is failed; record it from its finalized sighting first")
     if stats.status == CampaignStatus.PAUSED:
         if donation.held_at is None:
-            donation.held_at = timezone.now()
-            donation.save(update_fields=["held_at", "modified_at"])
+            # the pause's backlog: due as soon as crediting resumes, whatever back-off it had (next_look_at)
+            donation.held_at, donation.next_look_at = timezone.now(), None
+            donation.save(update_fields=["held_at", "next_look_at", "modified_at"])
         return DonationOutcome.HELD_PAUSED
     update = ["status", "held_at", "modified_at"]
     donation.held_at = None

@@ -84,7 +84,7 @@ class JudgeResult:
     failed: int = 0
     recrawled_blocks: int = 0
     untouched: Counter = field(default_factory=Counter)  # why -> how many
-    # Proven but held by a pause: marked `held_at`, judged first once the campaign is not paused.
+    # Proven but held by a pause in this run: marked `held_at`, judged first once the campaign is not paused.
     paused_ids: list[int] = field(default_factory=list)
     held: str | None = None  # the whole run could not judge anything
 
@@ -124,8 +124,10 @@ def _run(config: Config, chain: ChainSettings, client: RpcClient, now: datetime)
         # the older it is, so it does not keep the rows behind it out of the next batch (a row absent
         # from the chain is looked at again by the time its grace ends, then at every run: sustained
         # absence fails it within SUSTAINED_ABSENCE_RUNS runs of the grace, whatever its age).
+        # A row held by the pause in this very run stays due: crediting resumes with it.
+        held = set(result.paused_ids)
         donations_look_later(
-            donation_ids=[row.id for row in rows],
+            donation_ids=[row.id for row in rows if row.id not in held],
             now=now,
             min_delay=LOOK_AGAIN_MIN,
             max_delay=LOOK_AGAIN_MAX,
@@ -137,15 +139,16 @@ def _run(config: Config, chain: ChainSettings, client: RpcClient, now: datetime)
 def _batch(now: datetime) -> list[Donation]:
     """The rows this run judges. The pause's backlog (rows proven but held by a pause, `held_at`) is
     left alone while paused -- nothing is to be judged until crediting resumes, and 500 of them must not
-    fill every batch while sustained absence goes on failing rows -- and comes first, whatever its age
-    or next-look time, as soon as the campaign is not paused, however the pause was lifted (the admin's
-    Resume or the README's SQL)."""
+    fill every batch while sustained absence goes on failing rows -- and comes first, whatever its age,
+    as soon as the campaign is not paused, however the pause was lifted (the admin's Resume or the
+    README's SQL). Holding a row cleared its next-look time; a held row this crawler then looks at and
+    cannot resolve backs off like any other."""
     unconfirmed = Donation.objects.filter(status=DonationStatus.UNCONFIRMED)
     due = Q(block_time__lt=now - MIN_AGE) & (Q(next_look_at__isnull=True) | Q(next_look_at__lte=now))
     if DonationStats.objects.get().status == CampaignStatus.PAUSED:
         chosen = unconfirmed.filter(due, held_at__isnull=True)
     else:
-        chosen = unconfirmed.filter(due | Q(held_at__isnull=False))
+        chosen = unconfirmed.filter(due | Q(held_at__isnull=False, next_look_at__isnull=True))
     ordered = chosen.order_by(
         F("held_at").asc(nulls_last=True), F("next_look_at").asc(nulls_first=True), "block_time", "id"
     )

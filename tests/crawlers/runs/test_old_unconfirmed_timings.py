@@ -111,3 +111,22 @@ def test_the_sql_resume_and_the_admins_free_the_pause_backlog_alike(node, resume
     row.refresh_from_db()
     assert (row.status, row.held_at) == ("confirmed", None)
     assert DonationStats.objects.get().tokens == row.tokens
+
+
+def test_a_held_row_that_cannot_resolve_after_the_resume_backs_off_like_any_other(node, proxy):
+    campaign_pause(operator="tester")
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    node.mine(3)
+    crawl(LATEST)
+    crawl(FINALIZED)  # held by the pause
+    resume_in_the_admin()
+    proxy.arm("eth_getTransactionReceipt", "null", count=None)  # the provider will not prove it for now
+    now = timezone.now()
+
+    first = crawl_old_unconfirmed(now=now)
+    again = crawl_old_unconfirmed(now=now + timedelta(minutes=1))
+
+    assert (first.examined, first.untouched) == (1, {"no usable receipt": 1})
+    assert again.examined == 0  # not first in every batch for ever: it waits its back-off now
+    row = Donation.objects.get(tx_hash=tx)
+    assert (row.status, row.next_look_at is not None, row.held_at is not None) == ("unconfirmed", True, True)
