@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from django import db
 from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -37,6 +38,8 @@ PRICE_UNAVAILABLE = ApiError(1008, 503, "price not available yet")
 FORBIDDEN = ApiError(1009, 403, "forbidden")
 REQUEST_TOO_LARGE = ApiError(1010, 413, "request body too large")
 MALFORMED_BODY = ApiError(1011, 400, "malformed request body")
+# PostgreSQL unreachable (restarting, failing over): nothing is wrong with the request; ask again shortly.
+DATABASE_UNAVAILABLE = ApiError(1012, 503, "service temporarily unavailable; try again")
 SIGNATURE_REJECTED = ApiError(1100, 401, "request signature rejected")
 NOT_A_DONOR = ApiError(1101, 403, "no confirmed donation for this address")
 # A contract wallet's signature (ERC-1271/6492) that the provider could not check: refused, retry later.
@@ -70,6 +73,8 @@ def error_body(error: ApiError) -> dict[str, Any]:
 def _error_for(exc: Exception) -> ApiError | None:
     if isinstance(exc, ApiException):
         return exc.error
+    if isinstance(exc, db.OperationalError | db.InterfaceError):  # the connection, not the query
+        return DATABASE_UNAVAILABLE
     if isinstance(exc, drf_exceptions.AuthenticationFailed | drf_exceptions.NotAuthenticated):
         return SIGNATURE_REJECTED
     if isinstance(exc, drf_exceptions.MethodNotAllowed):
@@ -109,6 +114,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     response = Response(error_body(error), status=error.status)
     if isinstance(exc, drf_exceptions.AuthenticationFailed | drf_exceptions.NotAuthenticated):
         response["WWW-Authenticate"] = 'delphi-signature realm="delphi"'
+    if error is DATABASE_UNAVAILABLE:
+        response["Retry-After"] = "5"
     if isinstance(exc, drf_exceptions.Throttled):
         # djangorestframework-stubs 3.18 leave out `wait`, which Throttled.__init__ always sets.
         response["Retry-After"] = str(max(1, math.ceil(exc.wait or 1)))  # type: ignore[attr-defined]

