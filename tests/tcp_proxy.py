@@ -21,6 +21,7 @@ class TcpProxy:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
+        self.upstream_ports: set[int] = set()  # our side of every connection made to the server
         self._listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
         self._listener.settimeout(0.2)
         self._thread = threading.Thread(target=self._accept, name="tcp-proxy", daemon=True)
@@ -54,9 +55,12 @@ class TcpProxy:
         with self._lock:
             sockets, self._sockets = self._sockets, set()
         for sock in sockets:
+            # shutdown first: it wakes the pump blocked in recv on it (a bare close would wait for that
+            # call, and the server would never hear of the drop)
             with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-                sock.close()  # linger 0: a reset, as a dead server's host answers
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def _accept(self) -> None:
         while not self._stopping.is_set():
@@ -77,6 +81,7 @@ class TcpProxy:
             upstream.settimeout(None)
             with self._lock:
                 self._sockets |= {client, upstream}
+                self.upstream_ports.add(upstream.getsockname()[1])
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
 
@@ -91,8 +96,23 @@ class TcpProxy:
 
 @contextlib.contextmanager
 def postgres_proxy() -> Iterator[TcpProxy]:
+    """A proxy in front of the test database's server; on exit, waits until the server has ended every
+    session that came through it (the test database is dropped at the end of the run)."""
+    import time
+
     from django.conf import settings
+    from django.db import connection
 
     db = settings.DATABASES["default"]
     with TcpProxy(str(db["HOST"] or "127.0.0.1"), int(db["PORT"] or 5432)) as proxy:
         yield proxy
+    deadline = time.monotonic() + 10
+    while proxy.upstream_ports and time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE client_port = ANY(%s)", [sorted(proxy.upstream_ports)]
+            )
+            (left,) = cursor.fetchone()
+        if not left:
+            return
+        time.sleep(0.1)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, transaction
 
 from crawlers.decode.blocks import BlockHeader
 from crawlers.record.cursors import cursor_write
@@ -241,8 +241,8 @@ def record_blocks(
                     _write_block(writer, block, written)
                     if move_cursor:
                         _move_cursor(chain, cursor, block.header, proof)
-            except PriceMissing:
-                raise
+            except (PriceMissing, OperationalError, InterfaceError):
+                raise  # a missing price ends the recording below; a lost database ends the run
             except ChainWriterBusy as exc:  # this session lost the run's lock, and another run holds it
                 failed = BlockHeld(block.header.number, f"{exc}; nothing of the block is written by this run")
                 break
