@@ -104,7 +104,7 @@ def postgres_proxy() -> Iterator[TcpProxy]:
     from django.db import connection
 
     db = settings.DATABASES["default"]
-    with TcpProxy(str(db["HOST"] or "127.0.0.1"), int(db["PORT"] or 5432)) as proxy:
+    with TcpProxy(str(db["HOST"] or "127.0.0.1"), int(str(db["PORT"] or 5432))) as proxy:
         yield proxy
     deadline = time.monotonic() + 10
     while proxy.upstream_ports and time.monotonic() < deadline:
