@@ -90,7 +90,8 @@ def test_a_referred_visitor_attaches_the_code_with_one_signature_once_connected(
     assert_no_script_errors(page)
 
 
-def test_the_offer_is_never_forced(live_server, wallet_page, anvil_node, referrer) -> None:
+def test_the_offer_is_never_forced(live_server, wallet_page, dev_chain, eth_price, referrer) -> None:
+    anvil_node = dev_chain
     declining = wallet_page(rpc_url=anvil_node.url, account=VISITOR, connected=True)
     api = ApiLog(declining)
     declining.goto(f"{live_server.url}/donate?afc={referrer}")
@@ -104,8 +105,15 @@ def test_the_offer_is_never_forced(live_server, wallet_page, anvil_node, referre
     declining.reload()
     expect(declining.locator("#account-address")).to_have_text(VISITOR)
     expect(declining.locator("#referral-offer")).to_be_hidden()  # a no is kept for the visit
+    # and it holds for the donation too: no signature asked to attribute it to the code
+    declining.fill("#amount", "0.1")
+    declining.click("#donate")
+    expect(declining.locator("#tx-hash")).to_have_text(re.compile(r"^0x[0-9a-f]{64}$"))
+    expect(declining.locator("#tx-status")).to_have_attribute("data-phase", re.compile("mined|unconfirmed"))
+    expect(declining.locator("#affiliate-status")).to_be_hidden()
     assert personal_signs(declining) == 0
     assert api.posts("/wallet/connection") == []
+    assert api.posts("/affiliate/donation") == []
 
     # a visitor who rejects the signature: told nothing was linked, offered again, nothing recorded
     rejecting = wallet_page(rpc_url=anvil_node.url, account=ACCOUNTS[5], connected=True, reject=("personal_sign",))

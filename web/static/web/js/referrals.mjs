@@ -20,6 +20,9 @@ export function readAffiliateCode() {
 export async function attributeToAffiliate(hash) {
   const code = state.affiliate.code;
   if (!code || !state.account) return;
+  // A visitor who said "No thanks" to the code (or whose code the service refused) is not asked again.
+  const answer = answerFor(state.account, code);
+  if (answer === "dismissed" || answer === "refused") return;
   state.affiliate.retryHash = null;
   state.affiliate.message = `Referral code ${code}: please sign the message in your wallet to link this donation to it (free, no transaction).`;
   render();
@@ -56,17 +59,21 @@ export async function referralLink() {
 // answer (linked, or a code the service refuses) are kept for the visit, per wallet.
 const answerKey = (account) => `dws.afc.answered.${account}`;
 
-function answered(account, code) {
+/** The settled answer ("linked", "dismissed", "refused") this wallet gave to `code` in this visit, or null. */
+function answerFor(account, code) {
+  const offer = state.affiliate.offer;
+  if (offer && offer.account === account && offer.phase !== "busy" && offer.phase !== "failed") return offer.phase;
   try {
-    return sessionStorage.getItem(answerKey(account)) === code;
+    const [phase, kept] = (sessionStorage.getItem(answerKey(account)) ?? "").split(":");
+    return kept === code ? phase : null;
   } catch {
-    return false; // storage disabled: the offer stands until answered on this page view
+    return null; // storage disabled: the offer stands until answered on this page view
   }
 }
 
-function remember(account, code) {
+function remember(account, code, phase) {
   try {
-    sessionStorage.setItem(answerKey(account), code);
+    sessionStorage.setItem(answerKey(account), `${phase}:${code}`);
   } catch {
     // storage disabled: the page's own state still hides the offer for this page view
   }
@@ -74,7 +81,7 @@ function remember(account, code) {
 
 function settle(account, phase, message) {
   state.affiliate.offer = { account, phase, message };
-  if (phase !== "failed" && phase !== "busy") remember(account, state.affiliate.code);
+  if (phase !== "failed" && phase !== "busy") remember(account, state.affiliate.code, phase);
   render();
 }
 
@@ -105,7 +112,7 @@ export function renderReferralOffer() {
   const { code, offer } = state.affiliate;
   const account = state.account;
   const current = offer && offer.account === account ? offer : null;
-  const phase = current?.phase ?? (account && code && answered(account, code) ? "answered" : "offered");
+  const phase = current?.phase ?? (account && code && answerFor(account, code) ? "answered" : "offered");
   const visible = Boolean(account && code) && phase !== "dismissed" && phase !== "answered";
   show($("referral-offer"), visible);
   if (!visible) return;
