@@ -9,12 +9,13 @@ from celery import shared_task
 from donations.staking import unstake_complete_due
 from donations.webhook_delivery import more_due, webhooks_drain
 from donations.webhooks import DELIVER_TASK
-from dws_project.locks import non_overlapping
+from dws_project.locks import held_while_database_gone, non_overlapping
 
 logger = logging.getLogger("dws.staking")
 
 
 @shared_task(name="donations.tasks.complete_unstakes", soft_time_limit=60, time_limit=90)
+@held_while_database_gone("complete-unstakes")
 @non_overlapping("complete-unstakes", ttl=120)
 def complete_unstakes() -> int:
     finished = unstake_complete_due()
@@ -26,6 +27,7 @@ def complete_unstakes() -> int:
 # A run starts attempts for one attempt's deadline and waits for the last ones: about twice the deadline
 # (10 s by default), well inside these limits. A worker that consumes every queue is held no longer.
 @shared_task(name=DELIVER_TASK, soft_time_limit=60, time_limit=90)
+@held_while_database_gone("deliver-webhooks")
 @non_overlapping("deliver-webhooks", ttl=90)
 def deliver_webhooks() -> None:
     """Send what the webhook outbox has due (queued after each change's commit, and by beat every 30 s

@@ -14,6 +14,7 @@ writes beside the run that took the lock since.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from redis.exceptions import LockError, LockNotOwnedError, RedisError
 
 from dws_project.redis_client import get_redis
@@ -82,6 +83,44 @@ def non_overlapping(job: str, *, ttl: float = DEFAULT_TTL) -> Callable[[Callable
                 if not acquired:
                     return None
                 return func(*args, **kwargs)
+
+        return guarded
+
+    return decorate
+
+
+# --- a database that went away is a hold, not a crash --------------------------------------------------
+
+# The connection failed (PostgreSQL restarting, failing over, unreachable), not a query.
+DATABASE_GONE = (OperationalError, InterfaceError)
+
+
+def database_gone(job: str, exc: BaseException) -> None:
+    """A run of `job` lost its database: one WARNING line (no traceback), and the connection is closed so
+    the next run opens a new one. What the run wrote is whole (every write is its own transaction)."""
+    from dws_project.startup import describe_database_error
+
+    logger.warning(
+        "%s: held: database unavailable (%s: %s); the next run continues where this one stopped",
+        job,
+        type(exc).__name__,
+        describe_database_error(exc),
+    )
+    with contextlib.suppress(Exception):
+        connection.close()
+
+
+def held_while_database_gone(job: str) -> Callable[[Callable[P, R]], Callable[P, R | None]]:
+    """Decorate a periodic job so a lost database makes the run return None (a hold) instead of raising."""
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R | None]:
+        @functools.wraps(func)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R | None:
+            try:
+                return func(*args, **kwargs)
+            except DATABASE_GONE as exc:
+                database_gone(job, exc)
+                return None
 
         return guarded
 

@@ -7,7 +7,7 @@ import logging
 from celery import shared_task
 
 from dws_project import metrics
-from dws_project.locks import non_overlapping
+from dws_project.locks import held_while_database_gone, non_overlapping
 from prices import services
 
 logger = logging.getLogger("dws.prices.tasks")
@@ -20,11 +20,13 @@ FETCH_PRICES_LOCK_TTL = 60.0
 SERVE_PRICE_REQUESTS_LOCK_TTL = 30.0
 
 
+@held_while_database_gone(FETCH_PRICES_JOB)
 @non_overlapping(FETCH_PRICES_JOB, ttl=FETCH_PRICES_LOCK_TTL)
 def run_fetch_prices() -> services.CycleResult:
     return services.fetch_prices()
 
 
+@held_while_database_gone(SERVE_PRICE_REQUESTS_JOB)
 @non_overlapping(SERVE_PRICE_REQUESTS_JOB, ttl=SERVE_PRICE_REQUESTS_LOCK_TTL)
 def run_serve_price_requests() -> services.ServeResult:
     return services.serve_price_requests()

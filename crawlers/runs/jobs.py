@@ -4,11 +4,9 @@ Celery tasks and `manage.py crawl` both call these."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 
-from django import db
 from django.conf import settings
 
 from crawlers.chain.clients import make_client
@@ -22,8 +20,7 @@ from crawlers.runs.progress import catch_up_clear, catch_up_record
 from crawlers.runs.results import CrawlResult
 from dws_project import metrics
 from dws_project.chain_settings import chain_settings
-from dws_project.locks import non_overlapping
-from dws_project.startup import describe_database_error
+from dws_project.locks import DATABASE_GONE, database_gone, non_overlapping
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -52,7 +49,7 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
         if result is not None:
             run_finished(label, chain.name)
     except DATABASE_GONE as exc:
-        _database_gone(label, exc)
+        database_gone(f"crawl {label}", exc)
         return None
     if result is not None:
         metrics.crawl_observed(
@@ -90,25 +87,9 @@ def run_old_unconfirmed(*, client: RpcClient | None = None) -> JudgeResult | Non
         if result is not None:
             run_finished(OLD_UNCONFIRMED, chain_settings(settings.CONFIG).name)
     except DATABASE_GONE as exc:
-        _database_gone(OLD_UNCONFIRMED, exc)
+        database_gone(f"crawl {OLD_UNCONFIRMED}", exc)
         return None
     return result
-
-
-# The connection failed (PostgreSQL restarting, failing over, unreachable), not a query: a hold like a
-# provider's silence. What the run wrote is whole (each block with its cursor in one transaction).
-DATABASE_GONE = (db.OperationalError, db.InterfaceError)
-
-
-def _database_gone(job: str, exc: Exception) -> None:
-    logger.warning(
-        "crawl %s: held: database unavailable (%s: %s); the next run continues from the cursor",
-        job,
-        type(exc).__name__,
-        describe_database_error(exc),
-    )
-    with contextlib.suppress(Exception):
-        db.connection.close()  # the next run opens a new one
 
 
 def _log(result: CrawlResult | JudgeResult | None) -> None:
