@@ -15,6 +15,8 @@ counting proxy), bytes of answers received, and the crawler processes' CPU time.
 fixed block, then again answered from the proxy's memory (a provider that answers at once: the
 crawler's own cost). --latency MS delays every post by MS (a provider across the internet).
 --read-ahead off runs the crawler without pipelining (TEST_CRAWLER_READ_AHEAD=0), for comparison.
+--safe installs a Safe-like wallet's code at the donation address first (tests/contracts/SafeLikeWallet.sol):
+the cost of a donation address with code, whose calls are read from call traces (crawlers/scan/with_code.py).
 --ponder blocks,logs then lets Ponder (bench/ponder/, bench/ponder_way.py) index the same chain through
 the same proxy: "blocks" reads every block to see ETH, "logs" reads only the coin's Transfer logs.
 
@@ -242,6 +244,7 @@ def main() -> None:
     parser.add_argument("--replay", action="store_true", help="each way again, answered from the proxy's memory")
     parser.add_argument("--latency", type=float, default=0.0, help="milliseconds added to every post")
     parser.add_argument("--read-ahead", choices=("on", "off"), default="on")
+    parser.add_argument("--safe", action="store_true", help="the donation address has code (a Safe-like wallet)")
     parser.add_argument("--ponder", default="", help="Ponder modes to run after ours: blocks,logs")
     parser.add_argument("--ponder-copies", type=int, default=64, help="RPC URL copies (Ponder's rate allowance)")
     args = parser.parse_args()
@@ -253,6 +256,9 @@ def main() -> None:
         # balance proof asks balances across the whole chain, as of an archive node.
         with Anvil(extra_args=["--max-persisted-states", str(args.blocks + 1000)]) as anvil:
             anvil.coins = deploy_stable_coins(anvil)
+            if args.safe:
+                template = anvil.deploy("SafeLikeWallet", ["address"], [ACCOUNTS[1]])
+                anvil.set_code(DONATION_ADDRESS, anvil.rpc("eth_getCode", template, "latest"))
             print(f"building {args.blocks} blocks, {2 * args.donations} donations (seed {args.seed}) ...", flush=True)
             t0 = time.monotonic()
             start = anvil.head() + 1

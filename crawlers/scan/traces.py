@@ -37,7 +37,7 @@ from typing import TypeGuard, TypeVar
 from redis.exceptions import RedisError
 
 from crawlers.chain.calls import header_call
-from crawlers.chain.outcomes import Call, NoEvidence, NoEvidenceError, RpcOutcome, require
+from crawlers.chain.outcomes import NoEvidence, NoEvidenceError, RpcOutcome, require
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.frames import (
     Frame,
@@ -263,37 +263,6 @@ def traced_frames(client: RpcClient, chain: ChainSettings, *, block_number: int,
     return _with_traces(
         client, chain, lambda family: block_frames(client, family, block_number=block_number, block_hash=block_hash)
     )
-
-
-def blocks_with_calls(client: RpcClient, chain: ChainSettings, hashes: dict[int, str]) -> list[int] | None:
-    """Of the scanned blocks (`hashes`: number -> hash, consecutive), those in which a call frame goes to
-    or comes from the donation address, by `trace_filter` (two filters in one batch); None when the
-    provider does not serve it for this range (a refusal, an error object such as a result cap, or
-    DWS_TRACE allowing only the debug family): the caller traces every block instead. A passing failure
-    (a time-out, a 429, a null) or a trace of another fork raises NoEvidenceError (hold)."""
-    if chain.trace_mode not in ("auto", TRACE) or not hashes:
-        return None
-    start, end = min(hashes), max(hashes)
-    us = [chain.donation_address]
-    span = {"fromBlock": hex(start), "toBlock": hex(end)}
-    calls: list[Call] = [("trace_filter", [{**span, "toAddress": us}]), ("trace_filter", [{**span, "fromAddress": us}])]
-    numbers: set[int] = set()
-    for outcome in client.batch(calls):
-        if isinstance(outcome, NoEvidence) and outcome.kind == "error":
-            return None
-        found = require(outcome)
-        if not isinstance(found, list):
-            raise _malformed("trace_filter", client, ValueError("not a list"))
-        for item in found:
-            number = item.get("blockNumber") if isinstance(item, dict) else None
-            if isinstance(number, str):
-                number = int(number, 16)
-            if not isinstance(number, int) or number not in hashes:
-                raise _malformed("trace_filter", client, ValueError("a trace without a block of the range"))
-            if str(item.get("blockHash") or hashes[number]).lower() != hashes[number]:
-                raise NoEvidenceError(NoEvidence("trace_filter", "reorged", f"block {number} is another block now"))
-            numbers.add(number)
-    return sorted(numbers)
 
 
 # --- one transaction (the old-unconfirmed crawler's proof of an internal ETH row) ---------------------

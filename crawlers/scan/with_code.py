@@ -33,6 +33,7 @@ from crawlers.decode.frames import Frame, internal_transfers, own_transactions, 
 from crawlers.scan import traces
 from crawlers.scan.own import drop_own_coin_transfers
 from crawlers.scan.results import BlockHeld, ScannedBlock
+from crawlers.scan.trace_filter import blocks_with_calls
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
 from dws_project.redis_client import get_redis
@@ -63,7 +64,8 @@ def note_mode(
     """Log the mode at the first range and on change; keep it (and how calls were found) for /health."""
     if _logged.get(chain.name) != mode:
         how = "" if mode == PLAIN else f"; its calls are read from call traces ({found_by or 'as the provider allows'})"
-        logger.warning("donation address %s on %s is %s%s", chain.donation_address, chain.name, mode, how)
+        level = logging.INFO if mode == PLAIN else logging.WARNING
+        logger.log(level, "donation address %s on %s is %s%s", chain.donation_address, chain.name, mode, how)
         _logged[chain.name] = mode
     status = {"mode": mode, "calls_found_by": found_by, "last_range_blocks": blocks, "last_range_traced": traced}
     try:
@@ -90,7 +92,7 @@ def model_calls(client: RpcClient, chain: ChainSettings, blocks: Sequence[Scanne
     blocks were found and how many were traced. Raises NoEvidenceError (hold and retry) or
     TracesUnavailable (the provider cannot trace: hold with that reason)."""
     hashes = {b.header.number: b.header.hash.lower() for b in blocks}
-    numbers = traces.blocks_with_calls(client, chain, hashes)
+    numbers = blocks_with_calls(client, chain, hashes)
     found_by = BY_FILTER if numbers is not None else BY_BLOCK
     wanted = set(numbers) if numbers is not None else set(hashes)
     for block in blocks:
