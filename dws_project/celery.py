@@ -77,6 +77,18 @@ def expect_crawler_runs(**_: object) -> None:
 
 
 @signals.worker_ready.connect
+def check_chain_ids_at_start(**_: object) -> None:
+    """A worker that consumes the crawlers' queue says at once (CRITICAL) when a provider serves another
+    chain than DWS_CHAIN_ID; its runs hold on it anyway (crawlers/runs/start_checks.py)."""
+    from django.conf import settings
+
+    if settings.CRAWLERS_QUEUE in set(app.amqp.queues.consume_from):
+        from crawlers.runs.start_checks import check_chain_ids_in_background
+
+        check_chain_ids_in_background("celery worker")
+
+
+@signals.worker_ready.connect
 def reconcile_at_start(**_: object) -> None:
     """A worker that consumes the crawlers' queue reconciles the window since the last clean reconcile, in a
     thread beside the pool: the first crawl never waits for it (crawlers/runs/reconcile_start.py)."""

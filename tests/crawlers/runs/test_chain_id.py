@@ -90,3 +90,19 @@ def test_the_check_costs_no_extra_round_trip(node, proxy):
     crawl(LATEST, client=client)
     first = proxy.seen[0]
     assert sorted(first.methods) == ["eth_blockNumber", "eth_chainId"]  # asked together with the tip
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_crawler_worker_says_so_at_its_start_when_the_provider_serves_another_chain(other_chain, tmp_path):
+    from tests.ops.processes import process_environment, worker
+
+    env = process_environment(ETH_RPC_URL=other_chain.url, DWS_HEARTBEAT_DIR=str(tmp_path / "heartbeat"))
+    running = worker("wrong-chain", "crawlers,celery", env, tmp_path)
+    try:
+        running.wait_log(MISMATCH, timeout=30)
+    finally:
+        running.stop()
+
+    line = next(line for line in running.text().splitlines() if MISMATCH in line)
+    assert "CRITICAL" in line
+    assert "celery worker:" in line
