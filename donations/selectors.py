@@ -16,6 +16,7 @@ from django.db import connection
 from donations.models import CampaignStatus, Donation, DonationStats, StakeStatus
 from donations.rules import SaleState, sale_state, tokens_beyond_cap
 from donations.staking import unstake_completes_at
+from donations.wire import campaign_public, donation_public
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.wire import decimal_text, utc_text
 from prices.models import TOKEN
@@ -26,7 +27,8 @@ DEFAULT_PAGE = 50
 
 # The hottest read of the API (the page polls it per connected wallet). PostgreSQL renders the amounts
 # (NUMERIC::text keeps the column's scale, never an exponent) and the block time, which is three times
-# cheaper than building Decimals and datetimes in Python; served by donation_address_idx.
+# cheaper than building Decimals and datetimes in Python; served by donation_address_idx. The columns are
+# donations.wire.DONATION_FIELDS in order (donation_values renders an in-memory row the same way).
 _DONATIONS_PAGE_SQL = """
     SELECT tx_hash, asset, amount::text, usd_amount::text, price::text, tokens::text, status::text,
            to_char(block_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
@@ -38,9 +40,6 @@ _DONATIONS_PAGE_SQL = """
     ORDER BY block_time, id
     LIMIT %s OFFSET %s
 """
-_DONATION_FIELDS = ("tx_hash", "asset", "amount", "usd_amount", "price", "tokens", "status", "ts")
-# The receipt (issue #23): the chain (one configured today), the block, first recorded, confirmed, the ETH price.
-_RECEIPT_FIELDS = ("chain", "block_number", "eth_price", "seen_at", "confirmed_at")
 
 
 def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) -> list[dict[str, str | int | None]]:
@@ -48,7 +47,7 @@ def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) 
     limit = max(1, min(limit, MAX_PAGE))
     with connection.cursor() as cursor:
         cursor.execute(_DONATIONS_PAGE_SQL, [FIRST_CHAIN, address, limit, offset])
-        return [dict(zip(_DONATION_FIELDS + _RECEIPT_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+        return [donation_public(row) for row in cursor.fetchall()]
 
 
 # Polled with the donations page; amounts rendered by PostgreSQL as for the donations.
@@ -118,9 +117,7 @@ def donation_data() -> dict[str, object]:
     current = campaign()
     config = settings.CONFIG
     return {
-        "total": decimal_text(current.total),
-        "tokens": decimal_text(current.tokens),
-        "status": current.status,
+        **campaign_public(status=current.status, total=current.total, tokens=current.tokens),
         "token_price": decimal_text(current.state.token_price),
         "tier": current.state.tier_number,
         "tier_limit": decimal_text(current.state.tier_limit),

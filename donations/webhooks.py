@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from decimal import Decimal
 from typing import Any
 
 from celery import current_app
@@ -27,6 +26,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from donations.webhook_models import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType
+from donations.wire import RECORDING_TIMES, campaign_public, donation_public, donation_values
+from dws_project.chain_settings import FIRST_CHAIN
 
 logger = logging.getLogger("dws.webhooks")
 
@@ -103,28 +104,17 @@ def _kick_delivery() -> None:
         logger.warning("webhooks: could not queue a delivery run (%s); the periodic run will send them", exc)
 
 
-def _as_stored(donation: Any, field: str) -> str:
-    """A decimal field as the database writes it (and the API shows it): at the column's scale, whether
-    the row was just built in memory or read back."""
-    places = type(donation)._meta.get_field(field).decimal_places
-    return str(getattr(donation, field).quantize(Decimal(1).scaleb(-places)))
-
-
 def donation_data(donation: Any) -> dict[str, Any]:
-    """A donation as integrators see it: amounts as strings, exactly as the API shows them."""
-    return {
+    """A donation as integrators see it: the API's shape (donations.wire), plus where it sits on chain.
+
+    Not our own recording times (`seen_at`, `confirmed_at`): an event re-emitted after a restore carries the
+    same id and must carry the same content, and the body's `created` already says when it was written."""
+    public = donation_public(donation_values(donation, chain=FIRST_CHAIN))
+    return {k: v for k, v in public.items() if k not in RECORDING_TIMES} | {
         "chain_id": settings.CONFIG.chain_id,
-        "tx_hash": donation.tx_hash,
         "log_index": donation.log_index,
         "trace_address": getattr(donation, "trace_address", None),
         "address": donation.address,
-        "asset": donation.asset,
-        "amount": _as_stored(donation, "amount"),
-        "usd_amount": _as_stored(donation, "usd_amount"),
-        "price": _as_stored(donation, "price"),
-        "tokens": str(donation.tokens),
-        "status": donation.status,
-        "block_number": donation.block_number,
         "block_hash": donation.block_hash,
         "block_time": donation.block_time.isoformat() if donation.block_time else None,
     }
@@ -153,7 +143,7 @@ def webhook_donation_event(donation: Any, event: str, **extra: Any) -> WebhookEv
 
 def webhook_campaign_status(stats: Any, change: str) -> WebhookEvent | None:
     """`campaign.status` with change open|closed|paused|resumed and the campaign as it now stands."""
-    data = {"change": change, "status": stats.status, "total": str(stats.total), "tokens": str(stats.tokens)}
+    data = {"change": change, **campaign_public(status=stats.status, total=stats.total, tokens=stats.tokens)}
     key = f"{_chain()}:campaign:{change}:{uuid.uuid4().hex}"
     return webhook_event_record(
         event=WebhookEventType.CAMPAIGN_STATUS, idempotency_key=key, order_key="campaign", data=data

@@ -1,0 +1,83 @@
+"""The public shapes of a donation and of the campaign, each built in one place: the API, the webhooks and
+the schema (donations/apis.py's serializers, held to these names by tests/api/test_openapi.py) all use them.
+
+A donation's shape is `DONATION_FIELDS` in order. The API's hottest read has PostgreSQL render the values
+(donations/selectors.py: NUMERIC::text at the column's scale, times to the second with a `Z`), the webhooks
+render an in-memory row with `donation_values`; both go through `donation_public`, and a test holds the two
+renderings equal for the same row. A webhook event carries the output without our own recording times
+(`RECORDING_TIMES`), extended with what integrators need beyond the page (log index, trace path, block hash).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from dws_project.wire import decimal_text
+
+DONATION_FIELDS = (
+    "tx_hash",
+    "asset",
+    "amount",
+    "usd_amount",
+    "price",
+    "tokens",
+    "status",
+    "ts",
+    "chain",
+    "block_number",
+    "eth_price",
+    "seen_at",
+    "confirmed_at",
+)
+
+# When dws itself recorded and confirmed the row: shown to the donor, left out of webhook events (whose id,
+# and so whose content, must not change when a restored database records the same donation again).
+RECORDING_TIMES = ("seen_at", "confirmed_at")
+
+Value = str | int | None
+
+
+def donation_public(values: Sequence[Value]) -> dict[str, Value]:
+    """A donation as the API shows it, from its values in `DONATION_FIELDS` order, already rendered."""
+    return dict(zip(DONATION_FIELDS, values, strict=True))
+
+
+def wire_second(moment: datetime | None) -> str | None:
+    """A stored time as the donation shape writes it: UTC, to the second, with a `Z` (as the SQL renders it)."""
+    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _stored(donation: Any, field: str) -> str | None:
+    """A decimal field as the database writes it: at the column's scale, whether read back or just built."""
+    value: Decimal | None = getattr(donation, field)
+    if value is None:
+        return None
+    places = type(donation)._meta.get_field(field).decimal_places
+    return decimal_text(value.quantize(Decimal(1).scaleb(-places)))
+
+
+def donation_values(donation: Any, *, chain: str) -> tuple[Value, ...]:
+    """A donation row's values in `DONATION_FIELDS` order, rendered as the API's SQL renders them."""
+    return (
+        donation.tx_hash,
+        donation.asset,
+        _stored(donation, "amount"),
+        _stored(donation, "usd_amount"),
+        _stored(donation, "price"),
+        str(donation.tokens),
+        str(donation.status),
+        wire_second(donation.block_time),
+        chain,
+        donation.block_number,
+        _stored(donation, "eth_price"),
+        wire_second(donation.created_at),
+        wire_second(donation.confirmed_at),
+    )
+
+
+def campaign_public(*, status: str, total: Decimal, tokens: int) -> dict[str, str]:
+    """The campaign's figures as the API and the `campaign.status` webhook both show them."""
+    return {"status": status, "total": decimal_text(total), "tokens": decimal_text(tokens)}
