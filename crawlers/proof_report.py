@@ -19,7 +19,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, cast
 
@@ -29,8 +28,10 @@ from redis.exceptions import RedisError
 
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
 from donations.models import Donation, DonationStatus
+from donations.wire import inflow_public
 from dws_project.chain_settings import chain_settings
 from dws_project.config import Config
+from dws_project.wire import utc_second_text
 
 DEFAULT_RANGES = 100
 MAX_RANGES = 500
@@ -102,7 +103,7 @@ def _chain_report(chain: ChainAssets, from_block: int | None, limit: int) -> dic
         "chain_id": chain.chain_id,
         "donation_address": chain.donation_address,
         "assets": [{"asset": a, "contract": c, "decimals": d} for a, c, d in chain.assets],
-        "last_checked_at": utc_text(checked),
+        "last_checked_at": utc_second_text(checked),
         "first_block": covered,
         "proven_through": proven_through,
         "unproven": [
@@ -110,20 +111,9 @@ def _chain_report(chain: ChainAssets, from_block: int | None, limit: int) -> dic
             for r in rows.filter(status=ProofStatus.UNPROVEN).order_by("first_block")[:MAX_RANGES]
         ],
         "open_inflows_total": inflows.count(),
-        "open_inflows": [_inflow(i) for i in inflows[:MAX_INFLOWS]],
+        "open_inflows": [inflow_public(i) for i in inflows[:MAX_INFLOWS]],
         "ranges": _ranges(chain, page),
         "next_from_block": next_from,
-    }
-
-
-def _inflow(inflow: UnexplainedInflow) -> dict[str, Any]:
-    return {
-        "block_number": inflow.block_number,
-        "block_hash": inflow.block_hash,
-        "asset": inflow.asset,
-        "amount_raw": str(int(inflow.amount_raw)),
-        "amount": format(inflow.amount.normalize(), "f"),
-        "recorded_at": utc_text(inflow.created_at),
     }
 
 
@@ -205,15 +195,10 @@ def _range(chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained:
         "last_block_hash": row.last_block_hash,
         "status": row.status,
         "reason": row.reason,
-        "checked_at": utc_text(row.checked_at),
+        "checked_at": utc_second_text(row.checked_at),
         "nonce": {"opening": _text(row.nonce_opening), "closing": _text(row.nonce_closing)},
         "assets": assets,
     }
-
-
-def utc_text(moment: datetime | None) -> str | None:
-    """A time as the proof writes it: UTC, to the second (`2026-11-30T18:20:11Z`)."""
-    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _text(value: Decimal | int | None) -> str | None:

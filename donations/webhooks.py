@@ -26,7 +26,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from donations.webhook_models import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType
-from donations.wire import RECORDING_TIMES, campaign_public, donation_public, donation_values
+from donations.wire import RECORDING_TIMES, campaign_public, donation_public, donation_values, inflow_public
 from dws_project.chain_settings import FIRST_CHAIN
 
 logger = logging.getLogger("dws.webhooks")
@@ -150,23 +150,14 @@ def webhook_campaign_status(stats: Any, change: str) -> WebhookEvent | None:
     )
 
 
-def webhook_inflow_unexplained(
-    *, inflow_id: int, asset: str, amount: str, block_number: int, block_hash: str, **extra: Any
-) -> WebhookEvent | None:
-    """`inflow.unexplained`: for the code that records an unexplained inflow, inside its transaction.
-    `amount` is a string (the recorded Decimal as text); anything else the record holds goes in `extra`."""
-    data = {
-        "chain_id": settings.CONFIG.chain_id,
-        "id": inflow_id,
-        "asset": asset,
-        "amount": amount,
-        "block_number": block_number,
-        "block_hash": block_hash,
-        **extra,
-    }
-    key = f"{_chain()}:inflow:{inflow_id}:{WebhookEventType.INFLOW_UNEXPLAINED}"
+def webhook_inflow_unexplained(inflow: Any) -> WebhookEvent | None:
+    """`inflow.unexplained`: for the code that records an unexplained inflow, inside its transaction. The
+    inflow's public shape (donations.wire.inflow_public, as /proof.json lists it) without our recording time."""
+    shape = {k: v for k, v in inflow_public(inflow).items() if k != "recorded_at"}
+    data = {"chain_id": settings.CONFIG.chain_id, "id": inflow.pk, **shape}
+    key = f"{_chain()}:inflow:{inflow.pk}:{WebhookEventType.INFLOW_UNEXPLAINED}"
     return webhook_event_record(
-        event=WebhookEventType.INFLOW_UNEXPLAINED, idempotency_key=key, order_key=f"inflow:{inflow_id}", data=data
+        event=WebhookEventType.INFLOW_UNEXPLAINED, idempotency_key=key, order_key=f"inflow:{inflow.pk}", data=data
     )
 
 

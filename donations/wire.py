@@ -11,11 +11,10 @@ renderings equal for the same row. A webhook event carries the output without ou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from dws_project.wire import decimal_text
+from dws_project.wire import decimal_text, utc_second_text
 
 DONATION_FIELDS = (
     "tx_hash",
@@ -45,11 +44,6 @@ def donation_public(values: Sequence[Value]) -> dict[str, Value]:
     return dict(zip(DONATION_FIELDS, values, strict=True))
 
 
-def wire_second(moment: datetime | None) -> str | None:
-    """A stored time as the donation shape writes it: UTC, to the second, with a `Z` (as the SQL renders it)."""
-    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _stored(donation: Any, field: str) -> str | None:
     """A decimal field as the database writes it: at the column's scale, whether read back or just built."""
     value: Decimal | None = getattr(donation, field)
@@ -69,15 +63,30 @@ def donation_values(donation: Any, *, chain: str) -> tuple[Value, ...]:
         _stored(donation, "price"),
         str(donation.tokens),
         str(donation.status),
-        wire_second(donation.block_time),
+        utc_second_text(donation.block_time),
         chain,
         donation.block_number,
         _stored(donation, "eth_price"),
-        wire_second(donation.created_at),
-        wire_second(donation.confirmed_at),
+        utc_second_text(donation.created_at),
+        utc_second_text(donation.confirmed_at),
     )
 
 
 def campaign_public(*, status: str, total: Decimal, tokens: int) -> dict[str, str]:
     """The campaign's figures as the API and the `campaign.status` webhook both show them."""
     return {"status": status, "total": decimal_text(total), "tokens": decimal_text(tokens)}
+
+
+def inflow_public(inflow: Any) -> dict[str, Any]:
+    """An unexplained inflow as /proof.json lists it and the `inflow.unexplained` webhook carries it (with
+    the webhook leaving out `recorded_at`, our own recording time, as for a donation). `amount` in the asset's
+    units without trailing zeros, never an exponent; `amount_raw` in wei or base units (negative: a coin left
+    without a Transfer log)."""
+    return {
+        "block_number": inflow.block_number,
+        "block_hash": inflow.block_hash,
+        "asset": inflow.asset,
+        "amount_raw": str(int(inflow.amount_raw)),
+        "amount": decimal_text(Decimal(inflow.amount).normalize()),
+        "recorded_at": utc_second_text(inflow.created_at),
+    }

@@ -3,7 +3,7 @@ strings, never floats or exponents; times in UTC with a `Z`."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 
 
@@ -21,3 +21,9 @@ def utc_text(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.isoformat().replace("+00:00", "Z")
+
+
+def utc_second_text(moment: datetime | None) -> str | None:
+    """A stored time to the second, UTC, with a `Z` (`2026-11-30T18:20:11Z`), as PostgreSQL's to_char renders it
+    for the donations page: the donation's and the proof's shapes."""
+    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -38,14 +38,7 @@ def inflow_record(chain: ChainSettings, *, block: BlockHeader, asset: str, raw: 
     )
     if created:
         # Integrators hear of it in the same transaction (the outbox), like any donation event.
-        webhook_inflow_unexplained(
-            inflow_id=inflow.pk,
-            asset=asset,
-            amount=str(inflow.amount),
-            block_number=block.number,
-            block_hash=block.hash,
-            amount_raw=str(raw),
-        )
+        webhook_inflow_unexplained(inflow)
         if raw < 0:  # a coin burnt at the donation address without a Transfer log (USDT's destroyBlackFunds)
             logger.error(
                 "unexplained outflow: %s %s (%d raw units) left the donation address in block %d (%s) with no "

@@ -9,13 +9,14 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import transaction
 from django.utils import timezone
 
 from crawlers.chain.rpc import RpcClient
-from crawlers.models import FINALIZED, LATEST
+from crawlers.models import FINALIZED, LATEST, UnexplainedInflow
 from crawlers.runs.crawl import crawl
 from crawlers.scan.traces import internal_eth_transfers
 from donations.judging import donations_fail_unconfirmed
@@ -26,6 +27,7 @@ from donations.tasks import deliver_webhooks
 from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from donations.webhooks import webhook_inflow_unexplained
+from donations.wire import inflow_public
 from dws_project.chain_settings import chain_settings
 from dws_project.config import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -245,13 +247,20 @@ def test_an_unexplained_inflow_is_delivered_by_the_celery_task_after_the_commit(
     with webhook_receiver() as receiver:
         endpoint(receiver, ["inflow.unexplained"])
         with django_capture_on_commit_callbacks() as callbacks, transaction.atomic():
-            webhook_inflow_unexplained(inflow_id=7, asset="eth", amount="0.25", block_number=12, block_hash="0xab")
+            inflow = UnexplainedInflow.objects.create(
+                block_number=12, block_hash="0xab", asset="eth", amount_raw=27 * 10**9, amount=Decimal("2.7E-8")
+            )
+            webhook_inflow_unexplained(inflow)
         assert len(callbacks) == 1  # a delivery run is queued once the change commits
         deliver_webhooks.apply()  # what the worker runs for it
 
     (body,) = bodies(receiver)
     assert body["event"] == "inflow.unexplained"
-    assert (body["data"]["id"], body["data"]["asset"], body["data"]["amount"]) == (7, "eth", "0.25")
+    # the shape /proof.json lists (never an exponent: str(Decimal) would write "2.7E-8"), without our recording time
+    assert body["data"] == {"chain_id": settings.CONFIG.chain_id, "id": inflow.pk} | {
+        k: v for k, v in inflow_public(inflow).items() if k != "recorded_at"
+    }
+    assert body["data"]["amount"] == "0.000000027"
 
 
 def test_a_dead_receiver_does_not_hold_up_another(node, settings):

@@ -218,7 +218,7 @@ def test_recording_an_inflow_queues_the_inflow_unexplained_webhook(node, proxy):
         "chain_id": event.payload["data"]["chain_id"],
         "id": inflow.pk,
         "asset": "eth",
-        "amount": "0.500000000000000000",
+        "amount": "0.5",  # as /proof.json lists it: no trailing zeros, never an exponent
         "amount_raw": str(ETHER // 2),
         "block_number": inflow.block_number,
         "block_hash": inflow.block_hash,
