@@ -27,11 +27,16 @@ counted here; such value shows up in the balance proof as an unexplained inflow 
 The top-level frame is left out: a transaction paying us directly is the ETH detector's business
 (`crawlers/decode/transfers.py`), proven by its receipt.
 
-The donation address's own money is no donation (`own_transactions`): in a transaction in which the
-address itself made a call (it signed it, or, having code, called out: a Safe's owner signs, the Safe
-calls a router, WETH's `withdraw`), what comes back to it is a `Movement` (RETURNED), not a donation.
-A DELEGATECALL or STATICCALL from it (a Safe proxy running its singleton on every call it receives)
-does not count: it moves nothing and starts nothing outside the address.
+The donation address's own money is no donation (`returned_frames`): value that reaches it inside a call
+it made itself (every frame of a transaction it signed; with code, the call tree under its own outgoing
+call: a Safe's owner signs, the Safe calls a router, WETH's `withdraw` pays back) is a `Movement`
+(RETURNED), not a donation. Only what is nested under that call: anyone can make a Safe call out (a
+call it has no function for goes to its fallback handler), so a donor's contract that pokes the
+address and then pays it in the same transaction is still a donor. A DELEGATECALL or STATICCALL from
+it (a Safe proxy running its singleton on every call it receives) does not count: it moves nothing and
+starts nothing outside the address. Coins (`own_coin_calls`) follow the same rule by the call frames
+into the coin's contract: its Transfer to the address is own money only when every such frame of the
+transaction sits under the address's own call.
 """
 
 from __future__ import annotations
@@ -228,10 +233,32 @@ def _renumbered(
 _ACTING_KINDS = frozenset(["call", "callcode", "create", "create2", "selfdestruct"])
 
 
-def own_transactions(frames: Iterable[Frame], donation_address: str) -> set[str]:
-    """The transactions in which the donation address itself made a call (the top-level frame included:
-    a transaction it signed), whether or not that call succeeded."""
-    return {frame.tx_hash for frame in frames if frame.sender == donation_address and frame.kind in _ACTING_KINDS}
+def _own_calls(frames: Iterable[Frame], donation_address: str) -> dict[str, list[tuple[int, ...]]]:
+    """Per transaction, the paths of the calls the donation address itself made (`()`: it signed it),
+    whether or not they succeeded."""
+    calls: dict[str, list[tuple[int, ...]]] = {}
+    for frame in frames:
+        if frame.sender == donation_address and frame.kind in _ACTING_KINDS:
+            calls.setdefault(frame.tx_hash, []).append(frame.path)
+    return calls
+
+
+def _under(frame: Frame, own_calls: dict[str, list[tuple[int, ...]]]) -> bool:
+    """The frame is one of the address's own calls or nested under one."""
+    return any(frame.path[: len(path)] == path for path in own_calls.get(frame.tx_hash, ()))
+
+
+def own_coin_calls(frames: Sequence[Frame], donation_address: str, contracts: Iterable[str]) -> set[tuple[str, str]]:
+    """(transaction, coin contract) pairs whose coin arrivals are the address's own money: the contract
+    runs in the transaction, and every succeeded call into it sits under a call the address made."""
+    own = _own_calls(frames, donation_address)
+    wanted = {contract.lower() for contract in contracts}
+    into: dict[tuple[str, str], bool] = {}
+    for frame in frames:
+        if frame.to in wanted and frame.kind == "call" and not frame.reverted:
+            key = (frame.tx_hash, frame.to)
+            into[key] = into.get(key, True) and _under(frame, own)
+    return {key for key, all_own in into.items() if all_own}
 
 
 def _arriving_frames(frames: Iterable[Frame], donation_address: str) -> list[Frame]:
@@ -245,17 +272,17 @@ def _arriving_frames(frames: Iterable[Frame], donation_address: str) -> list[Fra
 
 def donation_frames(frames: Sequence[Frame], donation_address: str) -> list[Frame]:
     """Frames that are internal ETH donations: see the module's docstring for the rule."""
-    own = own_transactions(frames, donation_address)
-    return [frame for frame in _arriving_frames(frames, donation_address) if frame.tx_hash not in own]
+    own = _own_calls(frames, donation_address)
+    return [frame for frame in _arriving_frames(frames, donation_address) if not _under(frame, own)]
 
 
 def returned_frames(frames: Sequence[Frame], donation_address: str) -> list[Movement]:
-    """ETH that reached the donation address in internal calls of its own transactions: movements."""
-    own = own_transactions(frames, donation_address)
+    """ETH that reached the donation address inside calls it made itself: movements."""
+    own = _own_calls(frames, donation_address)
     return [
         Movement(frame.tx_hash, "eth", frame.wei, RETURNED)
         for frame in _arriving_frames(frames, donation_address)
-        if frame.tx_hash in own
+        if _under(frame, own)
     ]
 
 

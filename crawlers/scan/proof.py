@@ -189,7 +189,7 @@ def without_history(
             break
         block.transfers.extend(traced_block.donations)
         block.own.extend(traced_block.returned)
-        drop_own_coin_transfers(chain, block, traced_block.own_txs)
+        drop_own_coin_transfers(chain, block, traced_block.own_coin_calls)
     if not blocks:
         return ProvenRange([], held)
     first, last = blocks[0].header.number, blocks[-1].header.number
@@ -322,7 +322,7 @@ def _settle_block(
             return f"the call traces show {traced} wei arriving, the balance only {raw}"
         block.transfers.extend(found)
         block.own.extend(traced_block.returned)
-        drop_own_coin_transfers(chain, block, traced_block.own_txs)
+        drop_own_coin_transfers(chain, block, traced_block.own_coin_calls)
         if left >= COLUMN_UNIT_WEI * (len(found) + 1):
             block.unexplained.append((ETH, left))
     if block.unexplained and not mode.final:

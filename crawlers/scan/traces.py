@@ -45,7 +45,7 @@ from crawlers.decode.frames import (
     call_tracer_frames,
     dust_wei,
     internal_transfers,
-    own_transactions,
+    own_coin_calls,
     parity_frames,
     returned_frames,
     transaction_frames,
@@ -213,12 +213,12 @@ def block_frames(
 @dataclass(frozen=True)
 class TracedBlock:
     """What a block's call traces say reached the donation address: internal ETH donations, the ETH that
-    came back in the address's own transactions, which transactions those are, and the wei of donation
-    frames below the column's scale (dust)."""
+    came back inside the address's own calls, the (transaction, coin contract) pairs whose coin arrivals
+    are its own money likewise, and the wei of donation frames below the column's scale (dust)."""
 
     donations: list[Transfer]
     returned: list[Movement]
-    own_txs: set[str]
+    own_coin_calls: set[tuple[str, str]]
     dust: int = 0
 
 
@@ -239,7 +239,8 @@ def traced_block(
         frames, donation_address=us, eth_scale=scale, block_number=block_number, block_hash=block_hash
     )
     dust = dust_wei(frames, donation_address=us, eth_scale=scale)
-    return TracedBlock(donations, returned_frames(frames, us), own_transactions(frames, us), dust)
+    coins = [coin.contract for coin in chain.stable_coins]
+    return TracedBlock(donations, returned_frames(frames, us), own_coin_calls(frames, us, coins), dust)
 
 
 def internal_eth_transfers(

@@ -12,6 +12,7 @@ from crawlers.decode.frames import (
     call_tracer_frames,
     donation_frames,
     internal_transfers,
+    own_coin_calls,
     parity_frames,
     returned_frames,
     transaction_frames,
@@ -287,3 +288,37 @@ def test_a_donation_to_a_safe_like_address_stays_a_donation_though_it_delegateca
 
     assert [(f.trace_address, f.sender) for f in donation_frames(frames, US)] == [("0", WALLET)]
     assert returned_frames(frames, US) == []
+
+
+HANDLER = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
+COIN = "0x5fbdb2315678afecb367f032d7b9f3b32f5e8d1a"
+
+
+def test_value_after_a_call_the_address_was_made_to_make_is_the_donors_not_the_addresss_own():
+    # A donor's contract pokes the Safe (its fallback handler is called by the Safe), then pays it ETH and a
+    # coin: only what is nested under the Safe's own call would be its own money.
+    answer = [
+        {
+            "txHash": TX,
+            "result": call(
+                WALLET,
+                sender=OWNER,
+                calls=[call(US, calls=[call(HANDLER, sender=US)]), call(US, ONE_ETH), call(COIN, sender=WALLET)],
+            ),
+        }
+    ]
+    frames = call_tracer_frames(answer, [TX])
+
+    assert [(f.trace_address, f.sender) for f in donation_frames(frames, US)] == [("1", WALLET)]
+    assert returned_frames(frames, US) == []
+    assert own_coin_calls(frames, US, [COIN]) == set()
+
+
+def test_a_coin_its_own_call_brings_in_is_own_money_unless_the_coin_also_runs_outside_that_call():
+    inside = call(US, sender=OWNER, calls=[call(COIN, sender=US, calls=[call(US, ONE_ETH, sender=COIN)])])
+    frames = call_tracer_frames([{"txHash": TX, "result": inside}], [TX])
+    assert own_coin_calls(frames, US, [COIN]) == {(TX, COIN)}
+    assert [(m.raw, m.kind) for m in returned_frames(frames, US)] == [(10**18, "returned to the address")]
+
+    both = call(WALLET, sender=OWNER, calls=[call(US, calls=[call(COIN, sender=US)]), call(COIN)])
+    assert own_coin_calls(call_tracer_frames([{"txHash": TX, "result": both}], [TX]), US, [COIN]) == set()

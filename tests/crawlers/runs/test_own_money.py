@@ -127,3 +127,32 @@ def test_a_coin_a_contract_donation_address_brings_in_by_its_own_call_is_not_cre
     assert not Donation.objects.exists()
     assert movements() == {(tx, "usdt", Decimal(300), "returned to the address")}
     assert reconcile(start, node.finalized()).ok
+
+
+def test_a_donor_contract_that_makes_a_safe_call_out_before_paying_it_is_still_credited(node, settings):
+    # Anyone can make a Safe call out (a call it has no function for goes to its fallback handler by a CALL
+    # from the Safe). Only value nested under such a call is the address's own; the donor's ETH and coin,
+    # paid after it returned, are donations.
+    usdt = node.coins["usdt"]
+    template = node.deploy("HandlerWallet", ["address", "address"], [OWNER, ACCOUNTS[5]])
+    node.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", template, "latest"))
+    payer = node.deploy("PokeThenPay")
+    node.mint(usdt, payer, 200 * USDT)
+    start = start_after_head(settings, node)
+    pay = node.call_data(
+        "pokeThenPay(address,address,uint256)", ["address", "address", "uint256"], [DONATION_ADDRESS, usdt, 200 * USDT]
+    )
+    tx = node.send({"from": DONOR, "to": payer, "value": hex(ETHER), "data": pay, "gas": hex(300_000)})
+    assert node.receipt(tx)["status"] == "0x1"
+
+    crawl_to_final(node)
+
+    credited = set(Donation.objects.values_list("tx_hash", "address", "asset", "amount", "status"))
+    assert credited == {
+        (tx, payer.lower(), "eth", Decimal(1), "confirmed"),
+        (tx, payer.lower(), "usdt", Decimal(200), "confirmed"),
+    }
+    assert not movements()
+    assert not UnexplainedInflow.objects.exists()
+    assert reconcile(start, node.finalized()).ok
+    assert_ledger_invariants()
