@@ -64,7 +64,7 @@ class PriceRequest(models.Model):
     )
     attempts = models.IntegerField(default=0, db_default=0)
     # Set while a poller serves the request (beside the status, which keeps seed 000's three values): a
-    # claimed request is in progress, not failed. A claim older than prices.services.CLAIM_TTL belongs to
+    # claimed request is in progress, not failed. A claim older than prices.requests.CLAIM_TTL belongs to
     # a poller that died and may be taken again.
     claimed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())

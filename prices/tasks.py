@@ -8,7 +8,7 @@ from celery import shared_task
 
 from dws_project import metrics
 from dws_project.locks import held_while_database_gone, non_overlapping
-from prices import services
+from prices import requests, services
 
 logger = logging.getLogger("dws.prices.tasks")
 
@@ -28,8 +28,8 @@ def run_fetch_prices() -> services.CycleResult:
 
 @held_while_database_gone(SERVE_PRICE_REQUESTS_JOB)
 @non_overlapping(SERVE_PRICE_REQUESTS_JOB, ttl=SERVE_PRICE_REQUESTS_LOCK_TTL)
-def run_serve_price_requests() -> services.ServeResult:
-    return services.serve_price_requests()
+def run_serve_price_requests() -> requests.ServeResult:
+    return requests.serve_price_requests()
 
 
 @shared_task(name="prices.fetch_prices", ignore_result=True, soft_time_limit=50, time_limit=58)

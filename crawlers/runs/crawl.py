@@ -52,7 +52,7 @@ from dws_project.chain_settings import ChainSettings, chain_settings
 from dws_project.config import Config
 from dws_project.locks import chain_writer
 from prices.lookup import eth_price_missing, eth_price_near
-from prices.services import price_request_file
+from prices.requests import price_request_file
 
 logger = logging.getLogger("dws.crawlers")
 

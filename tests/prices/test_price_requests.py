@@ -13,7 +13,7 @@ from django.db import connection
 
 from prices.lookup import eth_price_lookup
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
-from prices.services import price_request_claim, serve_price_requests
+from prices.requests import price_request_claim, serve_price_requests
 from tests.prices import recorded
 from tests.prices.conftest import Reply
 

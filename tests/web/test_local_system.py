@@ -15,7 +15,8 @@ import pytest
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
-from prices.services import fetch_prices, serve_price_requests
+from prices.requests import serve_price_requests
+from prices.services import fetch_prices
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil
 from tests.processes import ROOT, base_environment, run_manage
 
