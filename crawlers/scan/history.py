@@ -13,6 +13,10 @@ moment. So the words decide nothing. A balance refused (a definite error object,
   origin, shared by every worker, kept `MEMORY_SECONDS` after the last refusal): one transient refusal
   holds the range once, and the next run asks again.
 
+The same memory, per block, decides a block whose call traces every method answers with an error in
+such a range (`untraceable`): a first sighting holds it, a later run's takes it as untraceable, so one
+passing failure of a load balancer never publishes an internal donation's block unproven.
+
 Deciding wrongly costs work, never money: a range taken as without history is read with the call
 traces of every block (crawlers/scan/proof.py), and published unproven where those are refused too.
 """
@@ -73,6 +77,30 @@ def history_missing(client: RpcClient, chain: ChainSettings, refused: int, run: 
         redis.expire(key, MEMORY_SECONDS)
     except RedisError as exc:
         logger.warning("provider %s: no shared memory of refused old state (%s)", client.origin, type(exc).__name__)
+        return False
+    if isinstance(first_run, bytes):
+        first_run = first_run.decode()
+    return bool(first_run != run)
+
+
+def untraceable(client: RpcClient, block: int, run: str) -> bool:
+    """Whether block `block`'s traces, refused by every method in a range without historical state, are
+    taken as unavailable: only when an earlier run saw that refusal too (else hold and ask again)."""
+    key = f"{memory_key(client)}:traces:{block}"
+    try:
+        redis = get_redis()
+        first_run = redis.get(key)
+        if first_run is None:
+            redis.set(key, run, ex=MEMORY_SECONDS)
+            logger.warning(
+                "provider %s refused the call traces of block %d by every method; asking again on the next run "
+                "before publishing it unproven",
+                client.origin,
+                block,
+            )
+            return False
+    except RedisError as exc:
+        logger.warning("provider %s: no shared memory of refused traces (%s)", client.origin, type(exc).__name__)
         return False
     if isinstance(first_run, bytes):
         first_run = first_run.decode()

@@ -164,8 +164,9 @@ def without_history(
 ) -> ProvenRange:
     """A range the provider keeps no state for: no balance can prove it, and an internal donation has no
     top-level flow to find it by, so the call traces of every block are read. Where the traces are
-    refused too, the range is published unproven with the balances the provider did give around it (the
-    operator sees its span and ETH change); a trace answer short of evidence holds the block."""
+    refused too (for good, or for a block on two runs: crawlers/scan/history.py's `untraceable`), the
+    range is published unproven with the balances the provider did give around it (the operator sees its
+    span and ETH change); a trace answer short of evidence holds the block."""
     blocks, held, reason = read.blocks, read.held, NO_HISTORY
     for i, block in enumerate(blocks):
         number = block.header.number
@@ -178,6 +179,10 @@ def without_history(
             blocks, held = blocks[:i], BlockHeld(number, reason_held)
             break
         except traces.TracesUnavailable as exc:
+            if isinstance(exc, traces.BlockUntraceable) and not history.untraceable(client, number, mode.run):
+                reason_held = f"no historical state for block {number}, and its call traces were refused once ({exc})"
+                blocks, held = blocks[:i], BlockHeld(number, reason_held)
+                break
             logger.error(
                 "balance proof: blocks %d..%d: no historical state and no call traces (%s): published unproven; "
                 "ETH sent to the donation address by a contract in these blocks is not seen",

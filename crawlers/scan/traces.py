@@ -78,6 +78,12 @@ class TracesUnavailable(Exception):
     """The provider answers no trace method we know (or DWS_TRACE=off): internal transfers cannot be seen."""
 
 
+class BlockUntraceable(TracesUnavailable):
+    """Every trace method answered this block with an error (no state to replay it on), none said it is
+    not served: a provider without historical state, or a load balancer's passing failure; one sighting
+    does not tell them apart (crawlers/scan/history.py's memory does)."""
+
+
 class _Refused(Exception):
     """The provider will not trace: for good (`lasting`: the method is not served), or only this block
     (no state to replay it on: a provider without historical state)."""
@@ -131,12 +137,12 @@ def _with_traces(client: RpcClient, chain: ChainSettings, ask: Callable[[str], T
         try:
             return ask(mode)
         except _Refused as exc:
-            raise TracesUnavailable(
-                f"provider {client.origin} refuses {exc.outcome.method} (DWS_TRACE={mode})"
-            ) from exc
+            unavailable = TracesUnavailable if exc.lasting else BlockUntraceable
+            raise unavailable(f"provider {client.origin} refuses {exc.outcome.method} (DWS_TRACE={mode})") from exc
     known = remembered_family(client)
     order = [known] + [f for f in FAMILIES if f != known] if known else list(FAMILIES)
     refusals = []
+    lasting = False
     for family in order:
         try:
             value = ask(family)
@@ -144,6 +150,7 @@ def _with_traces(client: RpcClient, chain: ChainSettings, ask: Callable[[str], T
             refusals.append(exc.outcome.method)
             if not exc.lasting:
                 continue  # this block only: what is remembered stays
+            lasting = True
             if family == known:
                 logger.warning("provider %s now refuses %s; looking for another trace method", client.origin, family)
                 _remember(client, None)
@@ -153,7 +160,8 @@ def _with_traces(client: RpcClient, chain: ChainSettings, ask: Callable[[str], T
             logger.info("provider %s answers %s traces; remembered for every worker", client.origin, family)
             _remember(client, family)
         return value
-    raise TracesUnavailable(f"provider {client.origin} refuses every trace method ({', '.join(refusals)})")
+    unavailable = TracesUnavailable if lasting else BlockUntraceable
+    raise unavailable(f"provider {client.origin} refuses every trace method ({', '.join(refusals)})")
 
 
 def _answer(outcome: RpcOutcome, *, stateless: bool = False) -> object:

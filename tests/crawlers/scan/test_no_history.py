@@ -120,3 +120,39 @@ def test_where_the_traces_are_refused_too_the_range_is_published_unproven_with_t
     # The first balance the provider gives after the span (at its last block) is on record beside it.
     assert eth.closing == int(node.rpc("eth_getBalance", DONATION_ADDRESS, hex(unproven.last_block)), 16)
     assert_ledger_invariants()
+
+
+def test_a_trace_error_for_one_block_on_one_run_holds_it_and_the_internal_donation_is_credited_after(dumped):
+    # A flaky load balancer: each trace method answers an error object for the relayed donation's block,
+    # once. That is no proof the block cannot be traced: held, asked again, and credited.
+    node = dumped.node
+    block = hex(int(node.receipt(dumped.relayed)["blockNumber"], 16))
+    for method in ("debug_traceBlockByNumber", "trace_block"):
+        dumped.proxy.arm(method, "error", count=1, message="header not found", when=lambda p: p[:1] == [block])
+
+    held = crawl_until_caught_up(node, runs=5)
+
+    assert held[-1] is None, held
+    assert {(d.tx_hash, d.amount) for d in Donation.objects.filter(asset="eth")} == {
+        (dumped.relayed, Decimal(3)),
+        (dumped.direct, Decimal(1)),
+    }
+    assert not ProofRange.objects.filter(reason__contains="no call traces").exists()
+    assert_ledger_invariants()
+
+
+def test_a_block_every_trace_method_keeps_refusing_is_published_unproven_on_a_later_run(dumped):
+    # The same errors on every run (a provider that cannot replay the block): one more run, never a wedge.
+    node = dumped.node
+    block = hex(int(node.receipt(dumped.relayed)["blockNumber"], 16))
+    for method in ("debug_traceBlockByNumber", "trace_block"):
+        dumped.proxy.arm(method, "error", count=None, message="header not found", when=lambda p: p[:1] == [block])
+
+    held = crawl_until_caught_up(node, runs=5)
+
+    assert held[-1] is None, held
+    assert any(h and "call traces were refused once" in h for h in held), held
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+    assert dumped.relayed not in {d.tx_hash for d in Donation.objects.all()}  # never guessed
+    assert ProofRange.objects.filter(reason__contains="no call traces").exists()
+    assert_ledger_invariants()
