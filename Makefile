@@ -3,7 +3,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test deps services lint assets browser lock audit
+.PHONY: run test deps services lint assets browser lock audit fuzz
 
 run: deps services assets
 	deploy/run-local.sh
@@ -54,3 +54,9 @@ assets:
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports && $(VENV)/bin/mypy
+
+# More seeds of the chain fuzzer (tests/crawlers/runs/test_fuzz.py) than make test's fixed ones; a failing
+# seed is printed with its actions (replay it: FUZZ_SEED=<seed> make fuzz). FUZZ_STEPS: actions per seed.
+SEEDS ?= 20
+fuzz: deps services
+	FUZZ_SEEDS=$(SEEDS) $(VENV)/bin/pytest tests/crawlers/runs/test_fuzz.py -q -p no:cacheprovider

@@ -1,0 +1,293 @@
+"""The chain fuzzer's vocabulary (tests/crawlers/runs/test_fuzz.py): actions that build a history on anvil.
+
+Each action is a function of the world and a seeded `random.Random`; it sends its transactions and returns
+a short description (the failing seed's action list is printed from these). The world's donation address
+is a plain account, a Safe-like contract (its code installed before the crawlers' first block) or an
+account that delegates to one by an EIP-7702 authorization it signs mid-history.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from eth_account import Account
+
+from tests.chain import ACCOUNTS, DEPLOYER, DONATION_ADDRESS, Anvil
+
+OWNER, PAYEE = ACCOUNTS[1], ACCOUNTS[6]
+DONORS = ACCOUNTS[2:9]
+# anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
+DONATION_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
+USDT = 10**6
+GAS = hex(3_000_000)
+
+
+@dataclass
+class World:
+    anvil: Anvil
+    mode: str  # "account" | "contract" | "delegated"
+    contracts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def has_code(self) -> bool:
+        return self.mode != "account"
+
+    def call(self, to: str, signature: str, types: list[str], args: list, *, sender: str, wei: int = 0) -> str:
+        data = self.anvil.call_data(signature, types, args)
+        return self.anvil.send({"from": sender, "to": to, "value": hex(wei), "data": data, "gas": GAS})
+
+    def own(self, to: str, wei: int, data: str = "0x") -> str:
+        """The donation address makes a call: it signs it (an account), or its owner has it execute one."""
+        if not self.has_code:
+            return self.anvil.send({"from": DONATION_ADDRESS, "to": to, "value": hex(wei), "data": data, "gas": GAS})
+        payload = bytes.fromhex(data[2:])
+        types = ["address", "uint256", "bytes"]
+        return self.call(DONATION_ADDRESS, "execute(address,uint256,bytes)", types, [to, wei, payload], sender=OWNER)
+
+
+def set_up(anvil: Anvil, mode: str) -> World:
+    """The contracts the actions use, deployed (and funded) before the crawlers' first block."""
+    world = World(anvil, mode)
+    for name in ("EthRelay", "DeepCall", "WrappedEth", "ForwardingWallet"):
+        world.contracts[name] = anvil.deploy(name)
+    world.contracts["EthForwarder"] = anvil.deploy("EthForwarder", sender=DONORS[0])
+    world.contracts["SafeLikeWallet"] = anvil.deploy("SafeLikeWallet", ["address"], [OWNER])
+    anvil.mint(anvil.coins["usdt"], DONATION_ADDRESS, 10_000 * USDT)  # for its own coin movements
+    if mode == "contract":
+        anvil.set_code(DONATION_ADDRESS, anvil.rpc("eth_getCode", world.contracts["SafeLikeWallet"], "latest"))
+    return world
+
+
+def some_wei(rng: random.Random) -> int:
+    return rng.randint(1, 2000) * 10**15
+
+
+# --- donations --------------------------------------------------------------------------------------------
+def direct_eth(w: World, rng: random.Random) -> str:
+    wei = some_wei(rng)
+    w.anvil.send({"from": rng.choice(DONORS), "to": DONATION_ADDRESS, "value": hex(wei), "gas": hex(100_000)})
+    return f"direct_eth({wei})"
+
+
+def relayed_eth(w: World, rng: random.Random) -> str:
+    wei = some_wei(rng)
+    w.call(
+        w.contracts["EthRelay"], "relay(address)", ["address"], [DONATION_ADDRESS], sender=rng.choice(DONORS), wei=wei
+    )
+    return f"relayed_eth({wei})"
+
+
+def several_frames(w: World, rng: random.Random) -> str:
+    """Several internal calls in one transaction, some of them dust (below the 8-decimal column)."""
+    values = [rng.choice([some_wei(rng), rng.randint(1, 9 * 10**9)]) for _ in range(rng.randint(2, 5))]
+    w.call(
+        w.contracts["EthForwarder"],
+        "forwardMany(address,uint256[])",
+        ["address", "uint256[]"],
+        [DONATION_ADDRESS, values],
+        sender=DONORS[0],
+        wei=sum(values),
+    )
+    return f"several_frames({values})"
+
+
+def reverted_sub_call(w: World, rng: random.Random) -> str:
+    kept, undone = some_wei(rng), some_wei(rng)
+    types = ["address", "uint256", "uint256"]
+    signature = "forwardWithRevertedPart(address,uint256,uint256)"
+    w.call(
+        w.contracts["EthForwarder"],
+        signature,
+        types,
+        [DONATION_ADDRESS, kept, undone],
+        sender=DONORS[0],
+        wei=kept + undone,
+    )
+    return f"reverted_sub_call(kept={kept}, undone={undone})"
+
+
+def reverted_transaction(w: World, rng: random.Random) -> str:
+    """The innermost call asks for more than the contract holds: the whole transaction reverts."""
+    wei = some_wei(rng)
+    types = ["address", "uint256", "uint256"]
+    w.call(
+        w.contracts["DeepCall"],
+        "dive(address,uint256,uint256)",
+        types,
+        [DONATION_ADDRESS, 2 * wei, 3],
+        sender=rng.choice(DONORS),
+        wei=wei,
+    )
+    return f"reverted_transaction({wei})"
+
+
+def deep_call(w: World, rng: random.Random) -> str:
+    wei, depth = some_wei(rng), rng.choice([rng.randint(1, 20), rng.randint(100, 200)])
+    types = ["address", "uint256", "uint256"]
+    w.call(
+        w.contracts["DeepCall"],
+        "dive(address,uint256,uint256)",
+        types,
+        [DONATION_ADDRESS, wei, depth],
+        sender=rng.choice(DONORS),
+        wei=wei,
+    )
+    return f"deep_call({wei}, depth={depth})"
+
+
+def dust(w: World, rng: random.Random) -> str:
+    wei = rng.randint(1, 9 * 10**9)
+    w.anvil.send({"from": rng.choice(DONORS), "to": DONATION_ADDRESS, "value": hex(wei), "gas": hex(100_000)})
+    return f"dust({wei})"
+
+
+def coin(w: World, rng: random.Random) -> str:
+    asset, donor, units = (
+        rng.choice(["usdt", "usdc"]),
+        rng.choice(DONORS),
+        rng.randint(1, 500) * USDT // rng.choice([1, 1000]),
+    )
+    token = w.anvil.coins[asset]
+    w.anvil.mint(token, donor, units)
+    how = rng.choice(["transfer", "transferFrom", "wallet"])
+    if how == "transfer":
+        w.anvil.transfer_token(token, donor, DONATION_ADDRESS, units)
+    elif how == "transferFrom":
+        spender = rng.choice(DONORS)
+        w.anvil.approve(token, donor, spender, units)
+        w.anvil.transfer_from(token, spender, donor, DONATION_ADDRESS, units)
+    else:
+        wallet = w.contracts["ForwardingWallet"]
+        w.anvil.mint(token, wallet, units)
+        w.anvil.wallet_forward(wallet, DEPLOYER, token, DONATION_ADDRESS, units)
+    return f"coin({asset}, {units}, {how})"
+
+
+def burn_without_log(w: World, rng: random.Random) -> str:
+    """The address's whole USDC balance burnt with no Transfer log (USDT's destroyBlackFunds)."""
+    usdc = w.anvil.coins["usdc"]
+    if not w.anvil.token_balance(usdc, DONATION_ADDRESS):  # something to burn: a donation first
+        donor = rng.choice(DONORS)
+        w.anvil.mint(usdc, donor, 7 * USDT)
+        w.anvil.transfer_token(usdc, donor, DONATION_ADDRESS, 7 * USDT)
+    held = w.anvil.token_balance(usdc, DONATION_ADDRESS)
+    w.call(usdc, "destroyBlackFunds(address)", ["address"], [DONATION_ADDRESS], sender=DEPLOYER)
+    return f"burn_without_log(usdc {held})"
+
+
+def one_block(w: World, rng: random.Random) -> str:
+    """Several donations in one block."""
+    done = []
+    with w.anvil.one_block():
+        for _ in range(rng.randint(2, 4)):
+            action = rng.choice([direct_eth, relayed_eth, several_frames, dust])
+            done.append(action(w, rng))
+    return f"one_block({', '.join(done)})"
+
+
+# --- the address's own money ------------------------------------------------------------------------------
+def self_transfer(w: World, rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        wei = some_wei(rng) // 10
+        w.own(DONATION_ADDRESS, wei)
+        return f"self_transfer_eth({wei})"
+    usdt, units = w.anvil.coins["usdt"], rng.randint(1, 50) * USDT
+    w.own(usdt, 0, w.anvil.call_data("transfer(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, units]))
+    return f"self_transfer_usdt({units})"
+
+
+def out_and_back(w: World, rng: random.Random) -> str:
+    """ETH wrapped, then (some of it) unwrapped: it comes back in the address's own transaction."""
+    weth = w.contracts["WrappedEth"]
+    wei = some_wei(rng) // 10
+    w.own(weth, wei, w.anvil.call_data("deposit()", [], []))
+    held = w.anvil.token_balance(weth, DONATION_ADDRESS)  # what earlier deposits left (a re-org may undo some)
+    back = rng.randint(1, held)
+    w.own(weth, 0, w.anvil.call_data("withdraw(uint256)", ["uint256"], [back]))
+    return f"out_and_back(in={wei}, back={back})"
+
+
+def pay_out(w: World, rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        wei = some_wei(rng) // 10
+        w.own(PAYEE, wei)
+        return f"pay_out_eth({wei})"
+    usdt, units = w.anvil.coins["usdt"], rng.randint(1, 50) * USDT
+    w.own(usdt, 0, w.anvil.call_data("transfer(address,uint256)", ["address", "uint256"], [PAYEE, units]))
+    return f"pay_out_usdt({units})"
+
+
+def delegate_7702(w: World, rng: random.Random) -> str:
+    """The (plain account) donation address signs an EIP-7702 authorization to the Safe-like code; a
+    sponsor sends it. From then on its owner has it make its calls."""
+    if w.mode != "account":
+        return direct_eth(w, rng)
+    anvil = w.anvil
+    nonce = int(anvil.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
+    chain_id = int(anvil.rpc("eth_chainId"), 16)
+    delegate = w.contracts["SafeLikeWallet"]
+    signed = Account.sign_authorization({"chainId": chain_id, "address": delegate, "nonce": nonce}, DONATION_KEY)
+    entry = {
+        "chainId": hex(chain_id),
+        "address": delegate,
+        "nonce": hex(nonce),
+        "yParity": hex(signed.y_parity),
+        "r": hex(signed.r),
+        "s": hex(signed.s),
+    }
+    anvil.send({"from": DEPLOYER, "to": DEPLOYER, "value": "0x0", "authorizationList": [entry], "gas": hex(200_000)})
+    w.mode = "delegated"
+    return "delegate_7702()"
+
+
+def idle(w: World, rng: random.Random) -> str:
+    blocks = rng.randint(1, 3)
+    w.anvil.mine(blocks)
+    return f"mine({blocks})"
+
+
+def reorg(w: World, rng: random.Random) -> str:
+    """Replace the last 1 or 2 blocks (never a finalized one: finalized trails the head by 2), sometimes
+    with a new donation in them."""
+    depth = rng.randint(1, 2)
+    again = [
+        ({"from": rng.choice(DONORS), "to": DONATION_ADDRESS, "value": hex(some_wei(rng))}, offset)
+        for offset in range(depth)
+        if rng.random() < 0.5
+    ]
+    w.anvil.reorg(depth, again)
+    if w.mode == "delegated" and w.anvil.rpc("eth_getCode", DONATION_ADDRESS, "latest") == "0x":
+        w.mode = "account"  # the authorization was in a replaced block
+    return f"reorg(depth={depth}, re-mined={len(again)})"
+
+
+Action = Callable[[World, random.Random], str]
+# (action, weight)
+VOCABULARY: list[tuple[Action, int]] = [
+    (direct_eth, 4),
+    (relayed_eth, 3),
+    (several_frames, 3),
+    (reverted_sub_call, 2),
+    (reverted_transaction, 1),
+    (deep_call, 2),
+    (dust, 2),
+    (coin, 4),
+    (one_block, 2),
+    (burn_without_log, 1),
+    (self_transfer, 2),
+    (out_and_back, 2),
+    (pay_out, 2),
+    (delegate_7702, 1),
+    (idle, 1),
+    (reorg, 2),
+]
+
+
+def plan(rng: random.Random, steps: int) -> list[Action]:
+    """Every action of the vocabulary once, in a random order, then random ones by weight: each seed
+    meets the whole vocabulary however short its history."""
+    actions, weights = zip(*VOCABULARY, strict=True)
+    first = rng.sample(actions, len(actions))
+    return first[:steps] + rng.choices(actions, weights, k=max(0, steps - len(first)))
