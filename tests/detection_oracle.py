@@ -76,26 +76,31 @@ COIN_UNIT = 10**6  # the test coins' decimals
 def donation_units(anvil: Anvil, start: int, end: int) -> tuple[dict[tuple[str, str, str], int], set[str]]:
     """What reached the donation address as donations in blocks start..end, frame by frame:
     (tx hash, asset, frame) -> raw units, where frame is the call path for ETH ("" for the top-level
-    transfer, "0.2" for the third call of the first) or the log index for a coin. Written from the rules of
-    docs/detection.md, not the crawlers' code: a call frame that reverted or sits under a reverted one
-    brings nothing; nothing arriving in the address's own transactions counts (one it signed, or one in
-    whose call tree the address itself made a CALL), nor a coin Transfer whose `from` is the address.
-    Dust is included (the caller decides what is recordable). Also returns the own transactions."""
+    transfer, "0.2" for the third call of the first) or the log index for a coin; and the transactions
+    the address signed. Written from the rules of docs/detection.md, not the crawlers' code: a call frame
+    that reverted or sits under a reverted one brings nothing; the address's own money never counts:
+    anything in a transaction it signed, an ETH frame nested under a CALL the address made, a coin whose
+    contract runs in the transaction only under such calls, a coin Transfer whose `from` is the address.
+    Dust is included (the caller decides what is recordable)."""
     if end < start:
         return {}, set()
     found: dict[tuple[str, str, str], int] = {}
-    own: set[str] = set()
+    signed: set[str] = set()
+    coin_runs: dict[str, dict[str, bool]] = {}  # tx -> coin contract -> runs outside the address's calls
+    coins = set(anvil.coins.values())
     blocks = anvil.rpc_batch([("eth_getBlockByNumber", [hex(n), True]) for n in range(start, end + 1)])
     for block in blocks:
-        own |= {tx["hash"].lower() for tx in block["transactions"] if tx["from"].lower() == DONATION_ADDRESS}
+        signed |= {tx["hash"].lower() for tx in block["transactions"] if tx["from"].lower() == DONATION_ADDRESS}
         if not block["transactions"]:
             continue
         for trace in anvil.rpc("debug_traceBlockByNumber", block["number"], {"tracer": "callTracer"}):
             tx_hash = trace["txHash"].lower()
-            if _calls_out(trace["result"]):
-                own.add(tx_hash)
-            for path, wei in _frames_to_us(trace["result"], ""):
-                found[(tx_hash, "eth", path)] = wei
+            runs = coin_runs.setdefault(tx_hash, {})
+            for path, wei, own, to in _frames(trace["result"], "", False):
+                if to in coins:
+                    runs[to] = runs.get(to, False) or not own
+                if wei and to == DONATION_ADDRESS and not own:
+                    found[(tx_hash, "eth", path)] = wei
     assets = {address: asset for asset, address in anvil.coins.items()}
     logs = anvil.rpc(
         "eth_getLogs",
@@ -107,31 +112,23 @@ def donation_units(anvil: Anvil, start: int, end: int) -> tuple[dict[tuple[str, 
         },
     )
     for log in logs:
-        sender = "0x" + log["topics"][1][-40:]
-        if int(log["data"], 16) > 0 and sender.lower() != DONATION_ADDRESS:
-            key = (log["transactionHash"].lower(), assets[log["address"].lower()], str(int(log["logIndex"], 16)))
-            found[key] = int(log["data"], 16)
-    return {key: units for key, units in found.items() if key[0] not in own}, own
+        sender, tx_hash, coin = "0x" + log["topics"][1][-40:], log["transactionHash"].lower(), log["address"].lower()
+        if int(log["data"], 16) > 0 and sender != DONATION_ADDRESS and coin_runs.get(tx_hash, {}).get(coin, True):
+            found[(tx_hash, assets[coin], str(int(log["logIndex"], 16)))] = int(log["data"], 16)
+    return {key: units for key, units in found.items() if key[0] not in signed}, signed
 
 
-def _frames_to_us(frame: dict, path: str) -> list[tuple[str, int]]:
+def _frames(frame: dict, path: str, own: bool) -> list[tuple[str, int, bool, str]]:
+    """(path, wei, own, to) of this frame and every frame under it that did not revert; own: the frame is,
+    or is nested under, a CALL the donation address made."""
     if frame.get("error"):
         return []
-    out: list[tuple[str, int]] = []
-    value = int(frame.get("value") or "0x0", 16)
-    if frame.get("type") == "CALL" and value > 0 and (frame.get("to") or "").lower() == DONATION_ADDRESS:
-        out.append((path, value))
+    own = own or (frame.get("type") == "CALL" and (frame.get("from") or "").lower() == DONATION_ADDRESS)
+    wei = int(frame.get("value") or "0x0", 16) if frame.get("type") == "CALL" else 0
+    out = [(path, wei, own, (frame.get("to") or "").lower())]
     for index, call in enumerate(frame.get("calls") or ()):
-        out += _frames_to_us(call, f"{path}.{index}" if path else str(index))
+        out += _frames(call, f"{path}.{index}" if path else str(index), own)
     return out
-
-
-def _calls_out(frame: dict) -> bool:
-    """The address itself made a CALL somewhere in this call tree (a contract or delegated address)."""
-    calls = frame.get("calls") or ()
-    if frame.get("type") == "CALL" and (frame.get("from") or "").lower() == DONATION_ADDRESS:
-        return True
-    return any(_calls_out(call) for call in calls)
 
 
 DESTROYED = "0x" + keccak(text="DestroyedBlackFunds(address,uint256)").hex()

@@ -2,8 +2,9 @@
 
 Each action is a function of the world and a seeded `random.Random`; it sends its transactions and returns
 a short description (the failing seed's action list is printed from these). The world's donation address
-is a plain account, a Safe-like contract (its code installed before the crawlers' first block) or an
-account that delegates to one by an EIP-7702 authorization it signs mid-history.
+is a plain account, a Safe stand-in (tests/contracts/HandlerWallet.sol, its code installed before the
+crawlers' first block) or an account that delegates to one by an EIP-7702 authorization it signs
+mid-history.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from eth_account import Account
 
 from tests.chain import ACCOUNTS, DEPLOYER, DONATION_ADDRESS, Anvil
 
-OWNER, PAYEE = ACCOUNTS[1], ACCOUNTS[6]
+OWNER, PAYEE, HANDLER = ACCOUNTS[1], ACCOUNTS[6], ACCOUNTS[5]
 DONORS = ACCOUNTS[2:9]
 # anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
 DONATION_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
@@ -53,10 +54,12 @@ def set_up(anvil: Anvil, mode: str) -> World:
     for name in ("EthRelay", "DeepCall", "WrappedEth", "ForwardingWallet"):
         world.contracts[name] = anvil.deploy(name)
     world.contracts["EthForwarder"] = anvil.deploy("EthForwarder", sender=DONORS[0])
-    world.contracts["SafeLikeWallet"] = anvil.deploy("SafeLikeWallet", ["address"], [OWNER])
+    world.contracts["PokeThenPay"] = anvil.deploy("PokeThenPay")
+    # the Safe stand-in: its owner has it execute calls, and anyone can make it call out (a fallback handler)
+    world.contracts["HandlerWallet"] = anvil.deploy("HandlerWallet", ["address", "address"], [OWNER, HANDLER])
     anvil.mint(anvil.coins["usdt"], DONATION_ADDRESS, 10_000 * USDT)  # for its own coin movements
     if mode == "contract":
-        anvil.set_code(DONATION_ADDRESS, anvil.rpc("eth_getCode", world.contracts["SafeLikeWallet"], "latest"))
+        anvil.set_code(DONATION_ADDRESS, anvil.rpc("eth_getCode", world.contracts["HandlerWallet"], "latest"))
     return world
 
 
@@ -165,6 +168,28 @@ def coin(w: World, rng: random.Random) -> str:
     return f"coin({asset}, {units}, {how})"
 
 
+def poke_then_pay(w: World, rng: random.Random) -> str:
+    """A donor's contract makes the address call out (a Safe's fallback handler answers any call), then
+    pays it ETH and a coin beside that call, in the same transaction: donations, not the address's own."""
+    payer, usdt, wei, units = (
+        w.contracts["PokeThenPay"],
+        w.anvil.coins["usdt"],
+        some_wei(rng),
+        rng.randint(1, 90) * USDT,
+    )
+    w.anvil.mint(usdt, payer, units)
+    types = ["address", "address", "uint256"]
+    w.call(
+        payer,
+        "pokeThenPay(address,address,uint256)",
+        types,
+        [DONATION_ADDRESS, usdt, units],
+        sender=rng.choice(DONORS),
+        wei=wei,
+    )
+    return f"poke_then_pay({wei}, usdt {units})"
+
+
 def burn_without_log(w: World, rng: random.Random) -> str:
     """The address's whole USDC balance burnt with no Transfer log (USDT's destroyBlackFunds)."""
     usdc = w.anvil.coins["usdc"]
@@ -220,14 +245,14 @@ def pay_out(w: World, rng: random.Random) -> str:
 
 
 def delegate_7702(w: World, rng: random.Random) -> str:
-    """The (plain account) donation address signs an EIP-7702 authorization to the Safe-like code; a
+    """The (plain account) donation address signs an EIP-7702 authorization to the Safe stand-in's code; a
     sponsor sends it. From then on its owner has it make its calls."""
     if w.mode != "account":
         return direct_eth(w, rng)
     anvil = w.anvil
     nonce = int(anvil.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
     chain_id = int(anvil.rpc("eth_chainId"), 16)
-    delegate = w.contracts["SafeLikeWallet"]
+    delegate = w.contracts["HandlerWallet"]
     signed = Account.sign_authorization({"chainId": chain_id, "address": delegate, "nonce": nonce}, DONATION_KEY)
     entry = {
         "chainId": hex(chain_id),
@@ -276,6 +301,7 @@ VOCABULARY: list[tuple[Action, int]] = [
     (coin, 4),
     (one_block, 2),
     (burn_without_log, 1),
+    (poke_then_pay, 2),
     (self_transfer, 2),
     (out_and_back, 2),
     (pay_out, 2),
