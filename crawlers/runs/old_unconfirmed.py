@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from crawlers.chain.block_store import fetch_blocks
 from crawlers.chain.calls import receipt_calls, transaction_calls
-from crawlers.chain.clients import make_client
+from crawlers.chain.clients import make_check_client, make_client
 from crawlers.chain.files import debug_dump
 from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError
 from crawlers.chain.rpc import RpcClient
@@ -53,6 +53,7 @@ from crawlers.chain.tips import ChainMismatchError, tip_block
 from crawlers.models import FINALIZED
 from crawlers.runs.crawl import crawl_single_block
 from crawlers.runs.evidence import absent_from_new_block, block_carries, internal_frame_shown, receipt_proves
+from crawlers.runs.fail_agreement import ProposedFailure, answered, block_hash_of, failures_agreed
 from donations.judging import (
     donations_absence_record,
     donations_confirm,
@@ -74,6 +75,7 @@ SUSTAINED_ABSENCE_RUNS = 3  # ... and it was absent on this many consecutive run
 BATCH_LIMIT = 500  # donations per run: a provider batch never grows unbounded, a backlog drains oldest first
 LOOK_AGAIN_MIN = timedelta(minutes=5)  # an unresolved row is looked at again after 1/8 of its age, within these
 LOOK_AGAIN_MAX = timedelta(hours=6)
+_NOT_CARRIED = "its finalized block was fetched and does not carry it"
 
 
 @dataclass
@@ -230,10 +232,10 @@ def _judge(
     )
 
     to_confirm: list[int] = []
-    not_carried: list[int] = []
-    reverted: list[int] = []
+    not_carried: list[Donation] = []
+    reverted: list[Donation] = []
     recrawl: set[int] = set()
-    moved_away: dict[str, list[int]] = {}  # reason -> donation ids
+    moved_away: dict[str, list[Donation]] = {}  # reason -> donations
     for row in in_place:
         number = placed[row.id]
         block_outcome = blocks[number]
@@ -242,7 +244,7 @@ def _judge(
             continue
         block = block_outcome.value
         if not block_carries(block, row.tx_hash):
-            not_carried.append(row.id)
+            not_carried.append(row)
             continue
         block_hash = (block.get("hash") or "").lower()
         receipt_outcome = receipts[row.tx_hash]
@@ -255,7 +257,7 @@ def _judge(
             recrawl.add(number)
             gone = absent_from_new_block(row, receipt, number, block_hash, client, chain)
             if gone is not None:
-                moved_away.setdefault(gone, []).append(row.id)
+                moved_away.setdefault(gone, []).append(row)
             continue
         proof = receipt_proves(row, receipt, block_hash, chain) if receipt is not None else None
         if proof is True and row.trace_address is not None:
@@ -264,27 +266,32 @@ def _judge(
         elif proof is True:
             to_confirm.append(row.id)
         elif proof is False:
-            reverted.append(row.id)
+            reverted.append(row)
         else:
             result.untouched["no usable receipt"] += 1
 
+    absent_reason = f"absent from chain and mempool on {SUSTAINED_ABSENCE_RUNS} consecutive runs, block over 24 h old"
+    failures = [ProposedFailure(row, absent_reason) for row in absent if row.id in vanished]
+    failures += [
+        ProposedFailure(r, _NOT_CARRIED, placed[r.id], block_hash_of(blocks[placed[r.id]])) for r in not_carried
+    ]
+    failures += [
+        ProposedFailure(
+            r, "its finalized receipt reports a revert", r.block_number, r.block_hash, answered(receipts[r.tx_hash])
+        )
+        for r in reverted
+    ]
+    failures += [
+        ProposedFailure(r, reason, placed[r.id], block_hash_of(blocks[placed[r.id]]), answered(receipts[r.tx_hash]))
+        for reason, gone in sorted(moved_away.items())
+        for r in gone
+    ]
+    check = make_check_client(chain)
+    if check is not None:  # failing moves money too: only on the same evidence from both
+        failures = failures_agreed(check, client, chain, failures, result.untouched, label=OLD_UNCONFIRMED)
     tiers = config.sale_tiers
-    result.failed += len(
-        donations_fail_unconfirmed(
-            donation_ids=vanished,
-            reason=f"absent from chain and mempool on {SUSTAINED_ABSENCE_RUNS} consecutive runs, block over 24 h old",
-            tiers=tiers,
-        )
-    )
-    result.failed += len(
-        donations_fail_unconfirmed(
-            donation_ids=not_carried, reason="its finalized block was fetched and does not carry it", tiers=tiers
-        )
-    )
-    result.failed += len(
-        donations_fail_unconfirmed(donation_ids=reverted, reason="its finalized receipt reports a revert", tiers=tiers)
-    )
-    for reason, ids in sorted(moved_away.items()):
+    for reason in dict.fromkeys(f.reason for f in failures):
+        ids = [f.row.id for f in failures if f.reason == reason]
         result.failed += len(donations_fail_unconfirmed(donation_ids=ids, reason=reason, tiers=tiers))
     if to_confirm and chain.rpc_check_url is not None:
         # Confirmation needs the second provider's agreement: the finalized path's re-crawl asks it.
