@@ -32,6 +32,7 @@ from django.conf import settings
 from redis.exceptions import RedisError
 
 from dws_project import egress
+from dws_project.digits import whole_number
 from dws_project.json_limits import json_depth
 from dws_project.redaction import redact, redact_url
 from dws_project.redis_client import get_redis
@@ -78,8 +79,8 @@ def paused_until(venue: str) -> datetime | None:
 
 def _pause(venue: str, retry_after: str | None) -> datetime:
     seconds = DEFAULT_RATE_LIMIT_PAUSE
-    if retry_after and retry_after.strip().isdigit():
-        seconds = min(max(int(retry_after.strip()), 1), MAX_RATE_LIMIT_PAUSE)
+    if (asked := whole_number(retry_after)) is not None:
+        seconds = min(max(asked, 1), MAX_RATE_LIMIT_PAUSE)
     until = datetime.now(UTC) + timedelta(seconds=seconds)
     try:
         get_redis().set(_pause_key(venue), until.isoformat(), ex=seconds)

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_safe
 
 from crawlers.proof_report import cached_proof_report
 from dws_project import api_errors
+from dws_project.digits import whole_number
 from web.views import CONTENT_SECURITY_POLICY
 
 PAGE_RANGES = 50
@@ -67,11 +68,9 @@ def _chain_view(chain: dict[str, Any]) -> dict[str, Any]:
 @require_safe
 def proof_page(request: HttpRequest) -> HttpResponse:
     raw = request.GET.get("from_block")
-    from_block: int | None = None
-    if raw is not None:
-        if not raw.isdigit() or len(raw) > 18:
-            return api_errors.json_error(api_errors.INVALID_REQUEST)
-        from_block = int(raw)
+    from_block = whole_number(raw) if raw is not None else None
+    if raw is not None and (from_block is None or raw != raw.strip()):
+        return api_errors.json_error(api_errors.INVALID_REQUEST)
     report = cached_proof_report(
         settings.CONFIG, seconds=settings.PROOF_CACHE_SECONDS, chain=None, from_block=from_block, limit=PAGE_RANGES
     )

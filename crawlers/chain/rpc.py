@@ -44,6 +44,7 @@ from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, R
 from crawlers.chain.read_ahead import ReadAhead
 from crawlers.chain.transport import BoundedPoster, TransportError
 from dws_project import metrics
+from dws_project.digits import whole_number
 from dws_project.json_limits import nested_deeper_than
 from dws_project.redaction import redact, redact_url, register_secrets
 from dws_project.redis_client import get_redis
@@ -88,9 +89,8 @@ def _decoded(body: bytes) -> Any:
 
 
 def _retry_after_seconds(header: str | None) -> float:
-    if header and header.strip().isdigit():
-        return min(float(header.strip()), MAX_BACKOFF_SECONDS)
-    return DEFAULT_BACKOFF_SECONDS
+    seconds = whole_number(header)
+    return DEFAULT_BACKOFF_SECONDS if seconds is None else min(float(seconds), MAX_BACKOFF_SECONDS)
 
 
 def _error_text(error: Any) -> str:

@@ -174,6 +174,15 @@ def test_the_page_shows_the_ranges_in_the_assets_own_units(api):
     assert api.get("/proof", {"from_block": "x"}).json() == {"code": 1001, "message": "invalid request"}
 
 
+@pytest.mark.parametrize("value", ["\u00b2", "1\u00b9", "\u0663", " 7", "9" * 19])
+def test_the_page_answers_a_block_number_that_is_not_ascii_digits_with_the_numbered_error(api, value):
+    # '²' is a digit to str.isdigit and not to int(): it was a 500.
+    answer = api.get("/proof", {"from_block": value})
+
+    assert answer.status_code == 400
+    assert answer.json() == {"code": 1001, "message": "invalid request"}
+
+
 def test_the_csv_lists_every_confirmed_donation_in_block_order_and_nothing_else(api):
     late = donation(300, "0.25", tx="0x" + "c" * 64)
     early = donation(200, "1.23456", tx="0x" + "a" * 64)

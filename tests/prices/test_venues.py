@@ -336,6 +336,16 @@ def test_a_rate_limited_venue_is_paused_for_every_worker_until_its_window_ends(v
     assert venues.paused_until("binance") is not None
 
 
+def test_a_venue_rate_limit_whose_retry_after_is_a_non_ascii_digit_pauses_it_for_the_default_window(venue_server):
+    # '²' is a digit to str.isdigit and not to int(): the venue's word is ignored, never an exception.
+    venue_server.route(recorded.BINANCE_TICKER, Reply('{"code":-1003}', 429, {"Retry-After": "\u00b2"}))
+
+    with pytest.raises(VenueError, match=r"rate limited \(HTTP 429\)"):
+        ask(venue_server, "binance")
+
+    assert venues.paused_until("binance") is not None
+
+
 # --- configuration ------------------------------------------------------------------------------
 
 

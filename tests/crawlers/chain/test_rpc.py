@@ -135,3 +135,14 @@ def test_a_provider_on_another_chain_is_refused_without_showing_the_key(proxy):
     assert f"127.0.0.1:{proxy.port}" in str(raised.value)
     assert PATH_KEY not in str(raised.value)
     assert QUERY_KEY not in str(raised.value)
+
+
+@pytest.mark.parametrize("retry_after", ["\u00b2", "\u00b9"])  # '²', '¹': digits to str.isdigit, not to int
+def test_a_429_whose_retry_after_is_a_non_ascii_digit_is_no_evidence_with_the_default_window(proxy, retry_after):
+    client = RpcClient(proxy.url())
+    proxy.arm("eth_blockNumber", "status", status=429, retry_after=retry_after)
+
+    outcome = client.call("eth_blockNumber")
+
+    assert isinstance(outcome, NoEvidence)
+    assert outcome.kind == "rate-limited"
