@@ -384,7 +384,11 @@ class Check:
             sender = "0x" + log["topics"][1][-40:]
             unit = 10 ** max(0, self.decimals[asset] - COLUMN_DECIMALS)
             if row is None:
-                if value >= unit and sender.lower() != self.us and not self.own_transaction(log["transactionHash"]):
+                if (
+                    value >= unit
+                    and sender.lower() != self.us
+                    and not self.own_transaction(log["transactionHash"], log["address"].lower())
+                ):
                     raise Mismatch(
                         f"a Transfer of {value} raw units of {asset} to the address (tx {log['transactionHash']}, "
                         f"block {int(log['blockNumber'], 16)}) is not a listed donation"
@@ -404,10 +408,11 @@ class Check:
             )
         return arrived
 
-    def own_transaction(self, tx_hash: str) -> bool:
-        """Whether the address's own doing brought the value in (never a donation): it signed the transaction,
-        or (an address with code) made a call in its call tree. A node without call traces: noted, not
-        refuted."""
+    def own_transaction(self, tx_hash: str, contract: str) -> bool:
+        """Whether the address's own doing brought the coin of `contract` in (never a donation): it signed
+        the transaction, or (an address with code) every call into the coin's contract there sits under a
+        call the address itself made. Value paid beside such a call is a donor's: anyone can make a Safe
+        call out. A node without call traces: noted, not refuted."""
         try:
             tx = self.node.call("eth_getTransactionByHash", tx_hash)
         except RpcError as exc:
@@ -419,14 +424,17 @@ class Check:
         except RpcError:
             self.missing.append(f"transaction {tx_hash}: your node gives no call traces to tell whether it is ours")
             return True
-        frames = [trace] if isinstance(trace, dict) else []
+        into = []  # for each successful call into the coin's contract: whether it is under our own call
+        frames = [(trace, False, False)] if isinstance(trace, dict) else []
         while frames:
-            frame = frames.pop()
+            frame, under_ours, failed = frames.pop()
             kind = str(frame.get("type") or "").lower()
-            if (frame.get("from") or "").lower() == self.us and kind in ACTING_KINDS:
-                return True
-            frames += [c for c in frame.get("calls") or [] if isinstance(c, dict)]
-        return False
+            under_ours = under_ours or ((frame.get("from") or "").lower() == self.us and kind in ACTING_KINDS)
+            failed = failed or bool(frame.get("error"))
+            if kind == "call" and (frame.get("to") or "").lower() == contract and not failed:
+                into.append(under_ours)
+            frames += [(c, under_ours, failed) for c in frame.get("calls") or [] if isinstance(c, dict)]
+        return bool(into) and all(into)
 
     def coin_sums(self, arrived: dict[str, int], from_us: list[dict]) -> None:
         """What left by Transfer logs is what the site says, and the logs explain each coin's balance change."""

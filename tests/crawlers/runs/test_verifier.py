@@ -347,3 +347,32 @@ def test_the_addresss_own_coin_coming_back_matches_though_no_donation_lists_it(l
 
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.splitlines()[-1].startswith("matches:"), run.stdout
+
+
+def test_a_donors_coin_paid_beside_a_call_the_address_was_made_to_make_is_no_own_money_to_the_verifier(
+    live_server, node
+):
+    # Anyone can make a Safe call out (its fallback handler); a donor's contract does so and then pays it
+    # 200 USDT. A site that hides that donation as the address's own is caught: only a coin whose contract
+    # ran under the address's own call is its own.
+    usdt = node.coins["usdt"]
+    template = node.deploy("HandlerWallet", ["address", "address"], [ACCOUNTS[1], ACCOUNTS[5]])
+    node.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", template, "latest"))
+    payer = node.deploy("PokeThenPay")
+    node.mint(usdt, payer, 200 * USDT)
+    pay = node.call_data(
+        "pokeThenPay(address,address,uint256)", ["address", "address", "uint256"], [DONATION_ADDRESS, usdt, 200 * USDT]
+    )
+    tx = node.send({"from": ACCOUNTS[2], "to": payer, "data": pay, "gas": hex(300_000)})
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+    target = holding(ranges(live_server.url), block_of(node, tx))
+
+    def hidden(found: dict) -> None:
+        shift(found, "usdt", credited=-200 * USDT, uncredited=200 * USDT, donations=-1)
+
+    with TamperingSite(live_server.url, lie_about(target["first_block"], hidden, csv_without=tx)) as site:
+        run = verify(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"(tx {tx}, block {block_of(node, tx)}) is not a listed donation" in run.stdout, run.stdout
