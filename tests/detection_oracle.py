@@ -149,3 +149,15 @@ def burnt_without_log(anvil: Anvil, start: int, end: int) -> set[tuple[int, str,
         if holder.lower() == DONATION_ADDRESS and funds > 0:
             burnt.add((int(log["blockNumber"], 16), assets[log["address"].lower()], -funds))
     return burnt
+
+
+def internal_wei(anvil: Anvil, start: int, end: int) -> dict[int, int]:
+    """Block -> the wei that reached the donation address by internal calls (not reverted, nor under a
+    reverted one; the address's own and dust included): what a provider without traces cannot explain."""
+    found: dict[int, int] = {}
+    for number in range(start, end + 1):
+        for trace in anvil.rpc("debug_traceBlockByNumber", hex(number), {"tracer": "callTracer"}):
+            for path, wei, _, to in _frames(trace["result"], "", False):
+                if path and wei and to == DONATION_ADDRESS:
+                    found[number] = found.get(number, 0) + wei
+    return found

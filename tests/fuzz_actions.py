@@ -29,6 +29,7 @@ GAS = hex(3_000_000)
 class World:
     anvil: Anvil
     mode: str  # "account" | "contract" | "delegated"
+    traces: bool = True  # False: the provider has no trace method (an address with code is held then, by design)
     contracts: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -48,9 +49,9 @@ class World:
         return self.call(DONATION_ADDRESS, "execute(address,uint256,bytes)", types, [to, wei, payload], sender=OWNER)
 
 
-def set_up(anvil: Anvil, mode: str) -> World:
+def set_up(anvil: Anvil, mode: str, traces: bool = True) -> World:
     """The contracts the actions use, deployed (and funded) before the crawlers' first block."""
-    world = World(anvil, mode)
+    world = World(anvil, mode, traces)
     for name in ("EthRelay", "DeepCall", "WrappedEth", "ForwardingWallet"):
         world.contracts[name] = anvil.deploy(name)
     world.contracts["EthForwarder"] = anvil.deploy("EthForwarder", sender=DONORS[0])
@@ -247,7 +248,7 @@ def pay_out(w: World, rng: random.Random) -> str:
 def delegate_7702(w: World, rng: random.Random) -> str:
     """The (plain account) donation address signs an EIP-7702 authorization to the Safe stand-in's code; a
     sponsor sends it. From then on its owner has it make its calls."""
-    if w.mode != "account":
+    if w.mode != "account" or not w.traces:
         return direct_eth(w, rng)
     anvil = w.anvil
     nonce = int(anvil.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
