@@ -16,7 +16,9 @@ Where a balance moved by other than what the logs inside say (ETH and the nonce:
 bisected (balances at midpoints, every open interval of one level in one batch) down to the single
 blocks where it did; an interval is quiet only when its balance change equals what its logs explain
 (equal ends with a coin log inside are not quiet: a coin burnt without a log moved it back, and the
-block of the burn must be read, where the proof records it). Those blocks, the blocks the logs name and
+block of the burn must be read, where the proof records it; where every coin's change over the whole
+range equals its logs, the bisection asks only ETH and the nonce, as the full scan bisects only an
+asset whose range residual is not zero). Those blocks, the blocks the logs name and
 the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
 transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py). Nothing
 here writes: the result says whether the whole range was proven.
@@ -30,6 +32,7 @@ cursor, which the end header alone cannot show).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -39,7 +42,7 @@ from crawlers.chain.logs import TransferLogs, answered_logs, logs_in_one_batch, 
 from crawlers.chain.outcomes import Answer, Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_amount, log_block_number
-from crawlers.decode.balances import Balances, StateUnavailable, balances_from, edge_balances
+from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, edge_balances
 from crawlers.decode.blocks import BlockHeader, header_of
 from crawlers.scan import with_code
 from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
@@ -122,7 +125,7 @@ def scan_sparse(
     if moves is None:
         return None
     try:
-        changed = _bisect(client, chain, before, after, moves)
+        changed = _bisect(client, chain, before, after, moves, coins_too=not _coins_close(chain, before, after, moves))
     except (StateUnavailable, NoEvidenceError):
         return None
     except _TooBusy:
@@ -182,9 +185,31 @@ def _quiet(low: Balances, high: Balances, moves: dict[int, dict[str, int]]) -> b
     return all(high.values[asset] - low.values[asset] == explained.get(asset, 0) for asset in low.values)
 
 
-def _bisect(client: RpcClient, chain: ChainSettings, before: Balances, after: Balances, moves: dict) -> list[int]:
+def _coins_close(chain: ChainSettings, before: Balances, after: Balances, moves: dict[int, dict[str, int]]) -> bool:
+    """Whether each coin's balance moved over the whole range by exactly what its Transfer logs say.
+
+    Then the blocks the logs name (read in full and proven one by one) hold every coin movement the
+    balances can show, and the bisection need only look for ETH and the nonce (half the calls). This is
+    the full scan's own verdict too: it bisects only an asset whose range residual is not zero.
+    """
+    coins = [coin.asset for coin in chain.stable_coins]
+    moved = dict.fromkeys(coins, 0)
+    for per_block in moves.values():
+        for asset, raw in per_block.items():
+            moved[asset] = moved.get(asset, 0) + raw
+    return all(after.values[asset] - before.values[asset] == moved[asset] for asset in coins)
+
+
+def _bisect(
+    client: RpcClient, chain: ChainSettings, before: Balances, after: Balances, moves: dict, *, coins_too: bool
+) -> list[int]:
     """The blocks after `before` up to `after` where a balance or the nonce moved by other than what the
-    Transfer logs (`moves`, per block) explain."""
+    Transfer logs (`moves`, per block) explain (the coins only `coins_too`)."""
+    if not coins_too:
+        chain = dataclasses.replace(chain, stable_coins=())
+        keep = (ETH, NONCE)
+        before = Balances(before.block, {k: before.values[k] for k in keep})
+        after = Balances(after.block, {k: after.values[k] for k in keep})
     changed: list[int] = []
     level = [(before, after)]
     while level:
