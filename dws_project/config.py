@@ -20,6 +20,7 @@ import environ
 from eth_hash.auto import keccak
 
 from dws_project import ops_config
+from dws_project.digits import whole_number
 from dws_project.ip import normalize_network
 from dws_project.redaction import redact_url
 from dws_project.secret_box import parse_secrets_key
@@ -220,9 +221,10 @@ def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
             contract = parse_address(contract)
         except ValueError as exc:
             raise ValueError(f"entry {position} ({asset}): contract {exc}") from None
-        if not scale_text.isdigit() or int(scale_text) not in STABLE_COIN_SCALES:
+        scale = whole_number(scale_text, max_digits=2)
+        if scale is None or scale not in STABLE_COIN_SCALES:
             raise ValueError(f"entry {position} ({asset}): scale must be a whole number from 2 to 18")
-        coins.append(StableCoin(asset=asset, contract=contract, scale=int(scale_text)))
+        coins.append(StableCoin(asset=asset, contract=contract, scale=scale))
     if len({c.asset for c in coins}) != len(coins):
         raise ValueError("an asset is listed twice")
     if len({c.contract for c in coins}) != len(coins):
@@ -240,7 +242,8 @@ def parse_sale_params(value: str) -> tuple[SaleTier, ...]:
         if len(parts) != 2:
             raise ValueError(f"tier {position} is not token_limit:token_price_usd")
         limit_text, price_text = (p.strip() for p in parts)
-        if not limit_text.isdigit() or int(limit_text) <= 0:
+        limit = whole_number(limit_text, max_digits=30)
+        if not limit:
             raise ValueError(f"tier {position}: token limit must be a whole number greater than zero")
         try:
             price = Decimal(price_text)
@@ -248,9 +251,9 @@ def parse_sale_params(value: str) -> tuple[SaleTier, ...]:
             raise ValueError(f"tier {position}: token price is not a decimal number") from None
         if not price.is_finite() or price <= 0:
             raise ValueError(f"tier {position}: token price must be greater than zero")
-        if tiers and int(limit_text) <= tiers[-1].token_limit:
+        if tiers and limit <= tiers[-1].token_limit:
             raise ValueError(f"tier {position}: token limits must ascend")
-        tiers.append(SaleTier(token_limit=int(limit_text), token_price=price))
+        tiers.append(SaleTier(token_limit=limit, token_price=price))
     return tuple(tiers)
 
 
@@ -500,9 +503,10 @@ def _parse_redis_url(value: str) -> str:
 
 
 def _parse_timestamp_age(value: str) -> int:
-    if not value.strip().isdigit() or not 1 <= int(value) <= MAX_TIMESTAMP_AGE_CAP:
+    seconds = whole_number(value)
+    if seconds is None or not 1 <= seconds <= MAX_TIMESTAMP_AGE_CAP:
         raise ValueError(f"must be whole seconds from 1 to {MAX_TIMESTAMP_AGE_CAP}")
-    return int(value)
+    return seconds
 
 
 def _parse_directory(value: str) -> str:
@@ -517,22 +521,25 @@ def _parse_private_key(value: str) -> str:
 
 
 def _parse_block_number(value: str) -> int:
-    if not value.strip().isdigit():
+    block = whole_number(value)
+    if block is None:
         raise ValueError("must be a block number (a whole number >= 0)")
-    return int(value)
+    return block
 
 
 def _parse_chain_id(value: str) -> int:
-    if not value.strip().isdigit() or int(value) <= 0:
+    chain_id = whole_number(value)
+    if not chain_id:
         raise ValueError("must be a positive chain id")
-    return int(value)
+    return chain_id
 
 
 def _parse_answer_mb(value: str) -> int:
     low, high = RPC_MAX_ANSWER_MB_RANGE.start, RPC_MAX_ANSWER_MB_RANGE.stop - 1
-    if not value.strip().isdigit() or int(value) not in RPC_MAX_ANSWER_MB_RANGE:
+    megabytes = whole_number(value)
+    if megabytes is None or megabytes not in RPC_MAX_ANSWER_MB_RANGE:
         raise ValueError(f"must be whole megabytes from {low} to {high}")
-    return int(value)
+    return megabytes
 
 
 def _parse_dev_eth_price(value: str) -> Decimal:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dws_project.config import parse_donation_address
+from dws_project.config import ConfigError, load_config, parse_donation_address
 from tests.processes import ROOT, base_environment, leaked_secrets, run_manage
 
 VALID_USDT = "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:6"
@@ -231,3 +231,15 @@ def test_the_check_provider_must_be_another_provider_than_eth_rpc_url() -> None:
     assert result.returncode != 0
     assert "configuration error: DWS_RPC_CHECK_URL must name another provider than ETH_RPC_URL" in result.stderr
     assert leaked_secrets(result.stdout + result.stderr) == []
+
+
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [("DWS_START_BLOCK", "²"), ("DWS_CHAIN_ID", "٣"), ("DWS_MAX_TIMESTAMP_AGE", "3²"), ("DWS_SALE_PARAMS", "1²:0.1")],
+)
+def test_a_number_in_other_scripts_digits_is_refused_naming_the_variable(var, value) -> None:
+    """str.isdigit() takes '²' (which int() refuses) and int() takes '٣': neither may pass as a number."""
+    with pytest.raises(ConfigError) as refused:
+        load_config(base_environment() | {var: value})
+    assert var in str(refused.value)
+    assert "invalid literal" not in str(refused.value)
