@@ -134,7 +134,8 @@ def reconcile(
         blocks, held = found.blocks, found.held
         for block in blocks:
             for asset, raw in block.unexplained:
-                where = f"block {block.header.number}: {raw} raw units of {asset} arrived that no transfer explains"
+                moved = f"{raw} raw units of {asset} arrived" if raw >= 0 else f"{-raw} raw units of {asset} left"
+                where = f"block {block.header.number}: {moved} that no transfer explains"
                 inflow = inflows.get((block.header.hash, asset))
                 status = inflow.status if inflow else None
                 blind_why = traces_unreadable(client, chain, block) if asset == "eth" and status is None else None

@@ -12,6 +12,7 @@ from eth_utils import keccak
 from crawlers.models import CHAIN, FINALIZED, LATEST, Completeness, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
+from crawlers.runs.reconcile import reconcile
 from crawlers.scan.results import STUCK_POINTER
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -275,3 +276,7 @@ def test_a_coin_burnt_without_a_log_is_on_record_for_the_operator_and_stops_no_a
     assert f"left the donation address in block {block_of(node, burn)}" in errors[0]
     assert Completeness.objects.get(label=FINALIZED).proven_through == node.finalized()
     assert_ledger_invariants()
+    # reconcile names it for the operator as what it is: value that left, not value that arrived
+    report = reconcile(block_of(node, before), node.finalized())
+    named = [line for line in report.discrepancies if f"block {block_of(node, burn)}:" in line]
+    assert any(f"{held_then} raw units of usdt left that no transfer explains" in line for line in named)
