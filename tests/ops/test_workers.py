@@ -45,10 +45,14 @@ def cursor() -> int | None:
     return LastBlock.objects.filter(label=LATEST).values_list("value", flat=True).first()
 
 
-def wait_until(condition, timeout: float = 60.0, describe: str = "") -> None:
+def wait_until(condition, timeout: float = 120.0, describe: str = "", log=None) -> None:
+    """Waits for `condition`; on a time-out the message carries the tail of the worker's `log` (a worker
+    starting on a loaded machine can take tens of seconds, and the log says where it was)."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {describe}"
+        if time.monotonic() >= deadline:
+            tail = f"; the worker's log ends:\n{log()[-3000:]}" if log else ""
+            pytest.fail(f"timed out waiting for {describe}{tail}")
         time.sleep(0.1)
 
 
@@ -96,7 +100,7 @@ def test_sigterm_stops_a_long_crawl_between_blocks_and_the_worker_exits(
     running = worker("stopping", "crawlers,celery", env, tmp_path)
     try:
         crawl_latest.delay()
-        wait_until(lambda: (cursor() or 0) > start + 100, describe="the crawl to be under way")
+        wait_until(lambda: (cursor() or 0) > start + 100, describe="the crawl to be under way", log=running.text)
 
         running.process.send_signal(signal.SIGTERM)  # what `docker stop` does: the main process only
         try:
