@@ -55,53 +55,52 @@ def _head_answers(client: RpcClient, chain: ChainSettings) -> bool:
     return isinstance(client.call("eth_getBalance", [chain.donation_address, "latest"]), Answer)
 
 
+def _seen_on_an_earlier_run(key: str, run: str, *, first_sighting: str, what: str) -> bool:
+    """Whether the refusal remembered at `key` was first seen by another run than `run`. A first sighting is
+    remembered (MEMORY_SECONDS, every worker) and logged; a repeat keeps the memory alive. No shared memory
+    (Redis down): False, so the caller holds and asks again."""
+    try:
+        redis = get_redis()
+        first_run = redis.get(key)
+        if first_run is None:
+            redis.set(key, run, ex=MEMORY_SECONDS)
+            logger.warning(first_sighting)
+            return False
+        redis.expire(key, MEMORY_SECONDS)
+    except RedisError as exc:
+        logger.warning("no shared memory of refused %s (%s)", what, type(exc).__name__)
+        return False
+    if isinstance(first_run, bytes):
+        first_run = first_run.decode()
+    return bool(first_run != run)
+
+
 def history_missing(client: RpcClient, chain: ChainSettings, refused: int, run: str) -> bool:
     """Whether the provider keeps no state at block `refused`, whose balance it just refused (see the
     module doc). False means: hold the range and ask again (a first sighting, a recent block, a head
     that does not answer either, or no shared memory to tell one run from the next)."""
     if not far_behind(client, refused) or not _head_answers(client, chain):
         return False
-    key = memory_key(client)
-    try:
-        redis = get_redis()
-        first_run = redis.get(key)
-        if first_run is None:
-            redis.set(key, run, ex=MEMORY_SECONDS)
-            logger.warning(
-                "provider %s refused the balance at old block %d while the head answers; asking again on the "
-                "next run before taking it for a provider without historical state",
-                client.origin,
-                refused,
-            )
-            return False
-        redis.expire(key, MEMORY_SECONDS)
-    except RedisError as exc:
-        logger.warning("provider %s: no shared memory of refused old state (%s)", client.origin, type(exc).__name__)
-        return False
-    if isinstance(first_run, bytes):
-        first_run = first_run.decode()
-    return bool(first_run != run)
+    return _seen_on_an_earlier_run(
+        memory_key(client),
+        run,
+        first_sighting=(
+            f"provider {client.origin} refused the balance at old block {refused} while the head answers; asking "
+            "again on the next run before taking it for a provider without historical state"
+        ),
+        what="old state",
+    )
 
 
 def untraceable(client: RpcClient, block: int, run: str) -> bool:
     """Whether block `block`'s traces, refused by every method in a range without historical state, are
     taken as unavailable: only when an earlier run saw that refusal too (else hold and ask again)."""
-    key = f"{memory_key(client)}:traces:{block}"
-    try:
-        redis = get_redis()
-        first_run = redis.get(key)
-        if first_run is None:
-            redis.set(key, run, ex=MEMORY_SECONDS)
-            logger.warning(
-                "provider %s refused the call traces of block %d by every method; asking again on the next run "
-                "before publishing it unproven",
-                client.origin,
-                block,
-            )
-            return False
-    except RedisError as exc:
-        logger.warning("provider %s: no shared memory of refused traces (%s)", client.origin, type(exc).__name__)
-        return False
-    if isinstance(first_run, bytes):
-        first_run = first_run.decode()
-    return bool(first_run != run)
+    return _seen_on_an_earlier_run(
+        f"{memory_key(client)}:traces:{block}",
+        run,
+        first_sighting=(
+            f"provider {client.origin} refused the call traces of block {block} by every method; asking again on "
+            "the next run before publishing it unproven"
+        ),
+        what="traces",
+    )
