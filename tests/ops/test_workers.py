@@ -99,8 +99,18 @@ def test_sigterm_stops_a_long_crawl_between_blocks_and_the_worker_exits(
     )
     running = worker("stopping", "crawlers,celery", env, tmp_path)
     try:
-        crawl_latest.delay()
-        wait_until(lambda: (cursor() or 0) > start + 100, describe="the crawl to be under way", log=running.text)
+        # Queued again every few seconds, as beat does: a node that no longer holds the state of the first
+        # blocks (anvil keeps a bounded history; a long suite's chain has outgrown it) makes the first run hold
+        # once before the next reads them as a range without history (crawlers/scan/history.py).
+        kicked = [0.0]
+
+        def under_way() -> bool:
+            if time.monotonic() - kicked[0] > 5:
+                kicked[0] = time.monotonic()
+                crawl_latest.delay()
+            return (cursor() or 0) > start + 100
+
+        wait_until(under_way, describe="the crawl to be under way", log=running.text)
 
         running.process.send_signal(signal.SIGTERM)  # what `docker stop` does: the main process only
         try:
@@ -121,6 +131,9 @@ def test_sigterm_stops_a_long_crawl_between_blocks_and_the_worker_exits(
     assert not Donation.objects.filter(block_number__gt=stopped_at).exists()
 
     slow_provider.disarm()
-    crawl(LATEST)  # the next run continues from the cursor
+    for _ in range(CATCH_UP // 10):  # the next runs continue from the cursor; without the node's old state
+        crawl(LATEST)  # a range takes two runs or more (a refused trace is believed when it repeats)
+        if cursor() == node.head():
+            break
     assert cursor() == node.head()
     assert Donation.objects.filter(tx_hash=late).count() == 1
