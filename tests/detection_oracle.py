@@ -30,15 +30,7 @@ def chain_donations(anvil: Anvil, start: int, end: int) -> dict[tuple[str, int |
         (h, None): "eth" for h, r in zip(candidates, receipts, strict=True) if r["status"] == "0x1"
     }
     assets = {address: asset for asset, address in anvil.coins.items()}
-    logs = anvil.rpc(
-        "eth_getLogs",
-        {
-            "fromBlock": hex(start),
-            "toBlock": hex(end),
-            "address": list(assets),
-            "topics": [TRANSFER, None, "0x" + "0" * 24 + DONATION_ADDRESS[2:]],
-        },
-    )
+    logs = _transfers_to_the_address(anvil, start, end)
     for log in logs:
         if int(log["data"], 16) > 0 and "0x" + log["topics"][1][-40:] != DONATION_ADDRESS:
             found[(log["transactionHash"].lower(), int(log["logIndex"], 16))] = assets[log["address"].lower()]
@@ -102,20 +94,25 @@ def donation_units(anvil: Anvil, start: int, end: int) -> tuple[dict[tuple[str, 
                 if wei and to == DONATION_ADDRESS and not own:
                     found[(tx_hash, "eth", path)] = wei
     assets = {address: asset for asset, address in anvil.coins.items()}
-    logs = anvil.rpc(
-        "eth_getLogs",
-        {
-            "fromBlock": hex(start),
-            "toBlock": hex(end),
-            "address": list(assets),
-            "topics": [TRANSFER, None, "0x" + "0" * 24 + DONATION_ADDRESS[2:]],
-        },
-    )
+    logs = _transfers_to_the_address(anvil, start, end)
     for log in logs:
         sender, tx_hash, coin = "0x" + log["topics"][1][-40:], log["transactionHash"].lower(), log["address"].lower()
         if int(log["data"], 16) > 0 and sender != DONATION_ADDRESS and coin_runs.get(tx_hash, {}).get(coin, True):
             found[(tx_hash, assets[coin], str(int(log["logIndex"], 16)))] = int(log["data"], 16)
     return {key: units for key, units in found.items() if key[0] not in signed}, signed
+
+
+def _transfers_to_the_address(anvil: Anvil, start: int, end: int) -> list[dict]:
+    """The test coins' Transfer logs to the donation address in start..end, as the node gives them."""
+    return anvil.rpc(
+        "eth_getLogs",
+        {
+            "fromBlock": hex(start),
+            "toBlock": hex(end),
+            "address": list(anvil.coins.values()),
+            "topics": [TRANSFER, None, "0x" + "0" * 24 + DONATION_ADDRESS[2:]],
+        },
+    )
 
 
 def _frames(frame: dict, path: str, own: bool) -> list[tuple[str, int, bool, str]]:
