@@ -16,6 +16,6 @@ class WalletConnectionAdmin(ReadOnlyAdmin):
 
 @admin.register(AffiliateDonation)
 class AffiliateDonationAdmin(ReadOnlyAdmin):
-    list_display = ("tx_hash", "affiliate_code", "signer", "status", "created_at")
-    list_filter = ("status",)
+    list_display = ("chain", "tx_hash", "affiliate_code", "signer", "status", "created_at")
+    list_filter = ("status", "chain")
     search_fields = ("tx_hash", "affiliate_code", "signer")

@@ -72,9 +72,16 @@ class AffiliateDonationApi(SignedApi):
     class InputSerializer(serializers.Serializer):
         tx_hash = StrictRegexField(r"^0x[0-9a-fA-F]{64}$", max_length=66)
         code = StrictRegexField(_CODE, max_length=16)
+        chain = StrictRegexField(
+            r"^[a-z][a-z0-9]{0,15}$",
+            max_length=16,
+            required=False,
+            help_text="the chain it was sent on, as /donation/data's `chains` names it (default: the first)",
+        )
 
     @extend_schema_serializer(component_name="AffiliateDonationOutput")
     class OutputSerializer(serializers.Serializer):
+        chain = serializers.CharField()
         tx_hash = serializers.CharField()
         code = serializers.CharField(source="affiliate_code")
         status = serializers.ChoiceField(
@@ -92,6 +99,7 @@ class AffiliateDonationApi(SignedApi):
                 api_errors.NOT_THE_DONOR,
                 api_errors.UNKNOWN_AFFILIATE_CODE,
                 api_errors.ATTRIBUTION_CONFLICT,
+                api_errors.UNKNOWN_CHAIN,
             ),
         },
     )

@@ -26,7 +26,7 @@ class SignedRequestAuthentication(BaseAuthentication):
                 ts=ts,
                 signature=signature,
                 max_age=settings.CONFIG.max_timestamp_age,
-                rpc_url=settings.CONFIG.eth_rpc_url,
+                rpc_url=settings.CONFIG.first_chain.rpc_url,  # contract wallets: checked on the first chain
             )
         except signing.SignatureRejected as reason:
             signing.log_rejection(reason, signature, request.path_info)

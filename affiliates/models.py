@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
 
 
@@ -35,11 +36,13 @@ class AttributionStatus(models.TextChoices):
 class AffiliateDonation(models.Model):
     """A claim that a donation transaction was referred by an affiliate code, made by its signer.
 
-    Unique per (tx_hash, signer) rather than per tx_hash: a stranger who saw the transaction in the
+    Unique per (chain, tx_hash, signer) rather than per transaction: a stranger who saw the transaction in the
     mempool could otherwise claim it first and lock its real donor out. At most one claim per
     transaction can become `attributed` (the donor's), which a partial unique index enforces.
     """
 
+    # The donation's chain, as DWS_CHAINS names it (the first chain when the claim does not say).
+    chain = models.CharField(max_length=16, default=FIRST_CHAIN, db_default=FIRST_CHAIN)
     tx_hash = models.CharField(max_length=66)
     affiliate_code = models.CharField(max_length=16)
     signer = models.CharField(max_length=42, help_text="the address that signed the claim, lower case")
@@ -58,9 +61,11 @@ class AffiliateDonation(models.Model):
     class Meta:
         db_table = "affiliate_donation"
         constraints = [
-            models.UniqueConstraint(fields=["tx_hash", "signer"], name="affiliate_donation_tx_signer_key"),
             models.UniqueConstraint(
-                fields=["tx_hash"],
+                fields=["chain", "tx_hash", "signer"], name="affiliate_donation_chain_tx_signer_key"
+            ),
+            models.UniqueConstraint(
+                fields=["chain", "tx_hash"],
                 condition=models.Q(status="attributed"),
                 name="affiliate_donation_one_attribution",
             ),

@@ -8,8 +8,10 @@ from __future__ import annotations
 import logging
 import secrets
 import string
+from collections.abc import Iterable
 from datetime import datetime
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -23,6 +25,7 @@ from dws_project.api_errors import (
     SELF_REFERRAL,
     TOO_MANY_OPEN_CLAIMS,
     UNKNOWN_AFFILIATE_CODE,
+    UNKNOWN_CHAIN,
     ApiException,
 )
 
@@ -99,13 +102,19 @@ def wallet_connection_create(*, address: str, code: str) -> WalletConnection:
     return WalletConnection.objects.get(address=address)
 
 
-def _recorded(tx_hashes: list[str]) -> dict[str, list[tuple[str, str]]]:
-    """(donor, status) of every donation row of each transaction, in one query."""
-    found: dict[str, list[tuple[str, str]]] = {}
-    for tx, address, status in Donation.objects.filter(tx_hash__in=tx_hashes).values_list(
-        "tx_hash", "address", "status"
-    ):
-        found.setdefault(tx, []).append((address, status))
+Recorded = dict[tuple[str, str], list[tuple[str, str]]]
+
+
+def _recorded(transactions: Iterable[tuple[str, str]]) -> Recorded:
+    """(donor, status) of every donation row of each (chain, transaction), in one query."""
+    wanted = set(transactions)
+    found: Recorded = {}
+    rows = Donation.objects.filter(tx_hash__in={tx for _, tx in wanted}).values_list(
+        "chain", "tx_hash", "address", "status"
+    )
+    for chain, tx, address, status in rows:
+        if (chain, tx) in wanted:
+            found.setdefault((chain, tx), []).append((address, status))
     return found
 
 
@@ -121,30 +130,35 @@ def _hold_open_claim_slot(signer: str) -> None:
         raise ApiException(TOO_MANY_OPEN_CLAIMS)
 
 
-def affiliate_donation_claim(*, signer: str, tx_hash: str, code: str) -> AffiliateDonation:
-    """Attribute the donation in `tx_hash` to `code` on behalf of its donor, `signer`.
+def affiliate_donation_claim(*, signer: str, tx_hash: str, code: str, chain: str | None = None) -> AffiliateDonation:
+    """Attribute the donation in `tx_hash` on `chain` (the first chain when None) to `code` on behalf of its
+    donor, `signer`.
 
     If the crawler has recorded the transaction, the signer must be its donor; the claim is attributed
     once the signer's donation is confirmed. Until then it is pending, at most MAX_OPEN_CLAIMS per
     signer, and `affiliate_donations_resolve` settles it (or lets it expire, see affiliates.rules).
     """
     tx_hash = tx_hash.lower()
+    if chain is None:
+        chain = settings.CONFIG.first_chain.name
+    elif chain not in settings.CONFIG.chain_names:
+        raise ApiException(UNKNOWN_CHAIN)
     if _code_owner(code) == signer:
         raise ApiException(SELF_REFERRAL)
-    recorded = _recorded([tx_hash]).get(tx_hash, [])
+    recorded = _recorded([(chain, tx_hash)]).get((chain, tx_hash), [])
     outcome = claim_outcome(signer, recorded)
     if outcome == AttributionStatus.REJECTED:
         raise ApiException(NOT_THE_DONOR)
     status = outcome or AttributionStatus.PENDING
     try:
         with transaction.atomic():
-            claim = AffiliateDonation.objects.filter(tx_hash=tx_hash, signer=signer).first()
+            claim = AffiliateDonation.objects.filter(chain=chain, tx_hash=tx_hash, signer=signer).first()
             created = claim is None
             if claim is None:
                 if status == AttributionStatus.PENDING:
                     _hold_open_claim_slot(signer)
                 claim = AffiliateDonation.objects.create(
-                    tx_hash=tx_hash, signer=signer, affiliate_code=code, status=status
+                    chain=chain, tx_hash=tx_hash, signer=signer, affiliate_code=code, status=status
                 )
     except IntegrityError:
         # The pair's unique key (a parallel first claim) or the one-attribution index: treat both as taken.
@@ -152,7 +166,7 @@ def affiliate_donation_claim(*, signer: str, tx_hash: str, code: str) -> Affilia
     if not created and claim.affiliate_code != code:
         raise ApiException(ATTRIBUTION_CONFLICT)
     if not created and claim.status == AttributionStatus.PENDING and recorded:
-        affiliate_donations_resolve(tx_hashes=[tx_hash])
+        affiliate_donations_resolve(transactions=[(chain, tx_hash)])
         claim.refresh_from_db()
     return claim
 
@@ -166,9 +180,10 @@ def affiliate_donations_expire(*, now: datetime | None = None) -> int:
 
 
 def affiliate_donations_resolve(
-    *, tx_hashes: list[str] | None = None, batch: int = 1000, now: datetime | None = None
+    *, transactions: list[tuple[str, str]] | None = None, batch: int = 1000, now: datetime | None = None
 ) -> int:
-    """Settle the pending claims that are due (or those of `tx_hashes`); returns how many settled.
+    """Settle the pending claims that are due (or those of `transactions`, (chain, tx_hash) pairs); returns how
+    many settled.
 
     Claims are taken in next-check order; one still undecided is put back with a growing delay, so
     each run reaches claims further down the queue instead of re-reading the same oldest ones.
@@ -177,12 +192,19 @@ def affiliate_donations_resolve(
     affiliate_donations_expire(now=now)
     pending = AffiliateDonation.objects.filter(status=AttributionStatus.PENDING)
     # Named transactions are looked at now (a donor re-claiming); the periodic walk takes what is due.
-    pending = pending.filter(tx_hash__in=tx_hashes) if tx_hashes is not None else pending.filter(next_check_at__lte=now)
-    claims = list(pending.order_by("next_check_at", "id")[:batch])
-    recorded = _recorded(sorted({c.tx_hash for c in claims}))
+    if transactions is not None:
+        pending = pending.filter(tx_hash__in={tx for _, tx in transactions})
+    else:
+        pending = pending.filter(next_check_at__lte=now)
+    claims = [
+        c
+        for c in pending.order_by("next_check_at", "id")[:batch]
+        if transactions is None or (c.chain, c.tx_hash) in transactions
+    ]
+    recorded = _recorded({(c.chain, c.tx_hash) for c in claims})
     settled = 0
     for claim in claims:
-        outcome = claim_outcome(claim.signer, recorded.get(claim.tx_hash, []))
+        outcome = claim_outcome(claim.signer, recorded.get((claim.chain, claim.tx_hash), []))
         still_pending = AffiliateDonation.objects.filter(id=claim.id, status=AttributionStatus.PENDING)
         if outcome is None:
             still_pending.update(
@@ -193,5 +215,7 @@ def affiliate_donations_resolve(
             with transaction.atomic():
                 settled += still_pending.update(status=outcome, modified_at=now)
         except IntegrityError:
-            logger.warning("claim %s on %s could not be attributed: already attributed", claim.id, claim.tx_hash)
+            logger.warning(
+                "claim %s on %s (%s) could not be attributed: already attributed", claim.id, claim.tx_hash, claim.chain
+            )
     return settled

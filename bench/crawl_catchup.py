@@ -13,7 +13,6 @@ Runs against a throw-away test database (test_<name>), created and dropped by th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -36,6 +35,7 @@ from django.utils import timezone  # noqa: E402
 from crawlers.models import CHAIN  # noqa: E402
 from crawlers.runs.crawl import crawl  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
+from tests.configs import configured  # noqa: E402
 from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
 
 SENDERS = ACCOUNTS[1:9]
@@ -148,7 +148,7 @@ def main() -> None:
             Price.objects.bulk_create(
                 Price(asset=ETH, price=Decimal("2000"), created_at=now - timedelta(minutes=m)) for m in range(minutes)
             )
-            settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=anvil.url, start_block=start)
+            settings.CONFIG = configured(settings.CONFIG, rpc_url=anvil.url, start_block=start)
             print("against anvil directly (anvil's own full-block serving is the bottleneck):")
             for label in (LATEST, FINALIZED):
                 run(label, lambda: RpcClient(anvil.url), start)

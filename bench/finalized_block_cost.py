@@ -42,7 +42,7 @@ from donations.models import Donation, DonationStats  # noqa: E402
 from donations.services import finalized_block_record, stats_lock  # noqa: E402
 from donations.sightings import Sighting, Transfer  # noqa: E402
 from donations.totals import stats_recompute, user_data_refresh  # noqa: E402
-from dws_project.config import SaleTier  # noqa: E402
+from dws_project.config_values import SaleTier  # noqa: E402
 
 DONOR = "0x00000000000000000000000000000000000b0b50"  # a donor of load_donations.sql
 
@@ -68,7 +68,7 @@ def sighting(n: int) -> Sighting:
         block_number=30_000_000 + n,
         block_hash="0x" + f"{30_000_000 + n:064x}",
     )
-    return Sighting(transfer=transfer, block_time=timezone.now(), eth_price=None)
+    return Sighting(chain="eth", transfer=transfer, block_time=timezone.now(), eth_price=None)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -90,11 +90,11 @@ def main() -> None:
         print(f"loaded {Donation.objects.count():,} donations in {time.perf_counter() - started:.0f} s")
 
         for n in range(5):  # warm the caches and the connection
-            finalized_block_record(sightings=[sighting(10_000 + n)], reverted_tx_hashes=[], tiers=tiers)
+            finalized_block_record(chain="eth", sightings=[sighting(10_000 + n)], reverted_tx_hashes=[], tiers=tiers)
         block_ms = []
         for n in range(args.blocks):
             started = time.perf_counter()
-            result = finalized_block_record(sightings=[sighting(n)], reverted_tx_hashes=[], tiers=tiers)
+            result = finalized_block_record(chain="eth", sightings=[sighting(n)], reverted_tx_hashes=[], tiers=tiers)
             block_ms.append((time.perf_counter() - started) * 1000)
             assert (result.inserted, result.confirmed) == (1, 1)
 

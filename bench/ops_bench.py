@@ -15,7 +15,6 @@ Runs against a throw-away test database (test_<name>), created and dropped by th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -44,6 +43,7 @@ from crawlers.runs.reconcile import reconcile  # noqa: E402
 from donations.models import Donation  # noqa: E402
 from prices.models import ETH, Price  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
+from tests.configs import configured  # noqa: E402
 
 SENDERS = ACCOUNTS[1:9]
 
@@ -79,7 +79,7 @@ def main() -> None:
             Price.objects.bulk_create(
                 Price(asset=ETH, price=Decimal("2000"), created_at=now + timedelta(minutes=m)) for m in range(-5, 30)
             )
-            settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=anvil.url, start_block=start)
+            settings.CONFIG = configured(settings.CONFIG, rpc_url=anvil.url, start_block=start)
             mine_donations(anvil, args.donations)
             anvil.mine(3)
             crawl(LATEST)

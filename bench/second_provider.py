@@ -14,7 +14,6 @@ Runs against a throw-away test database (test_<name>), created and dropped by th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
@@ -38,6 +37,7 @@ from crawlers.models import FINALIZED  # noqa: E402
 from crawlers.runs.crawl import crawl  # noqa: E402
 from prices.models import ETH, Price  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil, deploy_stable_coins  # noqa: E402
+from tests.configs import configured  # noqa: E402
 from tests.rpc_proxy import RpcProxy  # noqa: E402
 
 USDT = 10**6
@@ -62,9 +62,9 @@ def _run(anvil: Anvil, start: int, check: bool) -> dict[str, float]:
         for m in range(-60, 60)
     )
     with RpcProxy(anvil.url) as primary, RpcProxy(anvil.url) as second:
-        settings.CONFIG = dataclasses.replace(
+        settings.CONFIG = configured(
             settings.CONFIG,
-            eth_rpc_url=primary.url("/rpc"),
+            rpc_url=primary.url("/rpc"),
             rpc_check_url=second.url("/check") if check else None,
             start_block=start,
         )

@@ -17,7 +17,6 @@ Runs against a throw-away test database (test_<name>), created and dropped by th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import secrets
 import statistics
@@ -47,6 +46,7 @@ from donations.webhook_delivery import DrainResult, more_due, webhooks_drain  # 
 from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet  # noqa: E402
 from tests.api.support import wallet_headers  # noqa: E402
 from tests.chain import ACCOUNTS, Anvil  # noqa: E402
+from tests.configs import configured  # noqa: E402
 from tests.webhook_receiver import registered_endpoint, webhook_receiver  # noqa: E402
 
 
@@ -62,7 +62,8 @@ def record(count: int, offset: int) -> float:
             block_number=100 + i,
             block_hash=f"0x{i + 1:064x}",
         )
-        sighting = Sighting(transfer=transfer, block_time=datetime.now(UTC), eth_price=Decimal("2000"))  # 20.00 USD
+        # 20.00 USD
+        sighting = Sighting(chain="eth", transfer=transfer, block_time=datetime.now(UTC), eth_price=Decimal("2000"))
         donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
     return time.monotonic() - began
 
@@ -123,7 +124,7 @@ def main() -> None:
         print(f"drain: {result.delivered} delivered in {drain:.2f} s ({result.delivered / drain:.0f} per second)")
 
         with Anvil() as anvil:
-            settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=anvil.url)
+            settings.CONFIG = configured(settings.CONFIG, rpc_url=anvil.url)
             owner, key = Account.create(), Account.create()
             wallet = deploy_wallet(anvil, owner)
             counterfactual = counterfactual_wallet(anvil, owner)

@@ -28,7 +28,6 @@ from crawlers.record.inflows import InflowRefused, inflow_dismiss
 from crawlers.runs.operator import CursorRefused, inflow_credit, set_cursor
 from donations.models import Donation, DonationStatus
 from dws_project.admin_base import ReadOnlyAdmin
-from dws_project.chain_settings import chain_settings
 
 logger = logging.getLogger("dws.admin")
 
@@ -54,27 +53,39 @@ class LastBlockAdmin(ReadOnlyAdmin):
         if not request.user.has_perm("crawlers.change_lastblock"):
             raise PermissionDenied
         cursor = get_object_or_404(LastBlock, pk=object_id)
-        client = make_probe_client(chain_settings(settings.CONFIG))
+        if cursor.chain not in settings.CONFIG.chain_names:
+            raise PermissionDenied(f"chain {cursor.chain} is not configured (DWS_CHAINS)")
+        client = make_probe_client(settings.CONFIG.chain(cursor.chain))
         form = SetCursorForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             block = form.cleaned_data["block"]
             operator = request.user.get_username()
             try:
-                previous = set_cursor(cursor.label, block, operator=f"{operator} (admin)", client=client)
+                previous = set_cursor(
+                    cursor.label, block, chain=cursor.chain, operator=f"{operator} (admin)", client=client
+                )
             except CursorRefused as exc:
                 logger.warning(
-                    "admin: %s tried to set the %s cursor to %d: refused (%s)", operator, cursor.label, block, exc
+                    "admin: %s tried to set the %s cursor of %s to %d: refused (%s)",
+                    operator,
+                    cursor.label,
+                    cursor.chain,
+                    block,
+                    exc,
                 )
                 form.add_error("block", str(exc))
             else:
-                text = f"cursor {cursor.label}: {previous} -> {block}; the next run starts at block {block + 1}"
+                text = (
+                    f"cursor {cursor.label} of {cursor.chain}: {previous} -> {block}; "
+                    f"the next run starts at block {block + 1}"
+                )
                 self.log_change(request, cursor, text)
                 self.message_user(request, text, messages.SUCCESS)
                 return HttpResponseRedirect(reverse("admin:crawlers_lastblock_changelist"))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
-            "title": f"Set the {cursor.label} cursor",
+            "title": f"Set the {cursor.label} cursor of {cursor.chain}",
             "cursor": cursor,
             "tips": chain_tips(client),
             "form": form,
@@ -84,10 +95,29 @@ class LastBlockAdmin(ReadOnlyAdmin):
 
 @admin.register(ReconcileRun)
 class ReconcileRunAdmin(ReadOnlyAdmin):
-    list_display = ("finished_at", "trigger", "from_block", "to_block", "transfers", "ok", "discrepancy_count")
-    list_filter = ("ok", "trigger")
+    list_display = (
+        "finished_at",
+        "chain",
+        "trigger",
+        "from_block",
+        "to_block",
+        "transfers",
+        "ok",
+        "discrepancy_count",
+    )
+    list_filter = ("chain", "ok", "trigger")
     ordering = ("-finished_at",)
-    fields = ("summary", "trigger", "from_block", "to_block", "started_at", "finished_at", "ok", "discrepancy_list")
+    fields = (
+        "summary",
+        "chain",
+        "trigger",
+        "from_block",
+        "to_block",
+        "started_at",
+        "finished_at",
+        "ok",
+        "discrepancy_list",
+    )
     readonly_fields = fields
 
     @admin.display(description="discrepancies")
@@ -103,15 +133,17 @@ class ReconcileRunAdmin(ReadOnlyAdmin):
 class InternalMovementAdmin(ReadOnlyAdmin):
     """The donation address's own money coming back to it: listed, never credited (docs/detection.md)."""
 
-    list_display = ("block_number", "tx_hash", "asset", "amount", "kind", "what_it_is")
-    list_filter = ("asset", "kind")
+    list_display = ("chain", "block_number", "tx_hash", "asset", "amount", "kind", "what_it_is")
+    list_filter = ("chain", "asset", "kind")
     search_fields = ("tx_hash", "block_hash")
     ordering = ("-block_number",)
 
     @admin.display(description="")
     def what_it_is(self, obj: InternalMovement) -> str:
         """Not a donation; a row the old rules confirmed for it stays, and is named here."""
-        earlier = Donation.objects.filter(tx_hash=obj.tx_hash, asset=obj.asset, status=DonationStatus.CONFIRMED)
+        earlier = Donation.objects.filter(
+            chain=obj.chain, tx_hash=obj.tx_hash, asset=obj.asset, status=DonationStatus.CONFIRMED
+        )
         ids = ", ".join(str(pk) for pk in earlier.values_list("id", flat=True))
         if ids:
             return f"internal movement: not a donation; credited under an earlier rule: donation id {ids} (stays)"
@@ -130,8 +162,18 @@ class DismissInflowForm(forms.Form):
 class UnexplainedInflowAdmin(ReadOnlyAdmin):
     """Value no transfer explains; closed only by the two actions below, each logged with the operator."""
 
-    list_display = ("created_at", "block_number", "asset", "amount", "status", "tx_hash", "operator", "resolve_links")
-    list_filter = ("status", "asset")
+    list_display = (
+        "created_at",
+        "chain",
+        "block_number",
+        "asset",
+        "amount",
+        "status",
+        "tx_hash",
+        "operator",
+        "resolve_links",
+    )
+    list_filter = ("status", "chain", "asset")
     search_fields = ("block_hash", "tx_hash")
     ordering = ("status", "created_at")
     readonly_fields = [f.name for f in UnexplainedInflow._meta.fields]

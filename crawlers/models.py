@@ -53,9 +53,10 @@ class CrawlerRun(models.Model):
 
 
 class ReconcileRun(models.Model):
-    """One `reconcile` over a block range: what it checked and every discrepancy it found (for the admin
-    and /health; the newest row is the last result)."""
+    """One `reconcile` over a block range of one chain: what it checked and every discrepancy it found (for
+    the admin and /health; the newest row of a chain is its last result)."""
 
+    chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
     trigger = models.CharField(max_length=16)  # "command" or "daily"
     from_block = models.BigIntegerField()
     to_block = models.BigIntegerField(help_text="the last block actually checked")
@@ -68,7 +69,10 @@ class ReconcileRun(models.Model):
 
     class Meta:
         db_table = "reconcile_run"
-        indexes = [models.Index(fields=["-finished_at"], name="reconcile_run_finished_idx")]
+        indexes = [
+            models.Index(fields=["-finished_at"], name="reconcile_run_finished_idx"),
+            models.Index(fields=["chain", "-finished_at"], name="reconcile_run_chain_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.summary
@@ -89,6 +93,7 @@ class UnexplainedInflow(models.Model):
     crediting path) or "not a donation".
     """
 
+    chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
     block_number = models.BigIntegerField()
     block_hash = models.CharField(max_length=66)
     asset = models.CharField(max_length=8)
@@ -104,12 +109,14 @@ class UnexplainedInflow(models.Model):
     class Meta:
         db_table = "unexplained_inflow"
         constraints = [
-            models.UniqueConstraint(fields=["block_hash", "asset"], name="unexplained_inflow_block_asset_key"),
+            models.UniqueConstraint(
+                fields=["chain", "block_hash", "asset"], name="unexplained_inflow_chain_block_asset_key"
+            ),
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="unexplained_inflow_status_idx")]
 
     def __str__(self) -> str:
-        return f"{self.amount} {self.asset} in block {self.block_number} ({self.status})"
+        return f"{self.amount} {self.asset} in block {self.block_number} of {self.chain} ({self.status})"
 
 
 class InternalMovement(models.Model):
@@ -118,6 +125,7 @@ class InternalMovement(models.Model):
     WETH withdrawal). Never a donation (DESIGN.md, "Crediting"); it closes the balance identity, and the
     admin lists it so an operator sees where the address's balance moved without a donation."""
 
+    chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
     block_number = models.BigIntegerField()
     block_hash = models.CharField(max_length=66)
     tx_hash = models.CharField(max_length=66)
@@ -131,19 +139,21 @@ class InternalMovement(models.Model):
         db_table = "internal_movement"
         constraints = [
             models.UniqueConstraint(
-                fields=["block_hash", "tx_hash", "asset", "kind"], name="internal_movement_block_tx_asset_key"
+                fields=["chain", "block_hash", "tx_hash", "asset", "kind"],
+                name="internal_movement_chain_block_tx_asset_key",
             ),
         ]
-        indexes = [models.Index(fields=["block_number"], name="internal_movement_block_idx")]
+        indexes = [models.Index(fields=["chain", "block_number"], name="internal_movement_chain_idx")]
 
     def __str__(self) -> str:
         return f"{self.amount} {self.asset} {self.kind} in tx {self.tx_hash} (not a donation)"
 
 
 class Completeness(models.Model):
-    """How far each crawler's ranges are proven complete by the balances (one row per crawler label)."""
+    """How far each crawler's ranges are proven complete by the balances (one row per chain and crawler)."""
 
-    label = models.CharField(max_length=32, unique=True)
+    chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
+    label = models.CharField(max_length=32)
     proven_through = models.BigIntegerField(null=True, help_text="the last block of the last proven range")
     # Ranges whose historical balances the provider could not give (a full node far behind the head)
     # were scanned without proof: everything before this block is unproven.
@@ -152,9 +162,10 @@ class Completeness(models.Model):
 
     class Meta:
         db_table = "completeness"
+        constraints = [models.UniqueConstraint(fields=["chain", "label"], name="completeness_chain_label_key")]
 
     def __str__(self) -> str:
-        return f"{self.label}: proven through {self.proven_through}"
+        return f"{self.chain}/{self.label}: proven through {self.proven_through}"
 
 
 class ProofStatus(models.TextChoices):

@@ -29,7 +29,6 @@ from redis.exceptions import RedisError
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
 from donations.models import Donation, DonationStatus
 from donations.wire import inflow_public
-from dws_project.chain_settings import chain_settings
 from dws_project.config import Config
 from dws_project.wire import utc_second_text
 
@@ -53,11 +52,16 @@ class ChainAssets:
 
 
 def proof_chains(config: Config) -> list[ChainAssets]:
-    """The configured chains, in order (today the one chain of the single-chain variables)."""
-    chain = chain_settings(config)
-    coins = tuple((c.asset, c.contract, c.scale) for c in chain.stable_coins)
-    assets = (("eth", None, ETH_DECIMALS), *coins)
-    return [ChainAssets(chain.name, chain.chain_id, chain.donation_address, assets)]
+    """The configured chains, in DWS_CHAINS order."""
+    return [
+        ChainAssets(
+            chain.name,
+            chain.chain_id,
+            chain.donation_address,
+            (("eth", None, ETH_DECIMALS), *((c.asset, c.contract, c.scale) for c in chain.stable_coins)),
+        )
+        for chain in config.chains
+    ]
 
 
 def proof_report(
@@ -97,7 +101,9 @@ def _chain_report(chain: ChainAssets, from_block: int | None, limit: int) -> dic
     checked = rows.aggregate(last=Max("checked_at"))["last"]
     proven_through = rows.filter(status=ProofStatus.PROVEN).aggregate(last=Max("last_block"))["last"]
     covered = rows.order_by("first_block").values_list("first_block", flat=True).first()
-    inflows = UnexplainedInflow.objects.filter(status=InflowStatus.OPEN).order_by("block_number", "id")
+    inflows = UnexplainedInflow.objects.filter(chain=chain.chain, status=InflowStatus.OPEN).order_by(
+        "block_number", "id"
+    )
     return {
         "chain": chain.chain,
         "chain_id": chain.chain_id,
@@ -138,17 +144,17 @@ def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
         return []
     low, high = page[0].first_block, page[-1].last_block
     credited, unexplained = _ByBlock(page), _ByBlock(page)
-    # One chain today: donations and inflows carry no chain yet (the multi-chain issue adds it; then both
-    # queries filter on chain.chain too).
     confirmed = (
-        Donation.objects.filter(status=DonationStatus.CONFIRMED, block_number__gte=low, block_number__lte=high)
+        Donation.objects.filter(
+            chain=chain.chain, status=DonationStatus.CONFIRMED, block_number__gte=low, block_number__lte=high
+        )
         .values("block_number", "asset")
         .annotate(total=Sum("amount"), rows=Count("id"))
     )
     for row in confirmed:
         credited.add(row["block_number"], row["asset"], _raw(row["total"], chain.decimals(row["asset"])), row["rows"])
     inflows = (
-        UnexplainedInflow.objects.filter(block_number__gte=low, block_number__lte=high)
+        UnexplainedInflow.objects.filter(chain=chain.chain, block_number__gte=low, block_number__lte=high)
         .exclude(status=InflowStatus.CREDITED)
         .values("block_number", "asset")
         .annotate(total=Sum("amount_raw"))

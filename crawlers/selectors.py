@@ -1,13 +1,14 @@
 """What the crawlers' readers see: `GET /health`'s report (where each crawler is against the chain, the
 price feed, reconcile) and the open unexplained inflows (the admin, reconcile, /health).
 
-The provider is asked once (one batched request, a short time-out): the head, the finalized block and
-the cursors' blocks (for the lag in seconds). When it does not answer, the chain fields say "unknown"
-and the rest of the report still comes from the database.
+Each chain's provider is asked once (one batched request, a short time-out, every chain's at the same
+time): the head, the finalized block and the cursors' blocks (for the lag in seconds). When one does not
+answer, that chain's fields say "unknown" and the rest of the report still comes from the database.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,14 +21,23 @@ from crawlers.chain.clients import make_probe_client
 from crawlers.chain.outcomes import Answer, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.blocks import BlockHeader, header_of
-from crawlers.models import FINALIZED, LATEST, Completeness, InflowStatus, ReconcileRun, UnexplainedInflow
+from crawlers.models import (
+    FINALIZED,
+    LATEST,
+    Completeness,
+    InflowStatus,
+    LastBlock,
+    ReconcileRun,
+    UnexplainedInflow,
+)
 from crawlers.record.cursors import cursor_get
+from crawlers.runs.address_code import refused_chains
 from crawlers.runs.old_unconfirmed import MIN_AGE
 from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import catch_up_status
 from crawlers.scan.with_code import read_status
 from donations.models import Donation, DonationStats, DonationStatus
-from dws_project.chain_settings import chain_settings
+from dws_project.chain_settings import ChainSettings
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
 UNKNOWN = "unknown"
@@ -53,42 +63,26 @@ def _lag_seconds(tip: BlockHeader, at_cursor: BlockHeader) -> int:
 
 
 def health_report(*, client: RpcClient | None = None, now: datetime | None = None) -> dict[str, Any]:
-    chain = chain_settings(settings.CONFIG)
-    client = client or make_probe_client(chain)
+    """The report: the campaign, the price feed and, for every chain, its crawlers against its provider
+    (`chains`, in DWS_CHAINS order; the first chain's figures also at the top level, as before several
+    chains). `client` stands in for the first chain's provider. The providers are asked in parallel, so
+    one that hangs costs the report one time-out, whatever the number of chains."""
+    config = settings.CONFIG
     now = now or timezone.now()
-    cursors = {label: cursor_get(chain=chain.name, label=label) for label in LABELS}
-    calls = [header_call("latest"), header_call("finalized")]
-    calls += [header_call(c.value) for c in cursors.values() if c is not None]
-    outcomes = client.batch(calls)
-    head, finalized = _header(outcomes[0]), _header(outcomes[1])
-    cursor_blocks = iter(outcomes[2:])
-    tips = {LATEST: head, FINALIZED: finalized}
-
-    crawlers: dict[str, Any] = {}
-    degraded = head is None or finalized is None
-    for label, cursor in cursors.items():
-        if cursor is None:
-            crawlers[label] = {"cursor": None, "stuck": UNKNOWN}
-            degraded = True
-            continue
-        at_cursor = _header(next(cursor_blocks))
-        tip = tips[label]
-        since = now - cursor.modified_at
-        entry: dict[str, Any] = {
-            "cursor": cursor.value,
-            "tip": tip.number if tip else UNKNOWN,
-            "lag_blocks": tip.number - cursor.value if tip else UNKNOWN,
-            "lag_seconds": _lag_seconds(tip, at_cursor) if tip and at_cursor else UNKNOWN,
-            "last_advanced_at": _iso(cursor.modified_at),
-            "seconds_since_advanced": int(since.total_seconds()),
-            "catch_up": catch_up_status(label),  # null when current; else behind, speed and expected end
-        }
-        if tip is None:
-            entry["stuck"] = UNKNOWN
-        else:
-            entry["stuck"] = tip.number > cursor.value and since > STUCK_AFTER[label]
-            degraded = degraded or entry["stuck"]
-        crawlers[label] = entry
+    cursors = {c.name: {label: cursor_get(chain=c.name, label=label) for label in LABELS} for c in config.chains}
+    clients = {c.name: make_probe_client(c) for c in config.chains}
+    if client is not None:
+        clients[config.first_chain.name] = client
+    with ThreadPoolExecutor(max_workers=len(config.chains)) as pool:  # RPC only: no database in the threads
+        asked = {c.name: pool.submit(_ask_provider, clients[c.name], cursors[c.name]) for c in config.chains}
+        answers = {name: future.result() for name, future in asked.items()}
+    refused = refused_chains()
+    chains = {
+        c.name: _chain_health(c, clients[c.name], cursors[c.name], answers[c.name], refused.get(c.name), now)
+        for c in config.chains
+    }
+    first = chains[config.first_chain.name]
+    degraded = any(entry["degraded"] for entry in chains.values())
 
     waiting = Donation.objects.filter(status=DonationStatus.UNCONFIRMED, block_time__lt=now - MIN_AGE)
     oldest_waiting = waiting.order_by("block_time").values_list("block_time", flat=True).first()
@@ -108,45 +102,108 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
             "paused_at": _iso(campaign.paused_at),
         },
         "status": "degraded" if degraded else "ok",
-        "chain": {
-            "head": head.number if head else UNKNOWN,
-            "finalized": finalized.number if finalized else UNKNOWN,
-            "provider": client.origin,
-        },
-        "crawlers": crawlers,
+        "chain": {k: first["chain"][k] for k in ("head", "finalized", "provider")},
+        "crawlers": first["crawlers"],
+        "chains": {name: {k: v for k, v in entry.items() if k != "degraded"} for name, entry in chains.items()},
         "old_unconfirmed": {"waiting": waiting.count(), "oldest_block_time": _iso(oldest_waiting)},
         "eth_price": {
             "latest_at": _iso(latest_price),
             "age_seconds": int((now - latest_price).total_seconds()) if latest_price else None,
         },
         "price_requests": {"open": open_requests.count(), "oldest_requested_at": _iso(oldest_request)},
-        "completeness": _completeness(),
+        "completeness": first["completeness"],
         # plain | contract | delegated, and how its calls are found (crawlers/scan/with_code.py)
-        "donation_address": read_status(chain.name),
+        "donation_address": first["donation_address"],
         "unexplained_inflows": {
             "open": inflows.count(),
             "oldest_created_at": _iso(oldest_inflow.created_at) if oldest_inflow else None,
             "oldest_block": oldest_inflow.block_number if oldest_inflow else None,
+            "oldest_chain": oldest_inflow.chain if oldest_inflow else None,
         },
-        "reconcile": (
-            {
-                "finished_at": _iso(last_run.finished_at),
-                "ok": last_run.ok,
-                "from_block": last_run.from_block,
-                "to_block": last_run.to_block,
-                "discrepancies": len(last_run.discrepancies),
-                "summary": last_run.summary,
-            }
-            if last_run
-            else None
-        ),
+        "reconcile": _reconcile_entry(last_run),
     }
 
 
-def _completeness() -> dict[str, Any]:
-    """Per crawler: the last block the balance proof closed on, and where proof was impossible."""
+def _ask_provider(client: RpcClient, cursors: dict[str, LastBlock | None]) -> list[RpcOutcome]:
+    """One batch: the head, the finalized block, and the cursors' blocks (for the lag in seconds)."""
+    calls = [header_call("latest"), header_call("finalized")]
+    calls += [header_call(c.value) for c in cursors.values() if c is not None]
+    return client.batch(calls)
+
+
+def _chain_health(
+    chain: ChainSettings,
+    client: RpcClient,
+    cursors: dict[str, LastBlock | None],
+    outcomes: list[RpcOutcome],
+    refused: str | None,
+    now: datetime,
+) -> dict[str, Any]:
+    head, finalized = _header(outcomes[0]), _header(outcomes[1])
+    cursor_blocks = iter(outcomes[2:])
+    tips = {LATEST: head, FINALIZED: finalized}
+    crawlers: dict[str, Any] = {}
+    degraded = head is None or finalized is None or refused is not None
+    for label, cursor in cursors.items():
+        if cursor is None:
+            crawlers[label] = {"cursor": None, "stuck": UNKNOWN}
+            degraded = True
+            continue
+        at_cursor = _header(next(cursor_blocks))
+        tip = tips[label]
+        since = now - cursor.modified_at
+        entry: dict[str, Any] = {
+            "cursor": cursor.value,
+            "tip": tip.number if tip else UNKNOWN,
+            "lag_blocks": tip.number - cursor.value if tip else UNKNOWN,
+            "lag_seconds": _lag_seconds(tip, at_cursor) if tip and at_cursor else UNKNOWN,
+            "last_advanced_at": _iso(cursor.modified_at),
+            "seconds_since_advanced": int(since.total_seconds()),
+            "catch_up": catch_up_status(chain.name, label),  # null when current; else behind, speed, expected end
+        }
+        if tip is None:
+            entry["stuck"] = UNKNOWN
+        else:
+            entry["stuck"] = tip.number > cursor.value and since > STUCK_AFTER[label]
+            degraded = degraded or entry["stuck"]
+        crawlers[label] = entry
+    open_here = inflows_open().filter(chain=chain.name)
+    return {
+        "chain": {
+            "name": chain.name,
+            "chain_id": chain.chain_id,
+            "head": head.number if head else UNKNOWN,
+            "finalized": finalized.number if finalized else UNKNOWN,
+            "provider": client.origin,
+        },
+        "refused": refused,  # why the chain takes no donations now (crawlers/runs/address_code.py), or null
+        "crawlers": crawlers,
+        "completeness": _completeness(chain.name),
+        "donation_address": read_status(chain.name),
+        "unexplained_inflows_open": open_here.count(),
+        "reconcile": _reconcile_entry(ReconcileRun.objects.filter(chain=chain.name).order_by("-finished_at").first()),
+        "degraded": degraded,
+    }
+
+
+def _reconcile_entry(run: ReconcileRun | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {
+        "chain": run.chain,
+        "finished_at": _iso(run.finished_at),
+        "ok": run.ok,
+        "from_block": run.from_block,
+        "to_block": run.to_block,
+        "discrepancies": len(run.discrepancies),
+        "summary": run.summary,
+    }
+
+
+def _completeness(chain: str) -> dict[str, Any]:
+    """Per crawler of `chain`: the last block the balance proof closed on, and where proof was impossible."""
     report: dict[str, Any] = {}
-    for row in Completeness.objects.order_by("label"):
+    for row in Completeness.objects.filter(chain=chain).order_by("label"):
         entry: dict[str, Any] = {"proven_through": row.proven_through}
         if row.unproven_before is not None:
             entry["unproven"] = f"completeness unproven before block {row.unproven_before}"

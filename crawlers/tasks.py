@@ -1,38 +1,64 @@
-"""Celery tasks for the crawlers: a lock, one domain call, a log line."""
+"""Celery tasks for the crawlers: a lock, one domain call, a log line. Each takes the chain it runs for
+(beat has one entry per chain and job); a task without one runs for the first chain, as the tasks queued
+before several chains did."""
 
 from __future__ import annotations
+
+import logging
 
 from celery import shared_task
 
 from crawlers.models import FINALIZED, LATEST
 from crawlers.runs.jobs import run_crawler, run_old_unconfirmed
-from crawlers.runs.reconcile import reconcile_last_day
+from crawlers.runs.reconcile import reconcile_last_day, reconcile_lock
+from dws_project.chain_settings import UnknownChain
 from dws_project.locks import non_overlapping
+
+logger = logging.getLogger("dws.crawlers")
 
 
 @shared_task(name="crawlers.crawl_latest", soft_time_limit=300, time_limit=360)
-def crawl_latest() -> None:
-    result = run_crawler(LATEST)
+def crawl_latest(chain: str | None = None) -> None:
+    try:
+        result = run_crawler(LATEST, chain=chain)
+    except UnknownChain as exc:
+        logger.warning("crawl latest: %s; the queued run is dropped", exc)
+        return
     if result is not None and result.more_to_do:
-        crawl_latest.delay()  # behind: the next run starts now, not at the next beat tick
+        crawl_latest.delay(chain=result.chain)  # behind: the next run starts now, not at the next beat tick
 
 
 @shared_task(name="crawlers.crawl_finalized", soft_time_limit=300, time_limit=360)
-def crawl_finalized() -> None:
-    result = run_crawler(FINALIZED)
+def crawl_finalized(chain: str | None = None) -> None:
+    try:
+        result = run_crawler(FINALIZED, chain=chain)
+    except UnknownChain as exc:
+        logger.warning("crawl finalized: %s; the queued run is dropped", exc)
+        return
     if result is not None and result.more_to_do:
-        crawl_finalized.delay()  # behind: the next run starts now, not 60 s later
+        crawl_finalized.delay(chain=result.chain)  # behind: the next run starts now, not 60 s later
 
 
 @shared_task(name="crawlers.crawl_old_unconfirmed", soft_time_limit=600, time_limit=720)
-def crawl_old_unconfirmed_task() -> None:
-    run_old_unconfirmed()
+def crawl_old_unconfirmed_task(chain: str | None = None) -> None:
+    try:
+        run_old_unconfirmed(chain=chain)
+    except UnknownChain as exc:
+        logger.warning("crawl old-unconfirmed: %s; the queued run is dropped", exc)
 
 
 @shared_task(name="crawlers.reconcile_last_day", soft_time_limit=1800, time_limit=1900)
-def reconcile_last_day_task() -> None:
-    @non_overlapping("reconcile", ttl=300)
+def reconcile_last_day_task(chain: str | None = None) -> None:
+    from django.conf import settings
+
+    try:
+        name = settings.CONFIG.chain(chain).name if chain else settings.CONFIG.first_chain.name
+    except UnknownChain as exc:
+        logger.warning("reconcile: %s; the queued run is dropped", exc)
+        return
+
+    @non_overlapping(reconcile_lock(name), ttl=300)
     def guarded() -> None:
-        reconcile_last_day()  # logs its summary and stores the result
+        reconcile_last_day(chain=name)  # logs its summary and stores the result
 
     guarded()

@@ -29,6 +29,7 @@ SHOWN = 5  # repair lines kept in the admin's history entry (all of them are in 
 class DonationAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
+        "chain",
         "tx_hash",
         "log_index",
         "trace_address",
@@ -45,7 +46,7 @@ class DonationAdmin(ReadOnlyAdmin):
         "held_at",
         "failed_reason",
     )
-    list_filter = ("status", "asset", ("block_time", admin.DateFieldListFilter))
+    list_filter = ("status", "chain", "asset", ("block_time", admin.DateFieldListFilter))
     search_fields = ("=tx_hash", "=address")
     date_hierarchy = "block_time"
     ordering = ("-block_time", "-id")

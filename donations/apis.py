@@ -20,7 +20,7 @@ from dws_project.api_base import (
     whole_field,
 )
 from dws_project.api_errors import ApiException
-from dws_project.config import parse_address
+from dws_project.config_values import parse_address
 from prices.apis import PriceSerializer
 
 # Max-age of the polled answers. Donor and campaign figures change at most once a finalized block

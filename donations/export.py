@@ -2,8 +2,8 @@
 each was priced, so anyone can add them up against the published proof ranges and re-derive every token
 count with the crediting rule.
 
-Rows leave in block order a chunk at a time (keyset pagination on (block_number, id), served by
-donation_block_number_idx), so the memory a download takes does not grow with the sale. PostgreSQL renders
+Rows leave chain by chain in block order, a chunk at a time (keyset pagination on (chain, block_number, id),
+served by donation_chain_block_idx), so the memory a download takes does not grow with the sale. PostgreSQL renders
 the amounts (NUMERIC::text keeps the column's scale, never an exponent) and the times.
 """
 
@@ -13,8 +13,6 @@ import csv
 from collections.abc import Iterator
 
 from django.db import connection
-
-from dws_project.chain_settings import FIRST_CHAIN
 
 CHUNK = 2000
 
@@ -38,12 +36,12 @@ HEADER = (
 # `confirmed_at` is the confirmation time (the migration gave older confirmed rows their `modified_at`: a
 # confirmed row is never written again, DESIGN.md invariant 4).
 _CHUNK_SQL = """
-    SELECT id, block_number, tx_hash, COALESCE(log_index::text, ''), COALESCE(trace_address, ''), block_hash,
+    SELECT chain, id, block_number, tx_hash, COALESCE(log_index::text, ''), COALESCE(trace_address, ''), block_hash,
            address, asset, amount::text, usd_amount::text, tokens::text, price::text, COALESCE(eth_price::text, ''),
            to_char(COALESCE(confirmed_at, modified_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
     FROM donation
-    WHERE status = 'confirmed' AND (block_number, id) > (%s, %s)
-    ORDER BY block_number, id
+    WHERE status = 'confirmed' AND (chain, block_number, id) > (%s, %s, %s)
+    ORDER BY chain, block_number, id
     LIMIT %s
 """
 
@@ -56,19 +54,19 @@ class _Line:
 
 
 def confirmed_donation_lines(chunk: int = CHUNK) -> Iterator[str]:
-    """The CSV, line by line: the header, then every confirmed donation in block order."""
+    """The CSV, line by line: the header, then every confirmed donation, chain by chain in block order."""
     writer = csv.writer(_Line(), lineterminator="\n")
     yield writer.writerow(HEADER)
-    after = (-1, 0)
+    after: tuple[str, int, int] = ("", -1, 0)
     while True:
         with connection.cursor() as cursor:
             cursor.execute(_CHUNK_SQL, [*after, chunk])
             rows = cursor.fetchall()
         for row in rows:
-            yield writer.writerow((FIRST_CHAIN, row[2], row[3], row[4], row[1], *row[5:]))
+            yield writer.writerow((row[0], row[3], row[4], row[5], row[2], *row[6:]))
         if len(rows) < chunk:
             return
-        after = (rows[-1][1], rows[-1][0])
+        after = (rows[-1][0], rows[-1][2], rows[-1][1])
 
 
 def confirmed_donations_version() -> str:

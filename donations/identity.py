@@ -40,9 +40,9 @@ def same_transfer(row: Donation, transfer: Transfer) -> bool:
     )
 
 
-def find_at_identity(transfer: Transfer, *, lock: bool) -> Donation | None:
+def find_at_identity(chain: str, transfer: Transfer, *, lock: bool) -> Donation | None:
     rows = Donation.objects.filter(
-        tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
+        chain=chain, tx_hash=transfer.tx_hash, log_index=transfer.log_index, trace_address=transfer.trace_address
     )
     if lock:
         rows = rows.select_for_update()
@@ -56,12 +56,12 @@ def _park(row: Donation, log_index: int | None) -> None:
     row.save(update_fields=["log_index", "modified_at"])
 
 
-def transactions_rows(tx_hashes: Iterable[str]) -> dict[str, list[Donation]]:
-    """The rows of these transactions, locked, in one statement; each transaction's rows in the order
-    `sighting_match` reads them."""
+def transactions_rows(chain: str, tx_hashes: Iterable[str]) -> dict[str, list[Donation]]:
+    """The rows of these transactions of `chain`, locked, in one statement; each transaction's rows in the
+    order `sighting_match` reads them."""
     by_tx: dict[str, list[Donation]] = {tx: [] for tx in tx_hashes}
     if by_tx:
-        for row in _locked(Donation.objects.filter(tx_hash__in=by_tx), "tx_hash"):
+        for row in _locked(Donation.objects.filter(chain=chain, tx_hash__in=by_tx), "tx_hash"):
             by_tx[row.tx_hash].append(row)
     return by_tx
 
@@ -70,8 +70,8 @@ def _locked(rows: QuerySet[Donation], *first: str) -> QuerySet[Donation]:
     return rows.select_for_update().order_by(*first, "log_index", "trace_address", "id")
 
 
-def sighting_match(transfer: Transfer, rows: list[Donation] | None = None) -> Match:
-    """The row a sighting is, among its transaction's rows (locked):
+def sighting_match(chain: str, transfer: Transfer, rows: list[Donation] | None = None) -> Match:
+    """The row a sighting is, among its transaction's rows on `chain` (locked):
 
     * the row at its identity, seen in this block: that row, unchanged;
     * any row of the transaction confirmed in another block: that block is final and this sighting
@@ -83,7 +83,7 @@ def sighting_match(transfer: Transfer, rows: list[Donation] | None = None) -> Ma
       holding the new slot swaps places with it (or is parked) and moves when its own sighting comes.
     """
     if rows is None:
-        rows = list(_locked(Donation.objects.filter(tx_hash=transfer.tx_hash)))
+        rows = list(_locked(Donation.objects.filter(chain=chain, tx_hash=transfer.tx_hash)))
     identity = donation_key(transfer)
     at_slot = next((row for row in rows if donation_key(row) == identity), None)
     if at_slot is not None and at_slot.block_hash == transfer.block_hash:

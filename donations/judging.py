@@ -21,7 +21,7 @@ from donations.rules import sale_state
 from donations.services import DonationOutcome, donation_confirm, stats_lock
 from donations.totals import Deltas, stats_save
 from donations.webhooks import webhook_donation_event
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 
 logger = logging.getLogger("dws.donations")
 

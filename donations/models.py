@@ -9,6 +9,7 @@ from django.db.models import BinaryField, F, Func, Q, Value
 from django.db.models.functions import Cast, Lower, Now
 
 from donations.sightings import AMOUNT_DECIMALS
+from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
 
 ASSETS = ("eth", "usdt", "usdc")
@@ -39,6 +40,8 @@ class StakeStatus(models.TextChoices):
 
 
 class Donation(models.Model):
+    # The chain it was sent on, as DWS_CHAINS names it; rows from before several chains are `eth`.
+    chain = models.CharField(max_length=16, default=FIRST_CHAIN, db_default=FIRST_CHAIN)
     tx_hash = models.CharField(max_length=66)
     log_index = models.IntegerField(null=True, blank=True, help_text="NULL for a native ETH transfer")
     address = models.CharField(max_length=42, help_text="the donor, lower case")
@@ -84,10 +87,12 @@ class Donation(models.Model):
     class Meta:
         db_table = "donation"
         constraints = [
-            # A donation's identity: (tx_hash, NULL, NULL) top-level ETH, (tx_hash, NULL, path) internal ETH,
-            # (tx_hash, log index, NULL) a coin Transfer. The index keeps the seed's name; it keys the path's
-            # digest, the path itself is kept beside it.
+            # A donation's identity, on its chain: (tx_hash, NULL, NULL) top-level ETH, (tx_hash, NULL, path)
+            # internal ETH, (tx_hash, log index, NULL) a coin Transfer. The index keeps the seed's name; it keys
+            # the path's digest, the path itself is kept beside it. The chain is part of it: an unprotected
+            # (pre-EIP-155) transaction has the same hash on every chain it is replayed on.
             models.UniqueConstraint(
+                F("chain"),
                 F("tx_hash"),
                 F("log_index"),
                 trace_path_digest(),
@@ -104,11 +109,12 @@ class Donation(models.Model):
                 condition=Q(trace_address__isnull=True) | Q(asset="eth", log_index__isnull=True),
                 name="donation_trace_address_eth_only",
             ),
+            models.CheckConstraint(condition=Q(chain__regex=r"^[a-z][a-z0-9]{0,15}$"), name="donation_chain_name"),
         ]
         indexes = [
             models.Index(fields=["status", "block_time"], name="donation_status_block_time_idx"),
             models.Index(fields=["address"], name="donation_address_idx"),
-            models.Index(fields=["block_number"], name="donation_block_number_idx"),
+            models.Index(fields=["chain", "block_number"], name="donation_chain_block_idx"),
             models.Index(
                 fields=["next_look_at", "block_time"],
                 name="donation_unconfirmed_look_idx",

@@ -19,7 +19,7 @@ from django.db import transaction
 from donations.models import Donation, DonationStatus, UserData
 from donations.services import stats_lock
 from donations.totals import stats_recompute, user_data_refresh
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 
 logger = logging.getLogger("dws.donations")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 
 USD_QUANTUM = Decimal("0.01")
 # Wide enough that amount x ETH price is exact for every value the columns can hold (20 + 20 digits).

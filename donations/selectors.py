@@ -17,7 +17,7 @@ from donations.models import CampaignStatus, Donation, DonationStats, StakeStatu
 from donations.rules import SaleState, sale_state, tokens_beyond_cap
 from donations.staking import unstake_completes_at
 from donations.wire import campaign_public, donation_public
-from dws_project.chain_settings import FIRST_CHAIN
+from dws_project.chain_settings import ChainSettings
 from dws_project.wire import decimal_text, utc_text
 from prices.models import TOKEN
 
@@ -32,7 +32,7 @@ DEFAULT_PAGE = 50
 _DONATIONS_PAGE_SQL = """
     SELECT tx_hash, asset, amount::text, usd_amount::text, price::text, tokens::text, status::text,
            to_char(block_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-           %s, block_number, eth_price::text,
+           chain, block_number, eth_price::text,
            to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
            to_char(confirmed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
     FROM donation
@@ -46,7 +46,7 @@ def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) 
     """One page of the address's donations, oldest first; limit is capped at MAX_PAGE."""
     limit = max(1, min(limit, MAX_PAGE))
     with connection.cursor() as cursor:
-        cursor.execute(_DONATIONS_PAGE_SQL, [FIRST_CHAIN, address, limit, offset])
+        cursor.execute(_DONATIONS_PAGE_SQL, [address, limit, offset])
         return [donation_public(row) for row in cursor.fetchall()]
 
 
@@ -123,17 +123,31 @@ def donation_data() -> dict[str, object]:
         "tier_limit": decimal_text(current.state.tier_limit),
         "sale_cap": decimal_text(current.state.sale_cap),
         "tokens_beyond_cap": decimal_text(tokens_beyond_cap(current.tokens, config.sale_tiers)),
-        "donation_address": config.donation_address,
-        "stable_coins": [
-            {"asset": coin.asset, "contract": coin.contract, "decimals": coin.scale} for coin in config.stable_coins
+        # The first chain's, as before several chains; `chains` has every chain's.
+        "donation_address": config.first_chain.donation_address,
+        "stable_coins": _coins(config.first_chain),
+        "chains": [
+            {
+                "chain": chain.name,
+                "chain_id": chain.chain_id,
+                "label": chain.display_label,
+                "donation_address": chain.donation_address,
+                "stable_coins": _coins(chain),
+            }
+            for chain in config.chains
         ],
         "ts": utc_text(current.modified_at),
     }
 
 
-def recorded_block_numbers(start: int, end: int) -> set[int]:
-    """The blocks in start..end that a donation row of ours names (any status)."""
-    return set(Donation.objects.filter(block_number__range=(start, end)).values_list("block_number", flat=True))
+def _coins(chain: ChainSettings) -> list[dict[str, str | int]]:
+    return [{"asset": coin.asset, "contract": coin.contract, "decimals": coin.scale} for coin in chain.stable_coins]
+
+
+def recorded_block_numbers(chain: str, start: int, end: int) -> set[int]:
+    """The blocks in start..end of `chain` that a donation row of ours names (any status)."""
+    rows = Donation.objects.filter(chain=chain, block_number__range=(start, end))
+    return set(rows.values_list("block_number", flat=True))
 
 
 def current_token_price() -> dict[str, str | None]:

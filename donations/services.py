@@ -33,7 +33,7 @@ from donations.rules import donation_tokens, sale_state
 from donations.sightings import Sighting
 from donations.totals import Deltas, stats_recompute, stats_save
 from donations.webhooks import webhook_campaign_status, webhook_donation_event, webhook_endpoints_once
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 
 logger = logging.getLogger("dws.donations")
 
@@ -79,6 +79,7 @@ def _priced(sighting: Sighting, token_price: Decimal) -> Priced:
 def _new_row(sighting: Sighting, priced: Priced) -> Donation:
     t = sighting.transfer
     return Donation(
+        chain=sighting.chain,
         tx_hash=t.tx_hash,
         log_index=t.log_index,
         trace_address=t.trace_address,
@@ -147,7 +148,7 @@ def donation_record_unconfirmed(
     state = sale_state(confirmed_tokens, tiers)
     # No savepoint of its own: whatever fails here fails the caller's whole block, which is retried.
     with transaction.atomic(savepoint=False):
-        match = sighting_match(sighting.transfer, rows)
+        match = sighting_match(sighting.chain, sighting.transfer, rows)
         if match.move:
             # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
             # was first recorded at (priced once), so only a changed ETH price moves its tokens.
@@ -165,27 +166,32 @@ def donation_record_unconfirmed(
                 webhook_donation_event(row, "donation.seen")
                 return row, DonationOutcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
-            theirs = find_at_identity(sighting.transfer, lock=True)
+            theirs = find_at_identity(sighting.chain, sighting.transfer, lock=True)
             assert theirs is not None, "an insert refused at a donation's identity, and no row holds it"
             return theirs, DonationOutcome.UNCHANGED
 
 
-def block_rows(sightings: Sequence[Sighting]) -> dict[str, list[Donation]]:
+def block_rows(chain: str, sightings: Sequence[Sighting]) -> dict[str, list[Donation]]:
     """A block's rows, locked in one statement, for the transactions with one sighting in it. A
     transaction with several (a batch transfer) is read afresh for each: recording one may move
     another's row."""
+    if any(s.chain != chain for s in sightings):
+        raise ValueError(f"a block of {chain} holds a sighting of another chain")
     counts = Counter(s.transfer.tx_hash for s in sightings)
-    return transactions_rows(tx for tx, n in counts.items() if n == 1)
+    return transactions_rows(chain, (tx for tx, n in counts.items() if n == 1))
 
 
-def block_record_unconfirmed(*, sightings: Sequence[Sighting], tiers: Sequence[SaleTier]) -> list[tuple[Donation, str]]:
-    """The latest crawler's write for one block: each sighting as `donation_record_unconfirmed` records
-    it, with the confirmed total and the block's rows read once for the block, not per donation."""
+def block_record_unconfirmed(
+    *, chain: str, sightings: Sequence[Sighting], tiers: Sequence[SaleTier]
+) -> list[tuple[Donation, str]]:
+    """The latest crawler's write for one block of `chain`: each sighting as `donation_record_unconfirmed`
+    records it, with the confirmed total (across every chain) and the block's rows read once for the block,
+    not per donation."""
     if not sightings:
         return []
     with transaction.atomic(), webhook_endpoints_once():
         confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
-        rows = block_rows(sightings)
+        rows = block_rows(chain, sightings)
         return [
             donation_record_unconfirmed(
                 sighting=s, tiers=tiers, confirmed_tokens=confirmed_tokens, rows=rows.get(s.transfer.tx_hash)
@@ -272,9 +278,10 @@ class FinalizedBlockResult:
 @transaction.atomic
 @webhook_endpoints_once()
 def finalized_block_record(
-    *, sightings: Sequence[Sighting], reverted_tx_hashes: Sequence[str], tiers: Sequence[SaleTier]
+    *, chain: str, sightings: Sequence[Sighting], reverted_tx_hashes: Sequence[str], tiers: Sequence[SaleTier]
 ) -> FinalizedBlockResult:
-    """Everything the finalized crawler writes for one block, under the campaign lock, in one transaction.
+    """Everything the finalized crawler writes for one block of `chain`, under the campaign lock (one for
+    every chain: the tiers and the cap are the campaign's), in one transaction.
 
     Each sighting is inserted (and priced) if the latest crawler missed it, recorded anew from this
     block if it had been failed, and then confirmed by the crediting rule; each native ETH transaction
@@ -286,7 +293,7 @@ def finalized_block_record(
     stats = stats_lock()
     before = sale_state(stats.tokens, tiers)
     deltas = Deltas()
-    rows = block_rows(sightings)
+    rows = block_rows(chain, sightings)
     for sighting in sightings:
         donation, outcome = donation_record_unconfirmed(
             sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens, rows=rows.get(sighting.transfer.tx_hash)
@@ -312,7 +319,9 @@ def finalized_block_record(
         elif decision == DonationOutcome.HELD_PAUSED:
             result.held_paused += 1
     for tx_hash in reverted_tx_hashes:
-        for donation in Donation.objects.select_for_update().filter(tx_hash=tx_hash, log_index__isnull=True):
+        for donation in Donation.objects.select_for_update().filter(
+            chain=chain, tx_hash=tx_hash, log_index__isnull=True
+        ):
             result.failed += _revert(stats, donation, deltas)
     if result.confirmed or result.failed:
         stats_save(stats=stats, tiers=tiers, before=before)

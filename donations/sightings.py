@@ -1,7 +1,8 @@
 """What the crawlers hand to donations: a transfer seen on chain, its sighting in a block, and the one
 identity of a donation. Pure values: no ORM, no I/O (the crawlers' pure decode room builds them).
 
-A donation's identity is (tx_hash, log_index, trace_address), unique with NULLs not distinct:
+A donation's identity is (chain, tx_hash, log_index, trace_address), unique with NULLs not distinct; within
+one chain (every write and every comparison is a chain's) it is `donation_key`:
 
 * ETH sent by a transaction to the donation address: (tx_hash, None, None);
 * ETH sent in an internal call: (tx_hash, None, the frame's path, e.g. "0.1"; crawlers/decode/frames.py);
@@ -70,8 +71,10 @@ class Transfer:
 
 @dataclass(frozen=True)
 class Sighting:
-    """A transfer seen in a block, with the ETH price of that block's minute (None for a coin)."""
+    """A transfer seen in a block of `chain` (as DWS_CHAINS names it), with the ETH price of that block's
+    minute (None for a coin). A donation's identity is (chain, `donation_key`)."""
 
+    chain: str
     transfer: Transfer
     block_time: datetime
     eth_price: Decimal | None

@@ -19,7 +19,7 @@ from django.utils import timezone
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import SaleState, round_usd, sale_state
 from donations.webhooks import webhook_campaign_status
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 from prices.models import TOKEN, Price
 
 logger = logging.getLogger("dws.donations")

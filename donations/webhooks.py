@@ -27,15 +27,25 @@ from django.utils import timezone
 
 from donations.webhook_models import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType
 from donations.wire import RECORDING_TIMES, campaign_public, donation_public, donation_values, inflow_public
-from dws_project.chain_settings import FIRST_CHAIN
+from dws_project.chain_settings import UnknownChain
 
 logger = logging.getLogger("dws.webhooks")
 
 SIGNATURE_HEADER = "dws-signature"
 
 
-def _chain() -> str:
-    return str(settings.CONFIG.chain_id)
+def _chain_id(chain: str | None = None) -> int | None:
+    """The chain id of `chain` (the first chain when None); None for a chain no longer configured."""
+    try:
+        return (settings.CONFIG.chain(chain) if chain else settings.CONFIG.first_chain).chain_id
+    except UnknownChain:
+        return None
+
+
+def _chain_key(chain: str | None = None) -> str:
+    """What an event's idempotency key starts with: the chain id (a chain no longer configured: its name)."""
+    chain_id = _chain_id(chain)
+    return str(chain_id) if chain_id is not None else str(chain)
 
 
 # Inside one write (a block), the endpoints are read once, not once per event (webhook_endpoints_once).
@@ -109,9 +119,9 @@ def donation_data(donation: Any) -> dict[str, Any]:
 
     Not our own recording times (`seen_at`, `confirmed_at`): an event re-emitted after a restore carries the
     same id and must carry the same content, and the body's `created` already says when it was written."""
-    public = donation_public(donation_values(donation, chain=FIRST_CHAIN))
+    public = donation_public(donation_values(donation))
     return {k: v for k, v in public.items() if k not in RECORDING_TIMES} | {
-        "chain_id": settings.CONFIG.chain_id,
+        "chain_id": _chain_id(donation.chain),
         "log_index": donation.log_index,
         "trace_address": getattr(donation, "trace_address", None),
         "address": donation.address,
@@ -132,7 +142,7 @@ def _position(donation: Any) -> str:
 
 def webhook_donation_event(donation: Any, event: str, **extra: Any) -> WebhookEvent | None:
     """`donation.seen|confirmed|failed|moved` for one donation row, in its order."""
-    subject = f"{_chain()}:{donation.tx_hash}:{_position(donation)}"
+    subject = f"{_chain_key(donation.chain)}:{donation.tx_hash}:{_position(donation)}"
     key = f"{subject}:{event}"
     if event == WebhookEventType.DONATION_MOVED:
         key += f":{donation.block_hash}"  # a donation may move more than once
@@ -144,7 +154,7 @@ def webhook_donation_event(donation: Any, event: str, **extra: Any) -> WebhookEv
 def webhook_campaign_status(stats: Any, change: str) -> WebhookEvent | None:
     """`campaign.status` with change open|closed|paused|resumed and the campaign as it now stands."""
     data = {"change": change, **campaign_public(status=stats.status, total=stats.total, tokens=stats.tokens)}
-    key = f"{_chain()}:campaign:{change}:{uuid.uuid4().hex}"
+    key = f"{_chain_key()}:campaign:{change}:{uuid.uuid4().hex}"
     return webhook_event_record(
         event=WebhookEventType.CAMPAIGN_STATUS, idempotency_key=key, order_key="campaign", data=data
     )
@@ -154,8 +164,8 @@ def webhook_inflow_unexplained(inflow: Any) -> WebhookEvent | None:
     """`inflow.unexplained`: for the code that records an unexplained inflow, inside its transaction. The
     inflow's public shape (donations.wire.inflow_public, as /proof.json lists it) without our recording time."""
     shape = {k: v for k, v in inflow_public(inflow).items() if k != "recorded_at"}
-    data = {"chain_id": settings.CONFIG.chain_id, "id": inflow.pk, **shape}
-    key = f"{_chain()}:inflow:{inflow.pk}:{WebhookEventType.INFLOW_UNEXPLAINED}"
+    data = {"chain": inflow.chain, "chain_id": _chain_id(inflow.chain), "id": inflow.pk, **shape}
+    key = f"{_chain_key(inflow.chain)}:inflow:{inflow.pk}:{WebhookEventType.INFLOW_UNEXPLAINED}"
     return webhook_event_record(
         event=WebhookEventType.INFLOW_UNEXPLAINED, idempotency_key=key, order_key=f"inflow:{inflow.pk}", data=data
     )

@@ -53,7 +53,7 @@ def _stored(donation: Any, field: str) -> str | None:
     return decimal_text(value.quantize(Decimal(1).scaleb(-places)))
 
 
-def donation_values(donation: Any, *, chain: str) -> tuple[Value, ...]:
+def donation_values(donation: Any) -> tuple[Value, ...]:
     """A donation row's values in `DONATION_FIELDS` order, rendered as the API's SQL renders them."""
     return (
         donation.tx_hash,
@@ -64,7 +64,7 @@ def donation_values(donation: Any, *, chain: str) -> tuple[Value, ...]:
         str(donation.tokens),
         str(donation.status),
         utc_second_text(donation.block_time),
-        chain,
+        donation.chain,
         donation.block_number,
         _stored(donation, "eth_price"),
         utc_second_text(donation.created_at),

@@ -51,6 +51,8 @@ ATTRIBUTION_CONFLICT = ApiError(1203, 409, "the transaction is already attribute
 TOO_MANY_OPEN_CLAIMS = ApiError(1204, 409, "too many pending claims for this address")
 # An affiliate code is made only for an address a donation of which has been seen (no row for free keys).
 NO_DONATION_SEEN = ApiError(1205, 403, "no donation seen for this address yet")
+# A chain name DWS_CHAINS does not list (the answer never names the configured ones: /donation/data does).
+UNKNOWN_CHAIN = ApiError(1206, 404, "unknown chain")
 INSUFFICIENT_TOKENS = ApiError(1300, 409, "not enough unstaked tokens")
 STAKE_WHILE_UNSTAKING = ApiError(1301, 409, "tokens are being unstaked")
 NOTHING_STAKED = ApiError(1302, 409, "no staked tokens")

@@ -58,10 +58,10 @@ def _expect_crawler_runs(process: str) -> None:
     from django.conf import settings
 
     from crawlers.runs.cadence import expect_runs
-    from dws_project.chain_settings import chain_settings
 
     try:
-        expect_runs(chain_settings(settings.CONFIG).name)
+        for chain in settings.CONFIG.chain_names:
+            expect_runs(chain)
     except Exception as exc:  # noqa: BLE001 - the readiness probe reports a database it cannot read
         logging.getLogger("dws.startup").warning("%s: crawler runs not noted: %s", process, type(exc).__name__)
 
@@ -77,15 +77,16 @@ def expect_crawler_runs(**_: object) -> None:
 
 
 @signals.worker_ready.connect
-def check_chain_ids_at_start(**_: object) -> None:
+def check_chains_at_start(**_: object) -> None:
     """A worker that consumes the crawlers' queue says at once (CRITICAL) when a provider serves another
-    chain than DWS_CHAIN_ID; its runs hold on it anyway (crawlers/runs/start_checks.py)."""
+    chain than its chain's id, or a donation address shared by several chains is a contract on one and
+    nothing on another; its runs hold on it anyway (crawlers/runs/start_checks.py)."""
     from django.conf import settings
 
     if settings.CRAWLERS_QUEUE in set(app.amqp.queues.consume_from):
-        from crawlers.runs.start_checks import check_chain_ids_in_background
+        from crawlers.runs.start_checks import check_chains_in_background
 
-        check_chain_ids_in_background("celery worker")
+        check_chains_in_background("celery worker")
 
 
 @signals.worker_ready.connect

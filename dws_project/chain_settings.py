@@ -1,25 +1,88 @@
-"""What the crawlers need to know about one chain, as one frozen value.
+"""The chains one campaign takes donations on (DESIGN "Chains"): each as one frozen value, read from the
+environment and validated with every other variable at a process's start.
 
-The crawler rooms below `crawlers/runs` take a `ChainSettings` instead of reaching for the whole
-configuration, so a second chain (DESIGN "Chains") is one more value, not a rewrite. Today there is
-one chain, `eth`, configured by the single-chain variables; `chain_settings` builds it.
+`DWS_CHAINS` names them (default `eth`); the first is the page's default. Chain `eth` is configured by
+today's single-chain variables (`ETH_RPC_URL`, `DWS_CHAIN_ID`, ...), so a single-chain deployment changes
+nothing; any other chain `N` by `DWS_N_RPC_URL`, `DWS_N_CHAIN_ID`, ... (N upper-cased). The crawler rooms
+below `crawlers/runs` take a `ChainSettings` instead of reaching for the whole configuration: a chain is
+a parameter of the pipeline, not a fork of it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
-from dws_project.config import DEFAULT_RPC_MAX_ANSWER_MB, Config, StableCoin
+from dws_project.config_values import (
+    EnvReader,
+    StableCoin,
+    is_loopback_host,
+    parse_block_number,
+    parse_chain_id,
+    parse_donation_address,
+    parse_explorer_url,
+    parse_rpc_url,
+    parse_stable_coins,
+    parse_trace_mode,
+)
 from dws_project.redaction import redact_url
 
 # The name of the chain today's single-chain variables describe (`last_block.chain`, DESIGN "Chains").
 FIRST_CHAIN = "eth"
+CHAIN_NAME = re.compile(r"[a-z][a-z0-9]{0,15}")
+# Chain ids of local development chains (anvil/hardhat 31337, ganache/geth --dev 1337): the only
+# chains where DWS_DEV_ETH_PRICE is accepted.
+DEV_CHAIN_IDS = frozenset({31337, 1337})
+# What the page calls a chain when its DWS_NAME_LABEL is not set.
+KNOWN_LABELS = {
+    1: "Ethereum",
+    10: "OP Mainnet",
+    8453: "Base",
+    42161: "Arbitrum One",
+    42170: "Arbitrum Nova",
+    11155111: "Sepolia",
+    17000: "Holesky",
+    560048: "Hoodi",
+    84532: "Base Sepolia",
+    421614: "Arbitrum Sepolia",
+    11155420: "OP Sepolia",
+    31337: "Local chain (31337)",
+    1337: "Local rollup (1337)",
+}
+# Well-known chains whose native coin is not ETH: their coin would be credited at ETH's price.
+NOT_ETH = {
+    56: "BNB Smart Chain (BNB)",
+    137: "Polygon PoS (POL)",
+    43114: "Avalanche C-Chain (AVAX)",
+    250: "Fantom (FTM)",
+    100: "Gnosis (xDAI)",
+    42220: "Celo (CELO)",
+    5000: "Mantle (MNT)",
+    1088: "Metis (METIS)",
+    25: "Cronos (CRO)",
+    1284: "Moonbeam (GLMR)",
+    204: "opBNB (BNB)",
+    80094: "Berachain (BERA)",
+    146: "Sonic (S)",
+}
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9 .()\-]{0,31}")
+# The per-chain settings of chain `eth` that today's single-chain variables hold instead.
+_FIRST_CHAIN_NAMES = {
+    "RPC_URL": "ETH_RPC_URL",
+    "CHAIN_ID": "DWS_CHAIN_ID",
+    "STABLE_COINS": "DWS_STABLE_COINS",
+    "START_BLOCK": "DWS_START_BLOCK",
+    "TRACE": "DWS_TRACE",
+    "RPC_CHECK_URL": "DWS_RPC_CHECK_URL",
+    "EXPLORER_URL": "DWS_EXPLORER_URL",
+}
 
 
 @dataclass(frozen=True)
 class ChainSettings:
     name: str
-    chain_id: int  # DWS_CHAIN_ID: what the provider must report (crawlers/chain/tips.py checks it)
+    chain_id: int  # what the provider must report (crawlers/chain/tips.py checks it at every run)
     rpc_url: str = field(repr=False)  # the provider's key may be in it: only `rpc_origin` is ever shown
     donation_address: str  # lower case
     stable_coins: tuple[StableCoin, ...]
@@ -27,10 +90,14 @@ class ChainSettings:
     start_block: int | None
     block_cache: str | None  # a directory for finalized blocks, or None
     debug_data_store: str | None  # a directory for raw provider answers, or None
-    # DWS_RPC_CHECK_URL: the second provider that must agree before a donation is confirmed, or None
+    # The second provider that must agree before a donation is confirmed, or None
     rpc_check_url: str | None = field(default=None, repr=False)
     # DWS_RPC_MAX_ANSWER_MB: a longer answer is no evidence
-    rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
+    rpc_max_answer_bytes: int = 32 * 2**20
+    label: str = ""  # what the page calls the chain ("Base"); `display_label` falls back
+    # A public RPC URL the page may hand to a wallet that lacks the chain (never the provider URL)
+    wallet_rpc_url: str | None = None
+    explorer_url: str | None = None  # a transaction's explorer page, {tx} replaced
 
     @property
     def rpc_origin(self) -> str:
@@ -40,22 +107,191 @@ class ChainSettings:
     def rpc_check_origin(self) -> str | None:
         return redact_url(self.rpc_check_url) if self.rpc_check_url else None
 
+    @property
+    def display_label(self) -> str:
+        return self.label or KNOWN_LABELS.get(self.chain_id) or self.name.capitalize()
+
+    @property
+    def dev(self) -> bool:
+        return self.chain_id in DEV_CHAIN_IDS
+
     def stable_coin(self, asset: str) -> StableCoin | None:
         return next((c for c in self.stable_coins if c.asset == asset), None)
 
+    def variable(self, setting: str) -> str:
+        """The environment variable that holds this chain's `setting` (e.g. "RPC_URL")."""
+        return chain_variable(self.name, setting)
 
-def chain_settings(config: Config) -> ChainSettings:
-    """The one chain of today's configuration."""
-    return ChainSettings(
-        name=FIRST_CHAIN,
-        chain_id=config.chain_id,
-        rpc_url=config.eth_rpc_url,
-        donation_address=config.donation_address,
-        stable_coins=config.stable_coins,
-        trace_mode=config.trace_mode,
-        start_block=config.start_block,
-        block_cache=config.block_cache,
-        debug_data_store=config.debug_data_store,
-        rpc_max_answer_bytes=config.rpc_max_answer_bytes,
-        rpc_check_url=config.rpc_check_url,
+
+def chain_variable(name: str, setting: str) -> str:
+    """`ETH_RPC_URL` for chain eth's RPC_URL, `DWS_BASE_RPC_URL` for chain base's."""
+    if name == FIRST_CHAIN and setting in _FIRST_CHAIN_NAMES:
+        return _FIRST_CHAIN_NAMES[setting]
+    return f"DWS_{name.upper()}_{setting}"
+
+
+class UnknownChain(Exception):
+    """A chain name that DWS_CHAINS does not list; the message names the ones it does."""
+
+
+def parse_chain_names(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in value.split(",") if n.strip())
+    if not names:
+        raise ValueError("empty: list at least one chain name, e.g. eth")
+    for name in names:
+        if not CHAIN_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not a chain name (a lower-case letter, then up to 15 letters or digits)")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} listed twice")
+    return names
+
+
+def parse_label(value: str) -> str:
+    label = value.strip()
+    if not _LABEL.fullmatch(label):
+        raise ValueError("must be 1 to 32 letters, digits, spaces and . ( ) - (what the page shows, e.g. Base)")
+    return label
+
+
+def parse_eth_chain_id(value: str) -> int:
+    """A chain id whose native coin is ETH, as far as we can tell: the well-known others are refused."""
+    chain_id = parse_chain_id(value)
+    if chain_id in NOT_ETH:
+        raise ValueError(
+            f"chain id {chain_id} is {NOT_ETH[chain_id]}, whose native coin is not ETH: "
+            "only chains whose native coin is ETH (Ethereum, its rollups and their testnets) can take donations"
+        )
+    return chain_id
+
+
+def _holds_no_secret(url: str) -> bool:
+    """A loopback URL without path, query or credentials (a local dev node) carries no key."""
+    parts = urlsplit(url)
+    return (
+        is_loopback_host(parts.hostname or "")
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.username
+        and not parts.password
     )
+
+
+def parse_wallet_rpc_url(value: str) -> str:
+    url = parse_rpc_url(value)
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        raise ValueError("must not carry credentials: every visitor's wallet is given it")
+    return url
+
+
+def read_chains(
+    env: EnvReader,
+    *,
+    block_cache: str | None,
+    debug_data_store: str | None,
+    rpc_max_answer_bytes: int,
+) -> tuple[ChainSettings, ...]:
+    """Every chain DWS_CHAINS lists, in its order; each bad setting is a problem on `env` (all of them are
+    reported at once), and an empty tuple comes back when any chain's settings are unusable."""
+    names = env.optional("DWS_CHAINS", parse_chain_names, (FIRST_CHAIN,))
+    if any(env.raw(chain_variable(n, "DONATION_ADDRESS")) is None for n in names):
+        default_address = env.required("DWS_DONATION_ADDRESS", parse_donation_address)
+    else:
+        default_address = env.optional("DWS_DONATION_ADDRESS", parse_donation_address, None)
+    problems_before = len(env.problems)
+    chains = [chain for name in names if (chain := _read_chain(env, name, default_address)) is not None]
+    _cross_checks(env, chains)
+    if len(env.problems) > problems_before or len(chains) != len(names):
+        return ()
+    return tuple(
+        replace(
+            c, block_cache=block_cache, debug_data_store=debug_data_store, rpc_max_answer_bytes=rpc_max_answer_bytes
+        )
+        for c in chains
+    )
+
+
+def _read_chain(env: EnvReader, name: str, default_address: str | None) -> ChainSettings | None:
+    def var(setting: str) -> str:
+        return chain_variable(name, setting)
+
+    if name == FIRST_CHAIN:
+        for setting, used in _FIRST_CHAIN_NAMES.items():
+            if env.raw(f"DWS_ETH_{setting}") is not None:
+                env.problems.append((f"DWS_ETH_{setting}", f"chain eth is configured by {used}; set that instead"))
+    rpc_url = env.required(var("RPC_URL"), parse_rpc_url)
+    # Required everywhere: a provider on another network would credit its coins at this one's price.
+    chain_id = env.required(var("CHAIN_ID"), parse_eth_chain_id)
+    if name == FIRST_CHAIN:
+        stable_coins = env.required(var("STABLE_COINS"), parse_stable_coins)
+    else:  # empty or unset: ETH only on that chain
+        stable_coins = env.optional(var("STABLE_COINS"), parse_stable_coins, ())
+    start_block = env.optional(var("START_BLOCK"), parse_block_number, None)
+    trace_mode = env.optional(var("TRACE"), parse_trace_mode, "auto")
+    rpc_check_url = env.optional(var("RPC_CHECK_URL"), parse_rpc_url, None)
+    if rpc_check_url is not None and rpc_check_url == rpc_url:
+        env.problems.append((var("RPC_CHECK_URL"), f"must name another provider than {var('RPC_URL')}"))
+    explorer_url = env.optional(var("EXPLORER_URL"), parse_explorer_url, None)
+    donation_address = env.optional(var("DONATION_ADDRESS"), parse_donation_address, default_address)
+    label = env.optional(var("LABEL"), parse_label, "")
+    wallet_rpc_url = env.optional(var("WALLET_RPC_URL"), parse_wallet_rpc_url, None)
+    if (
+        wallet_rpc_url is not None
+        and wallet_rpc_url in (rpc_url, rpc_check_url)
+        and not _holds_no_secret(wallet_rpc_url)
+    ):
+        env.problems.append(
+            (
+                var("WALLET_RPC_URL"),
+                "must be a public RPC URL, never the provider's (its key would reach every visitor)",
+            )
+        )
+    if rpc_url is None or chain_id is None or stable_coins is None or donation_address is None:
+        return None
+    return ChainSettings(
+        name=name,
+        chain_id=chain_id,
+        rpc_url=rpc_url,
+        donation_address=donation_address,
+        stable_coins=stable_coins,
+        trace_mode=trace_mode,
+        start_block=start_block,
+        block_cache=None,
+        debug_data_store=None,
+        rpc_check_url=rpc_check_url,
+        label=label,
+        wallet_rpc_url=wallet_rpc_url,
+        explorer_url=explorer_url,
+    )
+
+
+def _cross_checks(env: EnvReader, chains: list[ChainSettings]) -> None:
+    """Two chains are two networks: never the same chain id, never the same provider."""
+    seen_ids: dict[int, str] = {}
+    seen_urls: dict[str, str] = {}
+    for chain in chains:
+        other = seen_ids.setdefault(chain.chain_id, chain.name)
+        if other != chain.name:
+            env.problems.append(
+                (
+                    chain.variable("CHAIN_ID"),
+                    f"is {chain.chain_id}, the chain id of chain {other} too: two chains must differ",
+                )
+            )
+        for setting, url in (("RPC_URL", chain.rpc_url), ("RPC_CHECK_URL", chain.rpc_check_url)):
+            if url is None:
+                continue
+            owner = seen_urls.setdefault(url.rstrip("/"), chain.name)
+            if owner != chain.name:
+                env.problems.append(
+                    (chain.variable(setting), f"names the provider of chain {owner}: one provider serves one chain")
+                )
+
+
+def chain_named(chains: tuple[ChainSettings, ...], name: str) -> ChainSettings:
+    """The configured chain called `name`; UnknownChain naming the configured ones otherwise."""
+    for chain in chains:
+        if chain.name == name:
+            return chain
+    raise UnknownChain(f"no chain {name!r} is configured (DWS_CHAINS: {', '.join(c.name for c in chains)})")

@@ -31,30 +31,34 @@ MULTIPROC_DIR_VAR = "PROMETHEUS_MULTIPROC_DIR"
 CHAIN_TIP = Gauge(
     "dws_crawler_tip_block",
     "Block the crawler aimed for on its last run: the head (latest) or the finalized block (finalized).",
-    ["crawler"],
+    ["chain", "crawler"],
     multiprocess_mode="mostrecent",
 )
 LAG_BLOCKS = Gauge(
     "dws_crawler_lag_blocks",
     "Blocks between the crawler's cursor and its tip at the end of its last run.",
-    ["crawler"],
+    ["chain", "crawler"],
     multiprocess_mode="mostrecent",
 )
 LAG_SECONDS = Gauge(
     "dws_crawler_lag_seconds",
     "Seconds between the cursor block's timestamp and the tip block's, at the end of the last run.",
-    ["crawler"],
+    ["chain", "crawler"],
     multiprocess_mode="mostrecent",
 )
 LAST_RUN = Gauge(
     "dws_crawler_last_run_timestamp_seconds",
     "Unix time the crawler's last run ended.",
-    ["crawler"],
+    ["chain", "crawler"],
     multiprocess_mode="mostrecent",
 )
-BLOCKS = Counter("dws_crawler_blocks", "Blocks written by the crawler (rate() gives blocks per second).", ["crawler"])
-ROUND_TRIPS = Counter("dws_crawler_round_trips", "HTTP round trips to the provider made by crawler runs.", ["crawler"])
-HELD = Counter("dws_crawler_held", "Runs that stopped short of their tip, by reason.", ["crawler", "reason"])
+BLOCKS = Counter(
+    "dws_crawler_blocks", "Blocks written by the crawler (rate() gives blocks per second).", ["chain", "crawler"]
+)
+ROUND_TRIPS = Counter(
+    "dws_crawler_round_trips", "HTTP round trips to the provider made by crawler runs.", ["chain", "crawler"]
+)
+HELD = Counter("dws_crawler_held", "Runs that stopped short of their tip, by reason.", ["chain", "crawler", "reason"])
 
 RPC_REQUESTS = Counter(
     "dws_rpc_requests",
@@ -135,6 +139,7 @@ def _never_raise(func: Callable[_HookParams, None]) -> Callable[_HookParams, Non
 @_never_raise
 def crawl_observed(
     *,
+    chain: str,
     crawler: str,
     blocks: int,
     round_trips: int,
@@ -144,16 +149,16 @@ def crawl_observed(
     lag_seconds: int | None,
 ) -> None:
     """After a crawler run: blocks, round trips, the tip, the lag in blocks and seconds, a hold's reason."""
-    BLOCKS.labels(crawler).inc(blocks)
-    ROUND_TRIPS.labels(crawler).inc(round_trips)
-    LAST_RUN.labels(crawler).set(time.time())
+    BLOCKS.labels(chain, crawler).inc(blocks)
+    ROUND_TRIPS.labels(chain, crawler).inc(round_trips)
+    LAST_RUN.labels(chain, crawler).set(time.time())
     if held:
-        HELD.labels(crawler, held_reason(held)).inc()
+        HELD.labels(chain, crawler, held_reason(held)).inc()
     if tip is not None and cursor is not None:
-        CHAIN_TIP.labels(crawler).set(tip)
-        LAG_BLOCKS.labels(crawler).set(max(tip - cursor, 0))
+        CHAIN_TIP.labels(chain, crawler).set(tip)
+        LAG_BLOCKS.labels(chain, crawler).set(max(tip - cursor, 0))
         if lag_seconds is not None:
-            LAG_SECONDS.labels(crawler).set(lag_seconds)
+            LAG_SECONDS.labels(chain, crawler).set(lag_seconds)
 
 
 @_never_raise

@@ -86,38 +86,38 @@ def _samples(family: Metric) -> list[tuple[list[str], float]]:
 def _database_families() -> Iterable[Metric]:
     now = timezone.now()
     cursor = GaugeMetricFamily(
-        "dws_crawler_cursor_block", "The crawler's cursor: last block written.", labels=["crawler"]
+        "dws_crawler_cursor_block", "The crawler's cursor: last block written.", labels=["chain", "crawler"]
     )
     cursor_age = GaugeMetricFamily(
-        "dws_crawler_cursor_age_seconds", "Seconds since the crawler's cursor last moved.", labels=["crawler"]
+        "dws_crawler_cursor_age_seconds", "Seconds since the crawler's cursor last moved.", labels=["chain", "crawler"]
     )
-    for label, value, modified in LastBlock.objects.values_list("label", "value", "modified_at"):
-        cursor.add_metric([label], value)
-        cursor_age.add_metric([label], (now - modified).total_seconds())
+    for chain, label, value, modified in LastBlock.objects.values_list("chain", "label", "value", "modified_at"):
+        cursor.add_metric([chain, label], value)
+        cursor_age.add_metric([chain, label], (now - modified).total_seconds())
     yield cursor
     yield cursor_age
 
     overdue = GaugeMetricFamily(
         "dws_crawler_overdue",
         "1 when the crawler job has not finished a run for several of its cadences (crawlers/runs/cadence.py).",
-        labels=["crawler"],
+        labels=["chain", "crawler"],
     )
     job_age = GaugeMetricFamily(
         "dws_crawler_run_age_seconds",
         "Seconds since the crawler job last finished a run (or since a worker or beat started expecting one).",
-        labels=["crawler"],
+        labels=["chain", "crawler"],
     )
     for job in run_ages(now=now):
-        overdue.add_metric([job.job], 1 if job.seconds > job.limit else 0)
-        job_age.add_metric([job.job], job.seconds)
+        overdue.add_metric([job.chain, job.job], 1 if job.seconds > job.limit else 0)
+        job_age.add_metric([job.chain, job.job], job.seconds)
     yield overdue
     yield job_age
 
     donations = GaugeMetricFamily(
-        "dws_donations", "Donations on record by status and asset.", labels=["status", "asset"]
+        "dws_donations", "Donations on record by chain, status and asset.", labels=["chain", "status", "asset"]
     )
-    for row in Donation.objects.values("status", "asset").annotate(n=Count("id")).order_by():
-        donations.add_metric([row["status"], row["asset"]], row["n"])
+    for row in Donation.objects.values("chain", "status", "asset").annotate(n=Count("id")).order_by():
+        donations.add_metric([row["chain"], row["status"], row["asset"]], row["n"])
     yield donations
 
     latest = (
@@ -143,18 +143,27 @@ def _database_families() -> Iterable[Metric]:
     oldest.add_metric([], (now - open_requests["oldest"]).total_seconds() if open_requests["oldest"] else 0)
     yield oldest
 
-    inflows = GaugeMetricFamily("dws_unexplained_inflows_open", "Unexplained inflows waiting for an operator.")
-    inflows.add_metric([], UnexplainedInflow.objects.filter(status=InflowStatus.OPEN).count())
+    inflows = GaugeMetricFamily(
+        "dws_unexplained_inflows_open", "Unexplained inflows waiting for an operator.", labels=["chain"]
+    )
+    open_inflows = UnexplainedInflow.objects.filter(status=InflowStatus.OPEN).values("chain").annotate(n=Count("id"))
+    for inflow in open_inflows:
+        inflows.add_metric([inflow["chain"]], inflow["n"])
     yield inflows
 
-    run = ReconcileRun.objects.order_by("-finished_at").first()
-    ok = GaugeMetricFamily("dws_reconcile_last_ok", "1 when the last reconcile found no drift, 0 when it did.")
-    run_age = GaugeMetricFamily("dws_reconcile_last_age_seconds", "Seconds since the last reconcile finished.")
-    found = GaugeMetricFamily("dws_reconcile_last_discrepancies", "Discrepancies the last reconcile reported.")
-    if run is not None:
-        ok.add_metric([], 1 if run.ok else 0)
-        run_age.add_metric([], (now - run.finished_at).total_seconds())
-        found.add_metric([], len(run.discrepancies))
+    ok = GaugeMetricFamily(
+        "dws_reconcile_last_ok", "1 when the chain's last reconcile found no drift, 0 when it did.", labels=["chain"]
+    )
+    run_age = GaugeMetricFamily(
+        "dws_reconcile_last_age_seconds", "Seconds since the chain's last reconcile finished.", labels=["chain"]
+    )
+    found = GaugeMetricFamily(
+        "dws_reconcile_last_discrepancies", "Discrepancies the chain's last reconcile reported.", labels=["chain"]
+    )
+    for run in ReconcileRun.objects.order_by("chain", "-finished_at").distinct("chain"):
+        ok.add_metric([run.chain], 1 if run.ok else 0)
+        run_age.add_metric([run.chain], (now - run.finished_at).total_seconds())
+        found.add_metric([run.chain], len(run.discrepancies))
     yield from (ok, run_age, found)
 
     stats = DonationStats.objects.get()

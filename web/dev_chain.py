@@ -19,7 +19,7 @@ import requests
 from eth_abi import encode
 from eth_utils import keccak
 
-from dws_project.config import DEV_CHAIN_IDS, Config
+from dws_project.chain_settings import DEV_CHAIN_IDS, ChainSettings
 from dws_project.redaction import redact_url
 
 # The compiled 6-decimal test stable coin (source and compiler script next to it).
@@ -83,16 +83,17 @@ class DevChain:
     def chain_id(self) -> int:
         return int(self.rpc("eth_chainId"), 16)
 
-    def require_dev_chain(self, config: Config | None = None) -> int:
-        """The node's chain id, once it is known to be a dev chain (and the configured one, if given)."""
+    def require_dev_chain(self, chain: ChainSettings | None = None) -> int:
+        """The node's chain id, once it is known to be a dev chain (and `chain`'s configured one, if given)."""
         chain_id = self.chain_id()
         if chain_id not in DEV_CHAIN_IDS:
             raise DevChainError(
                 f"refusing: the node reports chain id {chain_id}, not a development chain "
                 f"({', '.join(map(str, sorted(DEV_CHAIN_IDS)))})"
             )
-        if config is not None and config.chain_id != chain_id:
-            raise DevChainError(f"refusing: the node reports chain id {chain_id} but DWS_CHAIN_ID is {config.chain_id}")
+        if chain is not None and chain.chain_id != chain_id:
+            variable = chain.variable("CHAIN_ID")
+            raise DevChainError(f"refusing: the node reports chain id {chain_id} but {variable} is {chain.chain_id}")
         return chain_id
 
     def head(self) -> int:
@@ -154,9 +155,9 @@ class SetupReport:
     funded: tuple[str, ...]  # "<asset> <address>" pairs this run minted to
 
 
-def dev_chain_setup(chain: DevChain, config: Config) -> SetupReport:
-    """Deploy the configured stable coins (if absent) where DWS_STABLE_COINS expects them; fund the dev
-    accounts with them. Safe to run again: what exists is kept, and only empty balances are topped up."""
+def dev_chain_setup(chain: DevChain, config: ChainSettings) -> SetupReport:
+    """Deploy the chain's configured stable coins (if absent) where its coins variable expects them; fund the
+    dev accounts with them. Safe to run again: what exists is kept, and only empty balances are topped up."""
     chain_id = chain.require_dev_chain(config)
     artifact = json.loads(STABLE_COIN_ARTIFACT.read_text())
     missing = [coin for coin in config.stable_coins if not chain.has_code(coin.contract)]
@@ -169,8 +170,8 @@ def dev_chain_setup(chain: DevChain, config: Config) -> SetupReport:
         address = receipt["contractAddress"].lower()
         if address != coin.contract:
             raise DevChainError(
-                f"{coin.asset} landed at {address}, but DWS_STABLE_COINS expects {coin.contract}: the coins are "
-                f"deployed from {DEPLOYER} at nonces 0 and 1, so start from a fresh chain"
+                f"{coin.asset} landed at {address}, but {config.variable('STABLE_COINS')} expects {coin.contract}: "
+                f"the coins are deployed from {DEPLOYER} in the order listed, from nonce 0, so start from a fresh chain"
             )
     funded, mints = [], []
     for coin in config.stable_coins:
@@ -200,7 +201,7 @@ def random_donation_size(asset: str, rng: random.Random) -> Decimal:
 
 
 def simulate_donation(
-    chain: DevChain, config: Config, rng: random.Random, donors: tuple[str, ...]
+    chain: DevChain, config: ChainSettings, rng: random.Random, donors: tuple[str, ...]
 ) -> SimulatedDonation:
     """Send one donation of a random asset and size from a random dev donor to the donation address."""
     donor = rng.choice(donors)

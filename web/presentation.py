@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from eth_utils import to_checksum_address
 
-from dws_project.chain_settings import FIRST_CHAIN
-from dws_project.config import Config, SaleTier
+from dws_project.config import Config
+from dws_project.config_values import SaleTier
 
 MAINNET_CHAIN_ID = 1
 # Chains a developer runs locally; shown as such so nobody mistakes the demo for the real sale.
@@ -72,14 +72,14 @@ class CoinRow:
 
 
 def donation_address(config: Config) -> str:
-    """Where donations go, checksummed (EIP-55) the way a wallet shows the recipient."""
-    return to_checksum_address(config.donation_address)
+    """Where donations go on the first chain, checksummed (EIP-55) the way a wallet shows the recipient."""
+    return to_checksum_address(config.first_chain.donation_address)
 
 
 def coin_rows(config: Config) -> list[CoinRow]:
     return [
         CoinRow(asset=c.asset, symbol=c.asset.upper(), contract=to_checksum_address(c.contract), decimals=c.scale)
-        for c in config.stable_coins
+        for c in config.first_chain.stable_coins
     ]
 
 
@@ -89,7 +89,7 @@ def page_config(config: Config) -> dict[str, object]:
     The donation address and the coin contracts come from here, the server's own configuration, and
     never from an API response (which a cache or a proxy could have altered).
     """
-    chain = network(config.chain_id)
+    chain = network(config.first_chain.chain_id)
     return {
         "donationAddress": donation_address(config),
         "stableCoins": [{"asset": c.asset, "contract": c.contract, "decimals": c.decimals} for c in coin_rows(config)],
@@ -100,5 +100,5 @@ def page_config(config: Config) -> dict[str, object]:
         # How often the page re-reads a donor's data while one of their donations is unconfirmed.
         "pendingRefreshSeconds": settings.WEB_PENDING_REFRESH_SECONDS,
         # The receipt links each transaction to the explorer's page: DWS_EXPLORER_URL, {tx} replaced.
-        "explorers": {FIRST_CHAIN: config.explorer_url} if config.explorer_url else {},
+        "explorers": {c.name: c.explorer_url for c in config.chains if c.explorer_url},
     }

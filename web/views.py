@@ -38,7 +38,7 @@ def index(request: HttpRequest) -> HttpResponse:
     context = {
         "tiers": presentation.tier_rows(config.sale_tiers),
         "sale_cap": presentation.group_thousands(config.sale_cap),
-        "network": presentation.network(config.chain_id),
+        "network": presentation.network(config.first_chain.chain_id),
         "page_config": presentation.page_config(config),
         "donation_address": presentation.donation_address(config),
         "coins": presentation.coin_rows(config),

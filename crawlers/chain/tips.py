@@ -1,10 +1,11 @@
 """The one read of where the chain is: its head and its finalized block (the node's `finalized` tag), and
 which chain that is.
 
-Every crawler run begins with `tip_block(..., chain_id=DWS_CHAIN_ID)`: the node's chain id is asked in the
-same round trip as the tip, so the pin is checked at every run (a provider re-pointed while the worker runs
-is caught at its next run) for no extra request. A node on another chain raises `ChainMismatchError`;
-the run holds, and nothing that node says is recorded.
+Every crawler run begins with `tip_block(..., chain=...)`: the node's chain id is asked in the same round
+trip as the tip and must be the chain's (DWS_CHAIN_ID for chain eth, DWS_NAME_CHAIN_ID for another), so
+the pin is checked at every run (a provider re-pointed while the worker runs is caught at its next run)
+for no extra request. A node on another chain raises `ChainMismatchError`; the run holds, and nothing that
+node says is recorded.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from crawlers.chain.calls import header_call
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
+from dws_project.chain_settings import ChainSettings
 
 HEAD_CALL: Call = ("eth_blockNumber", [])
 FINALIZED_CALL = header_call("finalized")
@@ -21,11 +23,15 @@ CHAIN_ID_CALL: Call = ("eth_chainId", [])
 
 
 class ChainMismatchError(Exception):
-    """The provider serves another chain than DWS_CHAIN_ID: nothing it says may be recorded."""
+    """The provider serves another chain than the configured chain id: nothing it says may be recorded."""
+
+    def __init__(self, text: str, variable: str) -> None:
+        super().__init__(text)
+        self.variable = variable
 
     def hold_reason(self) -> str:
         """Why a run holds, for its result and its CRITICAL line (the same words wherever it is met)."""
-        return f"{self}; holding, nothing is recorded until the provider serves chain id DWS_CHAIN_ID"
+        return f"{self}; holding, nothing is recorded until the provider serves the chain id {self.variable} names"
 
 
 @dataclass(frozen=True)
@@ -57,29 +63,33 @@ def _require_number(outcome: RpcOutcome, method: str, number: int | None) -> int
     return number
 
 
-def require_chain_id(client: RpcClient, outcome: RpcOutcome, expected: int) -> None:
-    """Raise ChainMismatchError unless `outcome` (an eth_chainId answer) is `expected`; NoEvidenceError when
+def require_chain_id(client: RpcClient, outcome: RpcOutcome, chain: ChainSettings) -> None:
+    """Raise ChainMismatchError unless `outcome` (an eth_chainId answer) is `chain`'s id; NoEvidenceError when
     the provider did not say."""
     actual = _require_number(outcome, CHAIN_ID_CALL[0], _head_number(outcome))
-    if actual != expected:
-        raise ChainMismatchError(f"provider {client.origin} serves chain id {actual}, DWS_CHAIN_ID is {expected}")
+    if actual != chain.chain_id:
+        variable = chain.variable("CHAIN_ID")
+        raise ChainMismatchError(
+            f"provider {client.origin} of chain {chain.name} serves chain id {actual}, {variable} is {chain.chain_id}",
+            variable,
+        )
 
 
-def check_chain_id(client: RpcClient, expected: int) -> None:
+def check_chain_id(client: RpcClient, chain: ChainSettings) -> None:
     """One look at the provider's chain id (for a run that reads no tip)."""
-    require_chain_id(client, client.call(*CHAIN_ID_CALL), expected)
+    require_chain_id(client, client.call(*CHAIN_ID_CALL), chain)
 
 
-def tip_block(client: RpcClient, *, finalized: bool, chain_id: int | None = None) -> int:
+def tip_block(client: RpcClient, *, finalized: bool, chain: ChainSettings | None = None) -> int:
     """The finalized block's number, or the head's; raises NoEvidenceError when the provider does not say.
 
-    With `chain_id`, the provider's chain id is asked in the same round trip and must be that one
+    With `chain`, the provider's chain id is asked in the same round trip and must be that chain's
     (ChainMismatchError otherwise)."""
     method, params = FINALIZED_CALL if finalized else HEAD_CALL
-    if chain_id is None:
+    if chain is None:
         outcome = client.call(method, params)
     else:
         identity, outcome = client.batch([CHAIN_ID_CALL, (method, params)])
-        require_chain_id(client, identity, chain_id)
+        require_chain_id(client, identity, chain)
     number = _block_number(outcome) if finalized else _head_number(outcome)
     return _require_number(outcome, method, number)

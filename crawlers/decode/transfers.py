@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from crawlers.chain.calls import TRANSFER_TOPIC
 from crawlers.decode.amounts import ETH_DECIMALS, log_amount, scaled_amount
 from donations.sightings import Transfer
-from dws_project.config import StableCoin
+from dws_project.config_values import StableCoin
 
 SELF_TRANSFER = "self-transfer"  # the address paid itself
 RETURNED = "returned to the address"  # value came back in a transaction the address signed or called out in

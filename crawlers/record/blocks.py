@@ -28,7 +28,7 @@ from donations.services import DonationOutcome, block_record_unconfirmed, finali
 from donations.sightings import DonationKey, Sighting, Transfer, donation_key
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 from dws_project.locks import ChainWriterBusy, chain_writer_check
 from prices.services import minute_of
 
@@ -112,16 +112,19 @@ def _sightings(writer: _Writer, block: ScannedBlock, transfers: Sequence[Transfe
         eth_price = writer.price_at(minute)
         if eth_price is None:
             raise PriceMissing(block.header.number, minute)
-    return [Sighting(transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
+    chain = writer.chain.name
+    return [Sighting(chain=chain, transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
 
 
-def _recorded_here(transfers: Sequence[Transfer], *, failed_too: bool = False) -> dict[DonationKey, Donation]:
+def _recorded_here(
+    chain: str, transfers: Sequence[Transfer], *, failed_too: bool = False
+) -> dict[DonationKey, Donation]:
     """The rows already recorded from this very block for these transfers, by identity, in one query
     (the rest need a price). `failed_too`: a failed row counts as not recorded, since the finalized
     crawler records it anew from this sighting."""
     if not transfers:
         return {}
-    rows = Donation.objects.filter(tx_hash__in={t.tx_hash for t in transfers})
+    rows = Donation.objects.filter(chain=chain, tx_hash__in={t.tx_hash for t in transfers})
     if failed_too:
         rows = rows.exclude(status=DonationStatus.FAILED)
     here = {(donation_key(r), r.block_hash): r for r in rows}
@@ -136,21 +139,21 @@ def _recorded_here(transfers: Sequence[Transfer], *, failed_too: bool = False) -
 
 
 def _write_latest(writer: _Writer, block: ScannedBlock) -> int:
-    recorded = _recorded_here(block.transfers)
+    recorded = _recorded_here(writer.chain.name, block.transfers)
     sightings = _sightings(writer, block, [t for t in block.transfers if donation_key(t) not in recorded])
     inserted = 0
-    for sighting, (_, outcome) in zip(
-        sightings, block_record_unconfirmed(sightings=sightings, tiers=writer.tiers), strict=True
-    ):
+    written = block_record_unconfirmed(chain=writer.chain.name, sightings=sightings, tiers=writer.tiers)
+    for sighting, (_, outcome) in zip(sightings, written, strict=True):
         inserted += outcome != DonationOutcome.UNCHANGED
         logger.info(
-            "latest: %s donation %s of %s %s from %s in block %d (%s)",
+            "latest: %s donation %s of %s %s from %s in block %d of %s (%s)",
             sighting.transfer.asset,
             sighting.transfer.tx_hash,
             sighting.transfer.amount,
             sighting.transfer.asset,
             sighting.transfer.donor,
             block.header.number,
+            writer.chain.name,
             outcome,
         )
     return inserted
@@ -160,21 +163,29 @@ def _write_final(writer: _Writer, block: ScannedBlock) -> tuple[int, int, int]:
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep how they were priced; only new sightings need a price.
-    recorded = _recorded_here(block.transfers, failed_too=True)
+    recorded = _recorded_here(writer.chain.name, block.transfers, failed_too=True)
     priced = {
         donation_key(s.transfer): s
         for s in _sightings(writer, block, [t for t in block.transfers if donation_key(t) not in recorded])
     }
     sightings = [
         priced.get(donation_key(t))
-        or Sighting(transfer=t, block_time=block.header.time, eth_price=recorded[donation_key(t)].eth_price)
+        or Sighting(
+            chain=writer.chain.name,
+            transfer=t,
+            block_time=block.header.time,
+            eth_price=recorded[donation_key(t)].eth_price,
+        )
         for t in block.transfers
     ]
-    result = finalized_block_record(sightings=sightings, reverted_tx_hashes=block.reverted, tiers=writer.tiers)
+    result = finalized_block_record(
+        chain=writer.chain.name, sightings=sightings, reverted_tx_hashes=block.reverted, tiers=writer.tiers
+    )
     if sightings or result.failed:
         logger.info(
-            "finalized: block %d: %d confirmed, %d inserted, %d held (paused), %d failed (reverted)",
+            "finalized: block %d of %s: %d confirmed, %d inserted, %d held (paused), %d failed (reverted)",
             block.header.number,
+            writer.chain.name,
             result.confirmed,
             result.inserted,
             result.held_paused,

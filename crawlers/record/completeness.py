@@ -1,9 +1,5 @@
-"""How far each crawler's ranges are proven complete (`completeness`), for /health: written from what the
-balance proof returned (crawlers/scan/proof.py), never by the proof itself.
-
-The table has no chain column yet (multi-chain adds it); `chain` is taken already so callers need not
-change then.
-"""
+"""How far each chain's crawlers' ranges are proven complete (`completeness`), for /health: written from
+what the balance proof returned (crawlers/scan/proof.py), never by the proof itself."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ _warned_unproven: set[tuple[str, str]] = set()  # (chain, label) already warned 
 def completeness_proven(*, chain: str, label: str, through: int) -> None:
     """Blocks up to `through` are proven complete: the crawler's high-water mark (never lowered, so a
     single-block re-crawl does not move it back)."""
-    row, _ = Completeness.objects.get_or_create(label=label)
+    row, _ = Completeness.objects.get_or_create(chain=chain, label=label)
     if row.proven_through is None or row.proven_through < through:
         row.proven_through = through
         row.save(update_fields=["proven_through", "modified_at"])
@@ -27,16 +23,17 @@ def completeness_proven(*, chain: str, label: str, through: int) -> None:
 
 def completeness_unproven(*, chain: str, label: str, before: int, why: str) -> None:
     """Blocks before `before` were scanned without the proof: on /health, and one WARNING per process."""
-    row, _ = Completeness.objects.get_or_create(label=label)
+    row, _ = Completeness.objects.get_or_create(chain=chain, label=label)
     if row.unproven_before is None or row.unproven_before < before:
         row.unproven_before = before
         row.save(update_fields=["unproven_before", "modified_at"])
     if (chain, label) not in _warned_unproven:
         _warned_unproven.add((chain, label))
         logger.warning(
-            "crawl %s: the provider keeps no historical state (%s); completeness unproven before block %d, "
+            "crawl %s on %s: the provider keeps no historical state (%s); completeness unproven before block %d, "
             "those blocks are scanned without the balance proof",
             label,
+            chain,
             why,
             before,
         )

@@ -4,8 +4,8 @@ Recorded with the finalized block whose balance proof could not explain it (neve
 wedge: the cursor moves on), surfaced on /health, in an ERROR line, in the admin and by `reconcile`
 (exit 1 while one is open), and closed by an operator (crawlers/runs/operator.py): "credit this
 transaction" for what the crawler's own detection finds in it (the rest stays open, with its new
-amount), "not a donation" for what remains, with a reason. Both log the operator. The table has no
-chain column yet (multi-chain adds it); `chain` is taken already.
+amount), "not a donation" for what remains, with a reason. Both log the operator. Each is its chain's:
+one per chain, block hash and asset.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ def inflow_record(chain: ChainSettings, *, block: BlockHeader, asset: str, raw: 
     """Record (once per block hash and asset) what the balance proof could not explain; logs an ERROR and
     queues the `inflow.unexplained` webhook. Called inside the finalized block's transaction."""
     inflow, created = UnexplainedInflow.objects.get_or_create(
+        chain=chain.name,
         block_hash=block.hash,
         asset=asset,
         defaults={"block_number": block.number, "amount_raw": raw, "amount": display_amount(chain, asset, raw)},
@@ -41,22 +42,24 @@ def inflow_record(chain: ChainSettings, *, block: BlockHeader, asset: str, raw: 
         webhook_inflow_unexplained(inflow)
         if raw < 0:  # a coin burnt at the donation address without a Transfer log (USDT's destroyBlackFunds)
             logger.error(
-                "unexplained outflow: %s %s (%d raw units) left the donation address in block %d (%s) with no "
+                "unexplained outflow: %s %s (%d raw units) left the donation address in block %d of %s (%s) with no "
                 'transfer we can see (a coin burnt without a log); see docs/operating.md, "an unexplained inflow"',
                 -inflow.amount,
                 asset,
                 -raw,
                 block.number,
+                chain.name,
                 block.hash,
             )
             return inflow
         logger.error(
-            "unexplained inflow: %s %s (%d raw units) reached the donation address in block %d (%s) and no "
+            "unexplained inflow: %s %s (%d raw units) reached the donation address in block %d of %s (%s) and no "
             'transfer we can see explains it; see docs/operating.md, "an unexplained inflow"',
             inflow.amount,
             asset,
             raw,
             block.number,
+            chain.name,
             block.hash,
         )
     return inflow
@@ -75,9 +78,10 @@ def inflow_dismiss(*, inflow_id: int, reason: str, operator: str) -> Unexplained
         inflow.operator, inflow.resolved_at = operator, timezone.now()
         inflow.save()
     logger.warning(
-        "unexplained inflow %d (block %d, %s %s) marked not a donation by %s: %s",
+        "unexplained inflow %d (block %d of %s, %s %s) marked not a donation by %s: %s",
         inflow.pk,
         inflow.block_number,
+        inflow.chain,
         inflow.amount,
         inflow.asset,
         operator,

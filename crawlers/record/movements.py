@@ -24,6 +24,7 @@ def movements_record(chain: ChainSettings, *, block: BlockHeader, movements: Seq
         summed[(movement.tx_hash, movement.asset, movement.kind)] += movement.raw
     for (tx_hash, asset, kind), raw in summed.items():
         _, created = InternalMovement.objects.get_or_create(
+            chain=chain.name,
             block_hash=block.hash,
             tx_hash=tx_hash,
             asset=asset,
@@ -36,10 +37,12 @@ def movements_record(chain: ChainSettings, *, block: BlockHeader, movements: Seq
         )
         if created:
             logger.info(
-                "internal movement: %s %s %s in tx %s (block %d), the donation address's own money, not a donation",
+                "internal movement: %s %s %s in tx %s (block %d of %s), the donation address's own money, "
+                "not a donation",
                 display_amount(chain, asset, raw),
                 asset,
                 kind,
                 tx_hash,
                 block.number,
+                chain.name,
             )

@@ -28,18 +28,22 @@ logger = logging.getLogger("dws.crawlers")
 CHECKPOINT = "checkpoint"
 
 
-def ledger_checkpoint(*, first: int, last: int) -> list[str]:
-    """Check the ledger for what a finalized run wrote in blocks first..last; the drift found (frozen on)."""
+def ledger_checkpoint(*, chain: str, first: int, last: int) -> list[str]:
+    """Check the ledger for what a finalized run of `chain` wrote in blocks first..last; the drift found
+    (frozen on)."""
     started = timezone.now()
     with transaction.atomic():
         stats_lock()
-        donors = set(Donation.objects.filter(block_number__range=(first, last)).values_list("address", flat=True))
+        donors = set(
+            Donation.objects.filter(chain=chain, block_number__range=(first, last)).values_list("address", flat=True)
+        )
         drift = ledger_discrepancies(donors=donors)
     if not drift:
-        logger.debug("checkpoint blocks %d..%d: ledger holds for %d donor(s)", first, last, len(donors))
+        logger.debug("checkpoint %s blocks %d..%d: ledger holds for %d donor(s)", chain, first, last, len(donors))
         return drift
-    summary = f"checkpoint blocks {first}..{last}: {len(drift)} ledger discrepancy(ies)"
+    summary = f"checkpoint {chain} blocks {first}..{last}: {len(drift)} ledger discrepancy(ies)"
     ReconcileRun.objects.create(
+        chain=chain,
         trigger=CHECKPOINT,
         from_block=first,
         to_block=last,
@@ -50,5 +54,5 @@ def ledger_checkpoint(*, first: int, last: int) -> list[str]:
         summary=summary,
     )
     logger.error("%s", summary)
-    freeze_on_drift(from_block=first, to_block=last, drift=drift)
+    freeze_on_drift(chain=chain, from_block=first, to_block=last, drift=drift)
     return drift

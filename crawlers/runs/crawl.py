@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Sequence
@@ -40,7 +41,7 @@ from crawlers.record.completeness import completeness_proven, completeness_unpro
 from crawlers.record.cursors import cursor_get, cursor_write
 from crawlers.runs.checkpoint import ledger_checkpoint
 from crawlers.runs.pace import Pace
-from crawlers.runs.results import CrawlResult
+from crawlers.runs.results import CrawlResult, run_title
 from crawlers.runs.second_provider import agreed, run_tip
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.proof import ProvenRange, prove_range, proven_range_first_batches
@@ -48,7 +49,7 @@ from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock, stuck_messa
 from crawlers.scan.sparse import TOO_BUSY, SparseScan, scan_sparse, sparse_first_batch
 from donations.selectors import recorded_block_numbers
 from dws_project import shutdown
-from dws_project.chain_settings import ChainSettings, chain_settings
+from dws_project.chain_settings import ChainSettings
 from dws_project.config import Config
 from dws_project.locks import chain_writer
 from prices.lookup import eth_price_missing, eth_price_near
@@ -71,33 +72,39 @@ class _Job:
     run: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
+    def title(self) -> str:
+        return run_title(self.label, self.chain.name)
+
+    @property
     def mode(self) -> ReadMode:
         return dataclasses.replace(READ_MODES[self.label], run=self.run)
 
 
-def _job(label: str, config: Config | None) -> _Job:
+def _job(label: str, config: Config | None, chain: str | None) -> _Job:
+    """The `label` crawler of `chain` (the first configured chain when None)."""
     config = config or settings.CONFIG
-    return _Job(label, chain_settings(config), config)
+    return _Job(label, config.chain(chain) if chain else config.first_chain, config)
 
 
 def _start_cursor(client: RpcClient, job: _Job) -> LastBlock:
     """A first run begins at DWS_START_BLOCK, else at the current head (the cursor is the block before)."""
     start = job.chain.start_block if job.chain.start_block is not None else tip_block(client, finalized=False)
     cursor_write(chain=job.chain.name, label=job.label, value=max(start - 1, 0))
-    logger.info("crawl %s: no cursor yet; starting at block %d", job.label, start)
+    logger.info("crawl %s: no cursor yet; starting at block %d", job.title, start)
     cursor = cursor_get(chain=job.chain.name, label=job.label)
     assert cursor is not None  # written just above
     return cursor
 
 
 def _busy(result: CrawlResult, job: _Job) -> CrawlResult:
-    result.held = f"another run of the {job.label} crawler ({job.chain.name}) holds its PostgreSQL lock; skipped"
+    result.held = f"another run of the {job.label} crawler of {job.chain.name} holds its PostgreSQL lock; skipped"
     return result
 
 
 def crawl(
     label: str,
     *,
+    chain: str | None = None,
     config: Config | None = None,
     client: RpcClient | None = None,
     max_blocks: int | None = None,
@@ -110,36 +117,36 @@ def crawl(
     With a second provider (DWS_RPC_CHECK_URL, `check`): the finalized crawler goes no further than the
     check provider's finalized block and records a range only when the check provider agrees on it
     (crawlers/runs/second_provider.py); the latest crawler reads from the check provider when ours fails."""
-    job = _job(label, config)
+    job = _job(label, config, chain)
     with chain_writer(job.chain.name, label) as mine:
         if not mine:
-            return _busy(CrawlResult(label), job)
+            return _busy(CrawlResult(label, chain=job.chain.name), job)
         result = _crawl(job, client or make_client(job.chain), max_blocks, check or make_check_client(job.chain))
         before, after = result.cursor_before, result.cursor
         if label == FINALIZED and (result.confirmed or result.failed) and before is not None and after is not None:
-            ledger_checkpoint(first=before + 1, last=after)
+            ledger_checkpoint(chain=job.chain.name, first=before + 1, last=after)
         return result
 
 
 def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClient | None) -> CrawlResult:
-    label = job.label
-    result = CrawlResult(label)
+    label, title = job.label, job.title
+    result = CrawlResult(label, chain=job.chain.name)
     try:
         client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
         cursor = cursor_get(chain=job.chain.name, label=label) or _start_cursor(client, job)
         result.cursor_before = result.cursor = cursor.value
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
-        logger.warning("crawl %s: %s", label, result.held)
+        logger.warning("crawl %s: %s", title, result.held)
         return result
     except ChainMismatchError as exc:
-        return _wrong_chain(result, label, exc)
+        return _wrong_chain(result, title, exc)
     result.tip = tip
     if tip < cursor.value:
         result.held = (
             f"provider's {label} block {tip} is behind our cursor {cursor.value} (lagging or re-syncing node); waiting"
         )
-        logger.warning("crawl %s: %s", label, result.held)
+        logger.warning("crawl %s: %s", title, result.held)
         return result
     final_check = check if job.mode.final else None
     position, position_hash = cursor.value, cursor.block_hash
@@ -153,7 +160,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
             if scan is not None and scan is not TOO_BUSY:
                 pace.after_sparse(end - position, len(scan.read), client.log_span)
                 if scan.proven:
-                    logger.info("balance proof: blocks %d..%d proven complete (%s)", position + 1, end, label)
+                    logger.info("balance proof: blocks %d..%d proven complete (%s)", position + 1, end, title)
                     completeness_proven(chain=job.chain.name, label=label, through=end)
                 blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
                 proof: SpanLedger | UnprovenSpan | None = scan.ledger
@@ -175,7 +182,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 result.held = (
                     f"finalized block {position + 1} does not build on the finalized block {position} we recorded"
                 )
-                logger.critical("crawl %s: %s", label, stuck_message(position + 1, result.held))
+                logger.critical("crawl %s: %s", title, stuck_message(position + 1, result.held))
                 return result
             if final_check is not None and not agreed(final_check, client, job.chain, blocks, reach, result):
                 return result
@@ -183,7 +190,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 _read_ahead(client, job, end, pace)  # fetched while this range is written
             level = _record(job, blocks, held, result, move_cursor=True, reach=reach, proof=proof)
             if level is not None:
-                logger.log(level, "crawl %s: %s", label, result.held)
+                logger.log(level, "crawl %s: %s", title, result.held)
                 return result
             last = reach or (blocks[-1].header if blocks else None)
             if last is None or result.cursor != last.number:
@@ -194,7 +201,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
     except Exception as exc:  # no answer, however it reads, makes a run raise: what it stopped at holds
         cause = (str(exc).strip().splitlines() or [""])[0][:200]
         result.held = stuck_message(position + 1, f"reading blocks from here raised {type(exc).__name__}: {cause}")
-        logger.exception("crawl %s: %s", label, result.held)
+        logger.exception("crawl %s: %s", title, result.held)
         return result
     finally:
         client.drop_read_ahead()
@@ -203,16 +210,16 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
     return result
 
 
-def _wrong_chain(result: CrawlResult, label: str, exc: ChainMismatchError) -> CrawlResult:
-    """Hold the run: the provider serves another network than DWS_CHAIN_ID (the CRITICAL line pages)."""
+def _wrong_chain(result: CrawlResult, title: str, exc: ChainMismatchError) -> CrawlResult:
+    """Hold the run: the provider serves another network than the chain's id (the CRITICAL line pages)."""
     result.held = exc.hold_reason()
-    logger.critical("crawl %s: %s", label, result.held)
+    logger.critical("crawl %s: %s", title, result.held)
     return result
 
 
 def _scan_sparse(client: RpcClient, job: _Job, start: int, end: int) -> SparseScan | None:
     """The sparse path over start..end; a final read also reads in full every block our rows name."""
-    recorded = recorded_block_numbers if job.mode.final else None
+    recorded = functools.partial(recorded_block_numbers, job.chain.name) if job.mode.final else None
     return scan_sparse(client, job.chain, start, end, job.mode, recorded_blocks=recorded)
 
 
@@ -297,34 +304,39 @@ def _rewind_after_reorg(client: RpcClient, job: _Job, position: int) -> tuple[in
     target = max(position - REORG_REWIND_BLOCKS, floor)
     with contextlib.suppress(NoEvidenceError):  # without the finalized tag, the fixed rewind will do
         target = max(target, min(tip_block(client, finalized=True), position - 1))
-    logger.warning("crawl %s: re-org detected at block %d; re-crawling from block %d", job.label, position, target + 1)
+    logger.warning("crawl %s: re-org detected at block %d; re-crawling from block %d", job.title, position, target + 1)
     cursor_write(chain=job.chain.name, label=job.label, value=target, block_hash=None)
     return target, None
 
 
 def crawl_single_block(
-    label: str, number: int, *, config: Config | None = None, client: RpcClient | None = None
+    label: str,
+    number: int,
+    *,
+    chain: str | None = None,
+    config: Config | None = None,
+    client: RpcClient | None = None,
 ) -> CrawlResult:
     """Re-crawl one block without touching the cursor; writes are idempotent, so nothing is duplicated.
     Takes the crawler's PostgreSQL lock (re-entrant: the judge and the inflow crediting may hold it)."""
-    job = _job(label, config)
+    job = _job(label, config, chain)
     with chain_writer(job.chain.name, label) as mine:
         if not mine:
-            return _busy(CrawlResult(label, cursor_before=number, cursor=number, tip=number), job)
+            return _busy(CrawlResult(label, chain=job.chain.name, cursor_before=number, cursor=number, tip=number), job)
         return _crawl_single_block(job, number, client or make_client(job.chain))
 
 
 def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResult:
-    label = job.label
+    label, title = job.label, job.title
     check = make_check_client(job.chain)
-    result = CrawlResult(label, cursor_before=number, cursor=number, tip=number)
+    result = CrawlResult(label, chain=job.chain.name, cursor_before=number, cursor=number, tip=number)
     try:
         client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         return result
     except ChainMismatchError as exc:
-        return _wrong_chain(result, f"{label} --single-block", exc)
+        return _wrong_chain(result, f"{title} --single-block", exc)
     if number > tip:
         result.held = f"block {number} is beyond the provider's {label} block {tip}"
         return result
@@ -333,5 +345,5 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
     if check is not None and job.mode.final and not agreed(check, client, job.chain, found.blocks, None, result):
         return result
     if _record(job, found.blocks, found.held, result, move_cursor=False) is not None:
-        logger.error("crawl %s --single-block: %s", label, result.held)
+        logger.error("crawl %s --single-block: %s", title, result.held)
     return result

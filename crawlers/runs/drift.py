@@ -28,13 +28,13 @@ def drift_of(discrepancies: Sequence[str], *, not_drift: Sequence[str]) -> list[
     return [line for line in discrepancies if line not in excluded]
 
 
-def freeze_on_drift(*, from_block: int, to_block: int, drift: Sequence[str]) -> bool:
-    """Pause the campaign when reconcile found `drift` in from_block..to_block (and the setting allows);
-    True when this paused it."""
+def freeze_on_drift(*, chain: str, from_block: int, to_block: int, drift: Sequence[str]) -> bool:
+    """Pause the one campaign when reconcile found `drift` in from_block..to_block of any chain (and the
+    setting allows); True when this paused it."""
     if not drift:
         return False
     quoted = "; ".join(drift[:SHOWN]) + (f"; and {len(drift) - SHOWN} more" if len(drift) > SHOWN else "")
-    reason = f"reconcile found drift in blocks {from_block}..{to_block}: {quoted}"
+    reason = f"reconcile found drift in blocks {from_block}..{to_block} of {chain}: {quoted}"
     if not settings.CONFIG.freeze_on_drift:
         logger.error("drift found, campaign left running (DWS_FREEZE_ON_DRIFT=off): %s", reason)
         return False

@@ -119,7 +119,7 @@ def failures_agreed(
     if not failures:
         return []
     try:
-        their_final = tip_block(check, finalized=True, chain_id=chain.chain_id)
+        their_final = tip_block(check, finalized=True, chain=chain)
     except NoEvidenceError as exc:
         logger.warning("crawl %s: check provider %s gave no evidence (%s); failing nothing", label, check.origin, exc)
         untouched[WAITING] += len(failures)

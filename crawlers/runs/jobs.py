@@ -1,6 +1,8 @@
-"""One guarded run of a crawler job: its non-overlap lock, the domain run, the log line, the metrics, the
-catch-up progress and the run's end (crawlers/runs/cadence.py: a job that stops running is overdue). The
-Celery tasks and `manage.py crawl` both call these."""
+"""One guarded run of a crawler job of one chain: its non-overlap lock, the domain run, the log line, the
+metrics, the catch-up progress and the run's end (crawlers/runs/cadence.py: a job that stops running is
+overdue). The Celery tasks and `manage.py crawl` both call these; every chain's jobs are locked apart, so
+chains are crawled in parallel by however many workers there are, and one chain's provider never delays
+another's runs."""
 
 from __future__ import annotations
 
@@ -11,15 +13,16 @@ from django.conf import settings
 
 from crawlers.chain.clients import make_client
 from crawlers.chain.rpc import RpcClient
+from crawlers.runs.address_code import address_code_refusal
 from crawlers.runs.cadence import run_finished
 from crawlers.runs.crawl import crawl
 from crawlers.runs.lag import lag_seconds
 from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
 from crawlers.runs.operator import job_name
 from crawlers.runs.progress import catch_up_clear, catch_up_record
-from crawlers.runs.results import CrawlResult
+from crawlers.runs.results import CrawlResult, run_title
 from dws_project import metrics
-from dws_project.chain_settings import chain_settings
+from dws_project.chain_settings import ChainSettings
 from dws_project.locks import DATABASE_GONE, database_gone, non_overlapping
 
 logger = logging.getLogger("dws.crawlers")
@@ -32,27 +35,39 @@ LOCK_TTL = float(getattr(settings, "CRAWLER_LOCK_TTL", 120.0))
 RUN_MAX_BLOCKS = int(getattr(settings, "CRAWLER_RUN_MAX_BLOCKS", 1000))
 
 
-def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult | None:
-    """One run under the crawler's non-overlap lock; None when another run holds it."""
-    chain = chain_settings(settings.CONFIG)
-    client = client or make_client(chain)
+def job_chain(chain: str | None) -> ChainSettings:
+    """The configured chain `chain` (the first one when None)."""
+    config = settings.CONFIG
+    return config.chain(chain) if chain else config.first_chain
+
+
+def run_crawler(label: str, *, chain: str | None = None, client: RpcClient | None = None) -> CrawlResult | None:
+    """One run of the `label` crawler of `chain` under its non-overlap lock; None when another run holds it."""
+    settings_ = job_chain(chain)
+    client = client or make_client(settings_)
     trips_before = client.round_trips
 
-    @non_overlapping(job_name(label), ttl=LOCK_TTL)
+    @non_overlapping(job_name(label, settings_.name), ttl=LOCK_TTL)
     def guarded() -> CrawlResult:
-        return crawl(label, client=client, max_blocks=RUN_MAX_BLOCKS)
+        refused = address_code_refusal(client, settings_)
+        if refused is not None:
+            result = CrawlResult(label, chain=settings_.name, held=refused)
+            logger.critical("crawl %s: %s", run_title(label, settings_.name), refused)
+            return result
+        return crawl(label, chain=settings_.name, client=client, max_blocks=RUN_MAX_BLOCKS)
 
     started = time.monotonic()
     try:
         result = guarded()
         _log(result)
         if result is not None:
-            run_finished(label, chain.name)
+            run_finished(label, settings_.name)
     except DATABASE_GONE as exc:
-        database_gone(f"crawl {label}", exc)
+        database_gone(f"crawl {run_title(label, settings_.name)}", exc)
         return None
     if result is not None:
         metrics.crawl_observed(
+            chain=settings_.name,
             crawler=label,
             blocks=result.blocks,
             round_trips=client.round_trips - trips_before,
@@ -63,6 +78,7 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
         )
         if result.more_to_do and result.cursor is not None and result.tip is not None:  # more_to_do implies both
             catch_up_record(
+                chain=settings_.name,
                 label=label,
                 cursor=result.cursor,
                 tip=result.tip,
@@ -70,24 +86,25 @@ def run_crawler(label: str, *, client: RpcClient | None = None) -> CrawlResult |
                 seconds=time.monotonic() - started,
             )
         elif result.held is None:
-            catch_up_clear(label)
+            catch_up_clear(settings_.name, label)
     return result
 
 
-def run_old_unconfirmed(*, client: RpcClient | None = None) -> JudgeResult | None:
-    """One run of the judge under its non-overlap lock; None when another run holds it."""
+def run_old_unconfirmed(*, chain: str | None = None, client: RpcClient | None = None) -> JudgeResult | None:
+    """One run of `chain`'s judge under its non-overlap lock; None when another run holds it."""
+    settings_ = job_chain(chain)
 
-    @non_overlapping(job_name(OLD_UNCONFIRMED), ttl=LOCK_TTL)
+    @non_overlapping(job_name(OLD_UNCONFIRMED, settings_.name), ttl=LOCK_TTL)
     def guarded() -> JudgeResult:
-        return crawl_old_unconfirmed(client=client)
+        return crawl_old_unconfirmed(chain=settings_.name, client=client)
 
     try:
         result = guarded()
         _log(result)
         if result is not None:
-            run_finished(OLD_UNCONFIRMED, chain_settings(settings.CONFIG).name)
+            run_finished(OLD_UNCONFIRMED, settings_.name)
     except DATABASE_GONE as exc:
-        database_gone(f"crawl {OLD_UNCONFIRMED}", exc)
+        database_gone(f"crawl {run_title(OLD_UNCONFIRMED, settings_.name)}", exc)
         return None
     return result
 

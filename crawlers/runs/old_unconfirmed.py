@@ -62,7 +62,7 @@ from donations.judging import (
 )
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.services import DonationOutcome
-from dws_project.chain_settings import ChainSettings, chain_settings
+from dws_project.chain_settings import ChainSettings
 from dws_project.config import Config
 from dws_project.locks import chain_writer
 
@@ -80,6 +80,7 @@ _NOT_CARRIED = "its finalized block was fetched and does not carry it"
 
 @dataclass
 class JudgeResult:
+    chain: str
     examined: int = 0
     confirmed: int = 0
     held_paused: int = 0
@@ -92,7 +93,7 @@ class JudgeResult:
 
     def summary(self) -> str:
         text = (
-            f"crawl {OLD_UNCONFIRMED}: {self.examined} examined, {self.confirmed} confirmed, "
+            f"crawl {OLD_UNCONFIRMED} on {self.chain}: {self.examined} examined, {self.confirmed} confirmed, "
             f"{self.held_paused} held (paused), {self.failed} failed, {self.recrawled_blocks} block(s) re-crawled"
         )
         if self.untouched:
@@ -101,22 +102,26 @@ class JudgeResult:
 
 
 def crawl_old_unconfirmed(
-    *, config: Config | None = None, client: RpcClient | None = None, now: datetime | None = None
+    *,
+    chain: str | None = None,
+    config: Config | None = None,
+    client: RpcClient | None = None,
+    now: datetime | None = None,
 ) -> JudgeResult:
-    """One run of the judge over the oldest unconfirmed donations."""
+    """One run of the judge over the oldest unconfirmed donations of `chain` (the first chain when None)."""
     config = config or settings.CONFIG
-    chain = chain_settings(config)
-    with chain_writer(chain.name, OLD_UNCONFIRMED) as mine:  # exclusive in PostgreSQL too
+    chain_ = config.chain(chain) if chain else config.first_chain
+    with chain_writer(chain_.name, OLD_UNCONFIRMED) as mine:  # exclusive in PostgreSQL too
         if not mine:
-            result = JudgeResult()
-            result.held = f"another run of the judge ({chain.name}) holds its PostgreSQL lock; skipped"
+            result = JudgeResult(chain_.name)
+            result.held = f"another run of the judge of {chain_.name} holds its PostgreSQL lock; skipped"
             return result
-        return _run(config, chain, client or make_client(chain), now or timezone.now())
+        return _run(config, chain_, client or make_client(chain_), now or timezone.now())
 
 
 def _run(config: Config, chain: ChainSettings, client: RpcClient, now: datetime) -> JudgeResult:
-    result = JudgeResult()
-    rows = _batch(now)
+    result = JudgeResult(chain.name)
+    rows = _batch(chain.name, now)
     result.examined = len(rows)
     if not rows:
         return result
@@ -138,14 +143,14 @@ def _run(config: Config, chain: ChainSettings, client: RpcClient, now: datetime)
     return result
 
 
-def _batch(now: datetime) -> list[Donation]:
-    """The rows this run judges. The pause's backlog (rows proven but held by a pause, `held_at`) is
+def _batch(chain: str, now: datetime) -> list[Donation]:
+    """The rows of `chain` this run judges. The pause's backlog (rows proven but held by a pause, `held_at`) is
     left alone while paused -- nothing is to be judged until crediting resumes, and 500 of them must not
     fill every batch while sustained absence goes on failing rows -- and comes first, whatever its age,
     as soon as the campaign is not paused, however the pause was lifted (the admin's Resume or the
     README's SQL). Holding a row cleared its next-look time; a held row this crawler then looks at and
     cannot resolve backs off like any other."""
-    unconfirmed = Donation.objects.filter(status=DonationStatus.UNCONFIRMED)
+    unconfirmed = Donation.objects.filter(chain=chain, status=DonationStatus.UNCONFIRMED)
     due = Q(block_time__lt=now - MIN_AGE) & (Q(next_look_at__isnull=True) | Q(next_look_at__lte=now))
     if DonationStats.objects.get().status == CampaignStatus.PAUSED:
         chosen = unconfirmed.filter(due, held_at__isnull=True)
@@ -161,7 +166,7 @@ def _judge(
     rows: list[Donation], config: Config, chain: ChainSettings, client: RpcClient, now: datetime, result: JudgeResult
 ) -> None:
     try:
-        finalized = tip_block(client, finalized=True, chain_id=chain.chain_id)
+        finalized = tip_block(client, finalized=True, chain=chain)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         result.untouched["no finalized block from the provider"] += len(rows)
@@ -169,7 +174,7 @@ def _judge(
     except ChainMismatchError as exc:
         result.held = exc.hold_reason()
         result.untouched["the provider serves another chain"] += len(rows)
-        logger.critical("crawl %s: %s", OLD_UNCONFIRMED, result.held)
+        logger.critical("crawl %s on %s: %s", OLD_UNCONFIRMED, chain.name, result.held)
         return
 
     hashes = sorted({row.tx_hash for row in rows})
@@ -303,7 +308,7 @@ def _judge(
         result.paused_ids = [i for i, o in outcomes.items() if o == DonationOutcome.HELD_PAUSED]
         result.held_paused += len(result.paused_ids)
     for number in sorted(recrawl):
-        recrawled = crawl_single_block(FINALIZED, number, config=config, client=client)
+        recrawled = crawl_single_block(FINALIZED, number, chain=chain.name, config=config, client=client)
         result.recrawled_blocks += 1
         result.confirmed += recrawled.confirmed
         if recrawled.held:

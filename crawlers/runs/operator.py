@@ -19,7 +19,6 @@ from crawlers.record.inflows import InflowRefused, inflow_mark_credited
 from crawlers.runs.crawl import crawl_single_block
 from donations.models import Donation
 from donations.sightings import amount_scale
-from dws_project.chain_settings import chain_settings
 from dws_project.config import Config
 from dws_project.locks import chain_writer, exclusive_run
 
@@ -28,9 +27,9 @@ logger = logging.getLogger("dws.crawlers")
 LABELS = (LATEST, FINALIZED)
 
 
-def job_name(label: str) -> str:
-    """The non-overlap lock name of a crawler (its Celery task, its command and `set_cursor` share it)."""
-    return f"crawl-{label}"
+def job_name(label: str, chain: str) -> str:
+    """The non-overlap lock name of a chain's crawler (its Celery task, its command and `set_cursor` share it)."""
+    return f"crawl-{chain}-{label}"
 
 
 class CursorRefused(Exception):
@@ -38,9 +37,16 @@ class CursorRefused(Exception):
 
 
 def set_cursor(
-    label: str, value: int, *, operator: str, client: RpcClient | None = None, config: Config | None = None
+    label: str,
+    value: int,
+    *,
+    operator: str,
+    chain: str | None = None,
+    client: RpcClient | None = None,
+    config: Config | None = None,
 ) -> int | None:
-    """Move a crawler's cursor (the last block it has processed) by hand; returns the previous value.
+    """Move a crawler's cursor of `chain` (the first chain when None; the last block it has processed) by
+    hand; returns the previous value.
 
     Refused beyond the chain head (or when the provider will not say where the head is), and while a
     run of that crawler holds its lock, so the run cannot write the old position back afterwards.
@@ -49,19 +55,21 @@ def set_cursor(
         raise CursorRefused(f"unknown crawler {label!r}")
     if value < 0:
         raise CursorRefused("the block number must be >= 0")
-    chain = chain_settings(config or settings.CONFIG)
-    tips = chain_tips(client or make_client(chain))
+    config = config or settings.CONFIG
+    settings_ = config.chain(chain) if chain else config.first_chain
+    tips = chain_tips(client or make_client(settings_))
     if tips.head is None:
         raise CursorRefused("the provider did not say where its head is; try again")
     if value > tips.head:
         raise CursorRefused(f"block {value} is beyond the chain head {tips.head}")
-    with exclusive_run(job_name(label)) as acquired, chain_writer(chain.name, label) as mine:
+    name = settings_.name
+    with exclusive_run(job_name(label, name)) as acquired, chain_writer(name, label) as mine:
         if not (acquired and mine):
-            raise CursorRefused(f"the {label} crawler is running; try again in a few seconds")
-        before = cursor_get(chain=chain.name, label=label)
-        cursor_write(chain=chain.name, label=label, value=value)
+            raise CursorRefused(f"the {label} crawler of {name} is running; try again in a few seconds")
+        before = cursor_get(chain=name, label=label)
+        cursor_write(chain=name, label=label, value=value)
     previous = before.value if before else None
-    logger.warning("cursor %s moved by %s: %s -> %d (head %d)", label, operator, previous, value, tips.head)
+    logger.warning("cursor %s of %s moved by %s: %s -> %d (head %d)", label, name, operator, previous, value, tips.head)
     return previous
 
 
@@ -74,10 +82,10 @@ def inflow_credit(
     only if that covers it, else it stays open with the rest as its amount (for "not a donation", or
     another transaction). Under the finalized crawler's PostgreSQL lock, from the look at what was
     recorded before to the inflow's marking."""
-    chain = chain_settings(config or settings.CONFIG)
-    with chain_writer(chain.name, FINALIZED) as mine:
+    chain = UnexplainedInflow.objects.values_list("chain", flat=True).get(pk=inflow_id)
+    with chain_writer(chain, FINALIZED) as mine:
         if not mine:
-            raise InflowRefused("the finalized crawler is writing this chain's blocks; try again in a minute")
+            raise InflowRefused(f"the finalized crawler is writing {chain}'s blocks; try again in a minute")
         return _inflow_credit(inflow_id=inflow_id, tx_hash=tx_hash, operator=operator, config=config, client=client)
 
 
@@ -88,12 +96,16 @@ def _inflow_credit(
     inflow = UnexplainedInflow.objects.get(pk=inflow_id)
     if inflow.status != InflowStatus.OPEN:
         raise InflowRefused(f"this inflow is already {inflow.status}")
+    if inflow.chain not in (config or settings.CONFIG).chain_names:
+        raise InflowRefused(f"chain {inflow.chain} is not configured (DWS_CHAINS): its blocks cannot be re-examined")
     if len(tx_hash) != 66 or not tx_hash.startswith("0x"):
         raise InflowRefused("a transaction hash is 0x followed by 64 hex digits")
-    rows = Donation.objects.filter(tx_hash=tx_hash, block_hash=inflow.block_hash, asset=inflow.asset)
+    rows = Donation.objects.filter(
+        chain=inflow.chain, tx_hash=tx_hash, block_hash=inflow.block_hash, asset=inflow.asset
+    )
     # A donation recorded before is already in the balance identity: it cannot be what is unexplained.
     known = set(rows.values_list("id", flat=True))
-    result = crawl_single_block(FINALIZED, inflow.block_number, config=config, client=client)
+    result = crawl_single_block(FINALIZED, inflow.block_number, chain=inflow.chain, config=config, client=client)
     if result.held:
         raise InflowRefused(f"block {inflow.block_number} could not be re-examined now: {result.held}")
     rows = rows.exclude(id__in=known)
@@ -104,7 +116,7 @@ def _inflow_credit(
             f"it {why} (transactions, call traces, logs)"
         )
     credited = sum((r.amount for r in rows), Decimal(0))
-    chain = chain_settings(config or settings.CONFIG)
+    chain = (config or settings.CONFIG).chain(inflow.chain)
     decimals = (
         ETH_DECIMALS if inflow.asset == "eth" else next(c.scale for c in chain.stable_coins if c.asset == inflow.asset)
     )

@@ -19,12 +19,13 @@ from dws_project.redis_client import get_redis
 
 logger = logging.getLogger("dws.crawlers")
 
-KEY = "dws:crawl-progress:{label}"
+KEY = "dws:crawl-progress:{chain}:{label}"
 TTL_SECONDS = 600  # progress older than this is no longer a catch-up under way
 
 
 @dataclass(frozen=True)
 class CatchUp:
+    chain: str
     label: str
     cursor: int
     tip: int
@@ -37,34 +38,34 @@ class CatchUp:
 
     def describe(self) -> str:
         return (
-            f"crawl {self.label}: catching up, {self.behind} block(s) behind tip {self.tip} at "
+            f"crawl {self.label} on {self.chain}: catching up, {self.behind} block(s) behind tip {self.tip} at "
             f"{self.blocks_per_second:.0f} blocks/s, about {self.eta_seconds} s to go"
         )
 
 
-def catch_up_record(*, label: str, cursor: int, tip: int, blocks: int, seconds: float) -> CatchUp:
+def catch_up_record(*, chain: str, label: str, cursor: int, tip: int, blocks: int, seconds: float) -> CatchUp:
     """Store and log the progress of a run that ended behind its tip; returns it."""
     speed = blocks / seconds if seconds > 0 else 0.0
     behind = max(tip - cursor, 0)
     eta = int(behind / speed) + 1 if speed > 0 else -1
-    progress = CatchUp(label, cursor, tip, round(speed, 1), eta)
+    progress = CatchUp(chain, label, cursor, tip, round(speed, 1), eta)
     try:
-        get_redis().set(KEY.format(label=label), json.dumps(asdict(progress)), ex=TTL_SECONDS)
+        get_redis().set(KEY.format(chain=chain, label=label), json.dumps(asdict(progress)), ex=TTL_SECONDS)
     except RedisError as exc:  # progress is a courtesy; the crawl itself does not depend on it
         logger.warning("catch-up progress not stored: %s", type(exc).__name__)
     logger.info("%s", progress.describe())
     return progress
 
 
-def catch_up_clear(label: str) -> None:
+def catch_up_clear(chain: str, label: str) -> None:
     with contextlib.suppress(RedisError):
-        get_redis().delete(KEY.format(label=label))
+        get_redis().delete(KEY.format(chain=chain, label=label))
 
 
-def catch_up_status(label: str) -> dict[str, Any] | None:
+def catch_up_status(chain: str, label: str) -> dict[str, Any] | None:
     """The stored progress of a catch-up under way, for /health; None when the crawler is current."""
     try:
-        raw = get_redis().get(KEY.format(label=label))
+        raw = get_redis().get(KEY.format(chain=chain, label=label))
     except RedisError:
         return None
     if not raw:

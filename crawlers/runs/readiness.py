@@ -17,7 +17,6 @@ from django.db import connection
 from crawlers.chain.clients import make_probe_client
 from crawlers.chain.outcomes import NoEvidence
 from crawlers.runs.cadence import overdue_jobs
-from dws_project.chain_settings import chain_settings
 from dws_project.redis_client import get_redis
 from dws_project.startup import describe_database_error
 
@@ -48,13 +47,13 @@ def readiness_problems(kind: str, *, worker_queues: str | None = None) -> list[s
         problems.append(f"redis unavailable: {type(exc).__name__}")
     if not answers_for_crawlers(kind, worker_queues):
         return problems
-    chain = chain_settings(settings.CONFIG)
-    try:
-        outcome = make_probe_client(chain).call("eth_blockNumber")
-        if isinstance(outcome, NoEvidence):
-            problems.append(f"provider {chain.rpc_origin} gave no answer: {outcome.kind}")
-    except Exception as exc:  # noqa: BLE001 - e.g. its back-off window could not be read from Redis
-        problems.append(f"provider {chain.rpc_origin} not asked: {type(exc).__name__}")
+    for chain in settings.CONFIG.chains:
+        try:
+            outcome = make_probe_client(chain).call("eth_blockNumber")
+            if isinstance(outcome, NoEvidence):
+                problems.append(f"provider {chain.rpc_origin} of chain {chain.name} gave no answer: {outcome.kind}")
+        except Exception as exc:  # noqa: BLE001 - e.g. its back-off window could not be read from Redis
+            problems.append(f"provider {chain.rpc_origin} of chain {chain.name} not asked: {type(exc).__name__}")
     if database_up:
         try:
             problems += [late.describe() for late in overdue_jobs()]

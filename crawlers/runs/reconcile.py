@@ -42,7 +42,7 @@ from crawlers.scan.ranges import RANGE_BLOCKS
 from crawlers.scan.results import ReadMode
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, UserData
 from donations.sightings import DonationKey, Transfer, donation_key
-from dws_project.chain_settings import chain_settings
+from dws_project.chain_settings import ChainSettings
 from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")
@@ -52,12 +52,18 @@ DAY_OF_BLOCKS = 7200  # ~24 h of 12 s blocks: the daily run's range
 RECONCILE = ReadMode("reconcile", final=True)
 
 
+def reconcile_lock(chain: str) -> str:
+    """The non-overlap lock of a chain's reconciles (the command, the daily task and a worker's start)."""
+    return f"reconcile-{chain}"
+
+
 class ReconcileError(Exception):
     """The range cannot be checked at all (no finalized block from the provider, an empty range)."""
 
 
 @dataclass
 class ReconcileReport:
+    chain: str
     from_block: int
     to_block: int  # the last block checked
     started_at: datetime
@@ -76,7 +82,10 @@ class ReconcileReport:
 
     def summary(self) -> str:
         verdict = "no drift" if self.ok else f"{len(self.discrepancies)} discrepancy(ies)"
-        text = f"reconcile blocks {self.from_block}..{self.to_block}: {self.transfers} transfer(s) on chain, {verdict}"
+        text = (
+            f"reconcile {self.chain} blocks {self.from_block}..{self.to_block}: "
+            f"{self.transfers} transfer(s) on chain, {verdict}"
+        )
         return text + "".join(f"; {note}" for note in self.notes)
 
 
@@ -94,24 +103,31 @@ def reconcile(
     from_block: int,
     to_block: int,
     *,
+    chain: str | None = None,
     config: Config | None = None,
     client: RpcClient | None = None,
     trigger: str = "command",
 ) -> ReconcileReport:
-    """Check blocks from_block..to_block (clipped to what is finalized and crawled); store the result."""
+    """Check blocks from_block..to_block of `chain` (the first chain when None), clipped to what is finalized
+    and crawled; store the result. Drift on any chain freezes the one campaign."""
     config = config or settings.CONFIG
-    chain = chain_settings(config)
+    return _reconcile(config.chain(chain) if chain else config.first_chain, from_block, to_block, client, trigger)
+
+
+def _reconcile(
+    chain: ChainSettings, from_block: int, to_block: int, client: RpcClient | None, trigger: str
+) -> ReconcileReport:
     client = client or make_reconcile_client(chain)
     if from_block < 0 or to_block < from_block:
         raise ReconcileError(f"empty range {from_block}..{to_block}")
-    _check_chain(client, chain.chain_id)
+    _check_chain(client, chain)
     tips = chain_tips(client)
     if tips.finalized is None:
         raise ReconcileError("the provider did not say which block is finalized; try again")
     cursor = cursor_get(chain=chain.name, label=FINALIZED)
     crawled = cursor.value if cursor else from_block - 1
     end = min(to_block, tips.finalized, crawled)
-    report = ReconcileReport(from_block, end, timezone.now())
+    report = ReconcileReport(chain.name, from_block, end, timezone.now())
     if end < to_block:
         report.notes.append(
             f"blocks {end + 1}..{to_block} not checked (finalized block {tips.finalized}, finalized cursor {crawled})"
@@ -122,7 +138,8 @@ def reconcile(
     # The balance proof (`prove_range`) judges each range by the address's own balances, whatever
     # the detector saw: a block it cannot close is drift unless an operator closed its inflow.
     inflows = {
-        (i.block_hash, i.asset): i for i in UnexplainedInflow.objects.filter(block_number__range=(from_block, end))
+        (i.block_hash, i.asset): i
+        for i in UnexplainedInflow.objects.filter(chain=chain.name, block_number__range=(from_block, end))
     }
     unchecked: list[range] = []  # blocks without evidence: their rows can be neither confirmed nor refuted
     blind: set[str] = set()  # hashes of blocks whose call traces reconcile cannot read: internal rows unchecked
@@ -139,7 +156,7 @@ def reconcile(
                 inflow = inflows.get((block.header.hash, asset))
                 status = inflow.status if inflow else None
                 blind_why = traces_unreadable(client, chain, block) if asset == "eth" and status is None else None
-                rows_here = internal_rows(block.header.hash) if blind_why else []
+                rows_here = internal_rows(chain.name, block.header.hash) if blind_why else []
                 if blind_why and accounted_for(raw, rows_here):
                     blind.add(block.header.hash)
                     report.discrepancies.append(
@@ -169,10 +186,11 @@ def reconcile(
 
     paused = DonationStats.objects.get().status == CampaignStatus.PAUSED
     tx_hashes = {t.tx_hash for t in on_chain.values()} | set(reverted)
+    on_this_chain = Donation.objects.filter(chain=chain.name)
     rows = {
         donation_key(r): r
-        for r in Donation.objects.filter(tx_hash__in=tx_hashes)
-        | Donation.objects.filter(block_number__range=(from_block, end))
+        for r in on_this_chain.filter(tx_hash__in=tx_hashes)
+        | on_this_chain.filter(block_number__range=(from_block, end))
     }
     pending: list[int] = []
     report.notes += set_aside_earlier_rules(rows, on_chain, own, chain.donation_address)
@@ -220,13 +238,14 @@ def reconcile(
             f"(donation id(s) {', '.join(map(str, pending[:10]))}{' ...' if len(pending) > 10 else ''})"
         )
     report.discrepancies += ledger_discrepancies()
-    for inflow in UnexplainedInflow.objects.filter(status=InflowStatus.OPEN).order_by("block_number"):
+    for inflow in UnexplainedInflow.objects.filter(chain=chain.name, status=InflowStatus.OPEN).order_by("block_number"):
         report.discrepancies.append(
             f"block {inflow.block_number}: unexplained inflow {inflow.pk} of {inflow.amount} {inflow.asset} is open "
             '(see docs/operating.md, "an unexplained inflow")'
         )
         report.awaiting_operator.append(report.discrepancies[-1])
     ReconcileRun.objects.create(
+        chain=chain.name,
         trigger=trigger,
         from_block=from_block,
         to_block=end,
@@ -238,7 +257,7 @@ def reconcile(
     )
     (logger.info if report.ok else logger.error)("%s", report.summary())
     drift = drift_of(report.discrepancies, not_drift=report.unchecked + report.awaiting_operator)
-    freeze_on_drift(from_block=report.from_block, to_block=report.to_block, drift=drift)
+    freeze_on_drift(chain=chain.name, from_block=report.from_block, to_block=report.to_block, drift=drift)
     return report
 
 
@@ -276,24 +295,29 @@ def ledger_discrepancies(*, donors: Collection[str] | None = None) -> list[str]:
     return problems
 
 
-def _check_chain(client: RpcClient, expected: int) -> None:
+def _check_chain(client: RpcClient, chain: ChainSettings) -> None:
     """A check of another network's blocks would report drift that is not there (or miss what is)."""
     try:
-        check_chain_id(client, expected)
+        check_chain_id(client, chain)
     except NoEvidenceError as exc:
         raise ReconcileError(f"the provider did not say which chain it serves ({exc}); try again") from None
     except ChainMismatchError as exc:
-        logger.critical("reconcile: %s", exc.hold_reason())
+        logger.critical("reconcile %s: %s", chain.name, exc.hold_reason())
         raise ReconcileError(exc.hold_reason()) from None
 
 
-def reconcile_last_day(*, config: Config | None = None, client: RpcClient | None = None) -> ReconcileReport:
-    """The daily check: the last ~day of finalized blocks (never before DWS_START_BLOCK)."""
+def reconcile_last_day(
+    *, chain: str | None = None, config: Config | None = None, client: RpcClient | None = None
+) -> ReconcileReport:
+    """The daily check of `chain` (the first when None): its last ~day of finalized blocks (never before its
+    start block). A rollup makes blocks faster than Ethereum: a day of them is more than DAY_OF_BLOCKS, and
+    the older ones were checked by the finalized crawler's own proof and checkpoints."""
     config = config or settings.CONFIG
-    client = client or make_reconcile_client(chain_settings(config))
-    _check_chain(client, config.chain_id)
+    settings_ = config.chain(chain) if chain else config.first_chain
+    client = client or make_reconcile_client(settings_)
+    _check_chain(client, settings_)
     finalized = chain_tips(client).finalized
     if finalized is None:
         raise ReconcileError("the provider did not say which block is finalized; try again")
-    start = max(finalized - DAY_OF_BLOCKS + 1, config.start_block or 0, 0)
-    return reconcile(start, finalized, config=config, client=client, trigger="daily")
+    start = max(finalized - DAY_OF_BLOCKS + 1, settings_.start_block or 0, 0)
+    return _reconcile(settings_, start, finalized, client, "daily")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crawlers.record.blocks import BlockTally
+
+
+def run_title(label: str, chain: str) -> str:
+    """How a crawler job is named in its log lines and output: "finalized on base"."""
+    return f"{label} on {chain}"
 
 
 @dataclass
 class CrawlResult(BlockTally):
     label: str
+    chain: str = field(kw_only=True)
     cursor_before: int | None = None
     tip: int | None = None  # head (latest) or finalized block the run aimed for
     held: str | None = None  # why the run stopped short of the tip
@@ -27,7 +33,8 @@ class CrawlResult(BlockTally):
 
     def summary(self) -> str:
         text = (
-            f"crawl {self.label}: cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
+            f"crawl {run_title(self.label, self.chain)}: "
+            f"cursor {self.cursor_before} -> {self.cursor} (tip {self.tip}), "
             f"{self.blocks} block(s), {self.inserted} inserted, {self.confirmed} confirmed, {self.failed} failed"
         )
         return text + (f"; held: {self.held}" if self.held else "")

@@ -35,7 +35,7 @@ def run_tip(
     latest crawler falls over to the check provider when ours gives no evidence (a donor still sees
     "pending" at once; confirming it waits for both)."""
     try:
-        tip = tip_block(client, finalized=final, chain_id=chain.chain_id)
+        tip = tip_block(client, finalized=final, chain=chain)
     except NoEvidenceError as exc:
         if check is None or final:
             raise
@@ -46,9 +46,9 @@ def run_tip(
             exc,
             check.origin,
         )
-        return check, tip_block(check, finalized=False, chain_id=chain.chain_id)
+        return check, tip_block(check, finalized=False, chain=chain)
     if check is not None and final:
-        theirs = tip_block(check, finalized=True, chain_id=chain.chain_id)
+        theirs = tip_block(check, finalized=True, chain=chain)
         if theirs < tip:
             logger.info(
                 "crawl %s: the check provider's finalized block %d trails ours (%d); going as far as it",

@@ -42,10 +42,10 @@ def traces_unreadable(client: RpcClient, chain: ChainSettings, block: ScannedBlo
     return None
 
 
-def internal_rows(block_hash: str) -> list[Donation]:
-    """The internal-ETH rows recorded in this block (not failed)."""
+def internal_rows(chain: str, block_hash: str) -> list[Donation]:
+    """The internal-ETH rows recorded in this block of `chain` (not failed)."""
     return list(
-        Donation.objects.filter(block_hash=block_hash, trace_address__isnull=False, asset=ETH).exclude(
+        Donation.objects.filter(chain=chain, block_hash=block_hash, trace_address__isnull=False, asset=ETH).exclude(
             status=DonationStatus.FAILED
         )
     )

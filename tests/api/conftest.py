@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -12,6 +11,7 @@ from eth_account import Account
 from dws_project.redis_client import get_redis
 from tests.api.support import forget_used_timestamps
 from tests.chain import Anvil
+from tests.configs import configured
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +47,7 @@ def node(api_chain: Anvil) -> Iterator[Anvil]:
 
 @pytest.fixture(autouse=True)
 def _api_provider(api_chain: Anvil, settings) -> Anvil:
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=api_chain.url)
+    settings.CONFIG = configured(settings.CONFIG, rpc_url=api_chain.url)
     return api_chain
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from eth_account import Account
 
@@ -13,6 +11,7 @@ from tests.api.contract_wallets import contract_headers, counterfactual_wallet, 
 from tests.api.support import post_code_as_donor as post_code
 from tests.api.support import wallet_headers
 from tests.chain import load_artifact
+from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db]
@@ -102,7 +101,7 @@ def test_a_provider_that_cannot_answer_refuses_with_its_own_error_and_the_messag
     wallet = deploy_wallet(node, owner)
     headers = contract_headers(wallet, owner, "affiliate code")
     with RpcProxy(node.url) as proxy:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=proxy.url("/rpc"))
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=proxy.url("/rpc"))
         proxy.arm(method, **fault)
 
         assert_refused(post_code(api, headers), SIGNATURE_UNVERIFIABLE)

@@ -50,7 +50,7 @@ def test_before_any_check_the_proof_says_so_for_the_configured_chain(api, settin
     chain = api.get("/proof.json").json()["chains"][0]
 
     assert chain["chain"] == "eth"
-    assert chain["donation_address"] == settings.CONFIG.donation_address
+    assert chain["donation_address"] == settings.CONFIG.first_chain.donation_address
     assert [a["asset"] for a in chain["assets"]] == ["eth", "usdt", "usdc"]
     assert chain["ranges"] == []
     assert chain["proven_through"] is None

@@ -4,7 +4,6 @@ past the budget, never an acceptance (issue 21, high 1 and low 13)."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +25,7 @@ from tests.api.contract_wallets import contract_headers, counterfactual_wallet, 
 from tests.api.support import post_code_as_donor as post_code
 from tests.api.support import wallet_headers, wallet_ts
 from tests.chain import Anvil
+from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db]
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.django_db]
 @pytest.fixture
 def proxy(node: Anvil, settings) -> Iterator[RpcProxy]:
     with RpcProxy(node.url) as running:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=running.url("/rpc"))
         yield running
 
 

@@ -13,7 +13,6 @@ the final chain is confirmed exactly once, nothing else is, the ledger invariant
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import signal
@@ -34,10 +33,11 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.reconcile import reconcile
 from crawlers.tasks import crawl_finalized, crawl_latest, crawl_old_unconfirmed_task
 from donations.models import Donation, DonationStats, DonationStatus
-from dws_project.config import parse_sale_params
+from dws_project.config_values import parse_sale_params
 from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, ROOT, Anvil, deploy_stable_coins
+from tests.configs import configured
 from tests.detection_oracle import chain_donations
 from tests.invariants import assert_ledger_invariants
 from tests.ops.processes import celery_worker_command, process_environment
@@ -138,9 +138,9 @@ class Stack:
     def use_sale(self, sale: str) -> None:
         """The same tiers for this process (the operator's commands, reconcile) as for the workers."""
         self.env["DWS_SALE_PARAMS"] = sale
-        self.settings.CONFIG = dataclasses.replace(
+        self.settings.CONFIG = configured(
             django_settings.CONFIG,
-            eth_rpc_url=self.anvil.url,
+            rpc_url=self.anvil.url,
             start_block=self.start_block,
             sale_tiers=parse_sale_params(sale),
         )

@@ -37,7 +37,7 @@ def test_a_crawler_behind_runs_again_at_once_until_it_is_current(stack_factory):
     progress_seen = None
     while time.monotonic() < deadline:
         cursor = cursor_get(chain=CHAIN, label=FINALIZED)
-        progress_seen = progress_seen or catch_up_status(FINALIZED)
+        progress_seen = progress_seen or catch_up_status("eth", FINALIZED)
         if cursor is not None and cursor.value >= tip:
             break
         time.sleep(0.2)
@@ -50,4 +50,4 @@ def test_a_crawler_behind_runs_again_at_once_until_it_is_current(stack_factory):
     assert progress_seen["behind"] > 0
     assert progress_seen["eta_seconds"] > 0
     assert Donation.objects.get(tx_hash=donation).status == DonationStatus.CONFIRMED
-    assert catch_up_status(FINALIZED) is None  # current again: /health no longer shows a catch-up
+    assert catch_up_status("eth", FINALIZED) is None  # current again: /health no longer shows a catch-up

@@ -3,7 +3,6 @@ snapshot of it (reverted afterwards), with the crawlers pointed at it through se
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -14,6 +13,7 @@ from django.utils import timezone
 from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
 from tests.chain import Anvil, deploy_stable_coins
+from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
 ETH_USD = Decimal("2000")
@@ -40,7 +40,7 @@ def node(chain: Anvil) -> Iterator[Anvil]:
 def proxy(node: Anvil, settings) -> Iterator[RpcProxy]:
     """The crawlers' provider is the fault proxy in front of the test node."""
     with RpcProxy(node.url) as running:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=running.url("/rpc"))
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=running.url("/rpc"))
         yield running
 
 
@@ -66,9 +66,9 @@ def _fresh_worker_warnings() -> None:
 def crawl_config(settings, node: Anvil):
     """The crawlers' configuration for this test: this node, starting after its current head."""
     config = settings.CONFIG
-    coins = {c.asset: c.contract for c in config.stable_coins}
+    coins = {c.asset: c.contract for c in config.first_chain.stable_coins}
     assert coins == node.coins, "deploy/env.local's DWS_STABLE_COINS must match the deployed test coins"
-    settings.CONFIG = dataclasses.replace(config, eth_rpc_url=node.url, start_block=node.head() + 1)
+    settings.CONFIG = configured(config, rpc_url=node.url, start_block=node.head() + 1)
     return settings
 
 

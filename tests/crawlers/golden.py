@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dws_project.chain_settings import ChainSettings
-from dws_project.config import StableCoin
+from dws_project.config_values import StableCoin
 
 RESOURCES = Path(__file__).resolve().parent / "decode" / "resources"
 ETH_SCALE, COIN_SCALE = 8, 10  # donation.amount's scales (donations.sightings)

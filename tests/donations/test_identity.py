@@ -75,7 +75,7 @@ def sighting(log_index, amount, block_hash=NEW_BLOCK, donor=DONOR, asset="usdt",
     )
     # A coin is USD 1:1; an ETH sighting carries the ETH price that makes its USD value `usd`.
     eth_price = Decimal(usd or "2000") / Decimal(amount) if asset == "eth" else None
-    return Sighting(transfer=transfer, block_time=WHEN, eth_price=eth_price)
+    return Sighting(chain="eth", transfer=transfer, block_time=WHEN, eth_price=eth_price)
 
 
 def record(s: Sighting):

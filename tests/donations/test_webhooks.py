@@ -28,8 +28,7 @@ from donations.webhook_delivery import webhooks_drain
 from donations.webhook_models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from donations.webhooks import webhook_inflow_unexplained
 from donations.wire import inflow_public
-from dws_project.chain_settings import chain_settings
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.manual import page_text
 from tests.webhook_receiver import Receiver, registered_endpoint, webhook_receiver
@@ -257,7 +256,8 @@ def test_an_unexplained_inflow_is_delivered_by_the_celery_task_after_the_commit(
     (body,) = bodies(receiver)
     assert body["event"] == "inflow.unexplained"
     # the shape /proof.json lists (never an exponent: str(Decimal) would write "2.7E-8"), without our recording time
-    assert body["data"] == {"chain_id": settings.CONFIG.chain_id, "id": inflow.pk} | {
+    chain = settings.CONFIG.first_chain
+    assert body["data"] == {"chain": chain.name, "chain_id": chain.chain_id, "id": inflow.pk} | {
         k: v for k, v in inflow_public(inflow).items() if k != "recorded_at"
     }
     assert body["data"]["amount"] == "0.000000027"
@@ -302,13 +302,13 @@ def test_eth_from_an_internal_call_is_keyed_by_its_trace_position(node, settings
     receipt = node.receipt(tx)
     (transfer,) = internal_eth_transfers(
         RpcClient(node.url),
-        chain_settings(settings.CONFIG),
+        settings.CONFIG.first_chain,
         block_number=int(receipt["blockNumber"], 16),
         block_hash=receipt["blockHash"],
     )
     with webhook_receiver() as receiver:
         endpoint(receiver, ["donation.seen"])
-        sighting = Sighting(transfer=transfer, block_time=timezone.now(), eth_price=Decimal("2000"))
+        sighting = Sighting(chain="eth", transfer=transfer, block_time=timezone.now(), eth_price=Decimal("2000"))
         donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
         webhooks_drain()
 

@@ -14,7 +14,6 @@ from donations.models import Donation, DonationStatus
 from donations.selectors import user_donations
 from donations.webhooks import donation_data
 from donations.wire import DONATION_FIELDS, RECORDING_TIMES, donation_public, donation_values
-from dws_project.chain_settings import FIRST_CHAIN
 
 pytestmark = pytest.mark.django_db
 
@@ -51,13 +50,13 @@ def _row(**fields) -> Donation:
 def test_the_api_and_a_webhook_render_the_same_row_the_same_way(fields) -> None:
     in_memory = _row(**fields)
     [from_sql] = user_donations(address=DONOR)
-    assert from_sql == donation_public(donation_values(in_memory, chain=FIRST_CHAIN))
-    assert from_sql == donation_public(donation_values(Donation.objects.get(pk=in_memory.pk), chain=FIRST_CHAIN))
+    assert from_sql == donation_public(donation_values(in_memory))
+    assert from_sql == donation_public(donation_values(Donation.objects.get(pk=in_memory.pk)))
     webhook = donation_data(in_memory)
     shown = {k: v for k, v in from_sql.items() if k not in RECORDING_TIMES}
     assert {k: webhook[k] for k in shown} == shown  # the webhook extends the API's shape
     assert not set(RECORDING_TIMES) & set(webhook)  # the same event re-emitted after a restore is the same
-    assert webhook["chain_id"] == settings.CONFIG.chain_id
+    assert webhook["chain_id"] == settings.CONFIG.first_chain.chain_id
 
 
 def test_the_schema_documents_exactly_the_donation_shape() -> None:

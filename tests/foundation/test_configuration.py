@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from dws_project.config import ConfigError, load_config, parse_donation_address
+from dws_project.config import ConfigError, load_config
+from dws_project.config_values import parse_donation_address
 from tests.processes import ROOT, base_environment, leaked_secrets, run_manage
 
 VALID_USDT = "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:6"
@@ -187,8 +188,8 @@ def test_debug_is_refused_outside_a_development_chain(chain_id: str | None) -> N
     result = run_manage("check", env=env)
 
     assert result.returncode == 2
-    assert "DJANGO_DEBUG is only accepted on a development chain (DWS_CHAIN_ID one of 1337, 31337)" in result.stderr
-    assert f"DWS_CHAIN_ID is {chain_id or 'not set'}" in result.stderr
+    assert "DJANGO_DEBUG is only accepted on a development chain (every chain's id one of 1337, 31337)" in result.stderr
+    assert (f"DWS_CHAIN_ID is {chain_id}" if chain_id else "DWS_CHAIN_ID is required but not set") in result.stderr
 
 
 def test_every_variable_the_configuration_reads_is_documented_in_env_example() -> None:
@@ -196,10 +197,17 @@ def test_every_variable_the_configuration_reads_is_documented_in_env_example() -
 
     from tests.processes import ROOT
 
-    source = (ROOT / "dws_project" / "config.py").read_text()
-    read = set(re.findall(r'read\(\s*"([A-Z_]+)"', source))
+    source = "".join((ROOT / "dws_project" / name).read_text() for name in ("config.py", "chain_settings.py"))
+    read = set(re.findall(r'(?:required|optional)\(\s*f?"([A-Z][A-Z0-9_{}a-z]+)"', source))
+    read = {name.replace("{venue}", "BINANCE") for name in read}
+    assert {"DATABASE_URL", "DWS_SALE_PARAMS", "DWS_CHAINS", "DWS_VENUE_BINANCE_URL"} <= read
     documented = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]+)=", (ROOT / "deploy" / "env.example").read_text(), re.M))
     assert read - documented == set()
+    # every chain's settings, by their names for chains eth and base
+    chain_settings = {"ETH_RPC_URL", "DWS_CHAIN_ID", "DWS_STABLE_COINS", "DWS_START_BLOCK", "DWS_TRACE"}
+    chain_settings |= {"DWS_RPC_CHECK_URL", "DWS_EXPLORER_URL", "DWS_ETH_LABEL", "DWS_BASE_RPC_URL"}
+    chain_settings |= {"DWS_BASE_CHAIN_ID", "DWS_BASE_STABLE_COINS", "DWS_BASE_WALLET_RPC_URL", "DWS_BASE_LABEL"}
+    assert chain_settings - documented == set()
 
 
 def test_a_burn_or_precompile_address_is_refused_saying_why() -> None:

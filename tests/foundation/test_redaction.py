@@ -10,9 +10,9 @@ import logging
 from django.conf import settings
 log = logging.getLogger("dws.careless")
 cfg = settings.CONFIG
-log.error("calling %s with password %s", cfg.eth_rpc_url, cfg.database.password)
+log.error("calling %s with password %s", cfg.first_chain.rpc_url, cfg.database.password)
 try:
-    raise ConnectionError(f"failed to reach {cfg.eth_rpc_url} as {settings.DATABASES['default']['PASSWORD']}")
+    raise ConnectionError(f"failed to reach {cfg.first_chain.rpc_url} as {settings.DATABASES['default']['PASSWORD']}")
 except ConnectionError:
     log.exception("provider down")
 log.warning("signing with %s", cfg.tt_private_key)

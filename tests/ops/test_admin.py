@@ -18,7 +18,7 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats
 from donations.totals import stats_recompute
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 from prices.models import PriceRequest
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 

@@ -7,7 +7,6 @@ rule", exits 0 and freezes nothing; the admin's internal movements show the row 
 
 from __future__ import annotations
 
-import dataclasses
 from decimal import Decimal
 from io import StringIO
 
@@ -21,6 +20,7 @@ from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats, DonationStatus
 from donations.totals import stats_recompute, user_data_refresh
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, as_contract_wallet
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -82,7 +82,7 @@ def test_weth_withdrawn_by_a_contract_address_and_credited_to_weth_before_is_lis
     node.send({"from": DONATION_ADDRESS, "to": weth, "value": hex(ETHER), "data": node.call_data("deposit()", [], [])})
     as_contract_wallet(node, DONATION_ADDRESS, OWNER)
     first = node.head() + 1
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=first)
+    settings.CONFIG = configured(settings.CONFIG, start_block=first)
     withdraw = node.call_data("withdraw(uint256)", ["uint256"], [ETHER])
     execute = node.call_data(
         "execute(address,uint256,bytes)", ["address", "uint256", "bytes"], [weth, 0, bytes.fromhex(withdraw[2:])]

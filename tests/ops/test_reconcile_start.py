@@ -37,19 +37,19 @@ def stored_run(trigger: str, to_block: int, *, ok: bool = True, age: timedelta =
 
 @pytest.mark.django_db
 def test_the_window_starts_after_the_last_clean_reconcile_and_spans_at_most_10000_blocks():
-    config = settings.CONFIG
-    assert start_window(crawled=25_000, config=config) == (25_000 - START_WINDOW + 1, 25_000)  # never reconciled
+    config = settings.CONFIG.first_chain
+    assert start_window(crawled=25_000, chain=config) == (25_000 - START_WINDOW + 1, 25_000)  # never reconciled
 
     stored_run("daily", 20_000, age=timedelta(hours=2))
-    assert start_window(crawled=25_000, config=config) == (20_001, 25_000)
+    assert start_window(crawled=25_000, chain=config) == (20_001, 25_000)
 
     stored_run("command", 22_000, ok=False, age=timedelta(hours=1))  # not clean: the window stays
     stored_run("checkpoint", 24_000, ok=True)  # a checkpoint checks no chain: not a reconcile of the window
-    assert start_window(crawled=25_000, config=config) == (20_001, 25_000)
+    assert start_window(crawled=25_000, chain=config) == (20_001, 25_000)
 
     stored_run("start", 25_000)
-    assert start_window(crawled=25_000, config=config) is None
-    assert start_window(crawled=5, config=config) is None
+    assert start_window(crawled=25_000, chain=config) is None
+    assert start_window(crawled=5, chain=config) is None
 
 
 @pytest.mark.django_db

@@ -4,7 +4,6 @@ refused or off) is "not checked", an open inflow waits for an operator, and a ro
 
 from __future__ import annotations
 
-import dataclasses
 from io import StringIO
 
 import pytest
@@ -17,6 +16,7 @@ from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from donations.models import Donation, DonationStats
 from donations.services import campaign_pause, campaign_resume
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.ops.test_reconcile import two_frames
 
 __all__ = ["two_frames"]
@@ -59,7 +59,7 @@ def test_traces_refused_while_crawling_then_served_leave_the_open_inflow_to_the_
 
 def test_reconcile_with_traces_off_does_not_check_a_credited_internal_donation(two_frames, settings):
     assert Donation.objects.filter(tx_hash=two_frames["tx"], status="confirmed").count() == 2
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, trace_mode="off")
+    settings.CONFIG = configured(settings.CONFIG, trace_mode="off")
 
     output, status = reconcile(two_frames["from"], two_frames["to"])
 
@@ -75,7 +75,7 @@ def test_traces_off_still_catch_ether_that_no_record_accounts_for(two_frames, se
     """Without traces reconcile cannot name the frames, but the balance still counts: money beyond what
     the rows record is drift."""
     Donation.objects.filter(tx_hash=two_frames["tx"], trace_address="1").update(amount=1)
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, trace_mode="off")
+    settings.CONFIG = configured(settings.CONFIG, trace_mode="off")
 
     output, status = reconcile(two_frames["from"], two_frames["to"])
 

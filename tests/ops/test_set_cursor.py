@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -11,6 +9,7 @@ from django.core.management.base import CommandError
 from crawlers.models import CHAIN, LATEST
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
+from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -36,7 +35,7 @@ def test_the_head_itself_is_accepted(node, capsys):
 
 def test_without_an_answer_about_the_head_nothing_moves(node, settings):
     with RpcProxy(node.url) as proxy:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=proxy.url())
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=proxy.url())
         proxy.arm("eth_blockNumber", "error", count=None)
         with pytest.raises(CommandError, match="did not say where its head is"):
             call_command("set_cursor", "latest", "1")

@@ -76,7 +76,7 @@ def test_the_minute_price_runs_while_a_long_crawl_holds_the_crawler_queue(node, 
         fetch_prices.delay()
         wait_until(lambda: Price.objects.filter(asset=ETH).exists(), 30, "the minute's price")
 
-        assert is_running(job_name(LATEST)), "the crawl should still hold the crawler queue"
+        assert is_running(job_name(LATEST, "eth")), "the crawl should still hold the crawler queue"
         assert cursor() < node.head()
         price = Price.objects.get(asset=ETH)
         assert timezone.now() - price.created_at < timedelta(minutes=2)  # this minute's, not a stale one

@@ -4,7 +4,6 @@ price, the crawlers' cycle, and reading who signed a delphi request."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from decimal import Decimal
 
 import pytest
@@ -15,6 +14,7 @@ from playwright.sync_api import Page, expect
 from crawlers.runs.crawl import crawl
 from prices.services import fetch_prices
 from tests.chain import ACCOUNTS, Anvil
+from tests.configs import configured
 
 WEI = 10**18
 DONOR, REFERRER = ACCOUNTS[1], ACCOUNTS[2]
@@ -25,10 +25,10 @@ USDC = "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512"  # deploy/env.local's USDC, 
 def dev_chain(settings, anvil_node: Anvil) -> Anvil:
     """The server as `make run` runs it: on the local dev chain (DWS_CHAIN_ID=31337) with the dev ETH
     price, its crawlers reading the test's anvil from the next block on."""
-    settings.CONFIG = replace(
+    settings.CONFIG = configured(
         settings.CONFIG,
         chain_id=31337,
-        eth_rpc_url=anvil_node.url,
+        rpc_url=anvil_node.url,
         start_block=anvil_node.head() + 1,
         dev_eth_price=Decimal("2000.12"),
     )

@@ -9,7 +9,6 @@ network boundary. Screenshots go to var/screenshots/ (see tests/web/browser.py).
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 
@@ -23,6 +22,7 @@ from prices.models import ETH
 from prices.services import minute_of, price_insert
 from tests.api.support import make_donation, make_donor
 from tests.chain import ACCOUNTS
+from tests.configs import configured
 from tests.web.browser import DESKTOP, ApiLog, assert_no_script_errors, refuse_api
 from tests.web.pages import DONOR, connect
 
@@ -60,7 +60,7 @@ def test_connecting_on_the_wrong_network_shows_the_account_and_asks_to_switch(
     live_server, wallet_page, anvil_node, settings
 ) -> None:
     """The server expects Ethereum mainnet (DWS_CHAIN_ID=1); the wallet is on anvil and cannot switch."""
-    settings.CONFIG = replace(settings.CONFIG, chain_id=1)
+    settings.CONFIG = configured(settings.CONFIG, chain_id=1)
     page = wallet_page(rpc_url=anvil_node.url, account=DONOR)
     page.goto(live_server.url)
     expect(page.locator("#donate-reason")).to_have_text("Connect your wallet to donate.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -18,6 +17,7 @@ from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 from prices.requests import serve_price_requests
 from prices.services import fetch_prices
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil
+from tests.configs import configured
 from tests.processes import ROOT, base_environment, run_manage
 
 ENV_LOCAL = dict(
@@ -121,7 +121,7 @@ class TestDevPriceConfiguration:
 
 @pytest.fixture
 def dev_price(settings):
-    settings.CONFIG = replace(settings.CONFIG, chain_id=31337, dev_eth_price=Decimal("2000.50"))
+    settings.CONFIG = configured(settings.CONFIG, chain_id=31337, dev_eth_price=Decimal("2000.50"))
 
 
 @pytest.mark.django_db
@@ -154,7 +154,7 @@ def test_simulated_donations_are_found_by_the_crawlers(fresh_anvil, settings, de
     env = dev_environment(fresh_anvil)
     assert run_manage("dev_chain_setup", env=env).returncode == 0
     start = fresh_anvil.head()
-    settings.CONFIG = replace(settings.CONFIG, eth_rpc_url=fresh_anvil.url, start_block=start + 1)
+    settings.CONFIG = configured(settings.CONFIG, rpc_url=fresh_anvil.url, start_block=start + 1)
     fetch_prices()  # the dev price for this minute, as beat's first cycle writes it
 
     result = run_manage("simulate_donations", "--count", "6", "--interval", "0", "--seed", "7", env=env)

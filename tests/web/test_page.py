@@ -5,13 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
 from django.test import Client
+
+from tests.configs import configured
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "web" / "static" / "web" / "vendor"
@@ -135,7 +136,7 @@ def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings, client
         "pendingRefreshSeconds": 15,
         "explorers": {},  # no DWS_EXPLORER_URL
     }
-    settings.CONFIG = replace(settings.CONFIG, chain_id=1, explorer_url="https://etherscan.io/tx/{tx}")
+    settings.CONFIG = configured(settings.CONFIG, chain_id=1, explorer_url="https://etherscan.io/tx/{tx}")
     body = client.get("/").content.decode()
     mainnet = json.loads(re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', body).group(1))
     assert (mainnet["chainId"], mainnet["chainName"], mainnet["devChain"]) == (1, "Ethereum mainnet", False)
@@ -158,9 +159,8 @@ def test_the_widget_shows_the_sale_address_and_what_to_check_in_the_wallet(page)
 
 
 def test_the_sale_address_comes_from_the_server_configuration(client: Client, settings) -> None:
-    from dataclasses import replace
 
-    settings.CONFIG = replace(settings.CONFIG, donation_address="0x" + "ab" * 20)
+    settings.CONFIG = configured(settings.CONFIG, donation_address="0x" + "ab" * 20)
     body = client.get("/").content.decode()
 
     assert '<code id="donation-address">0xABaBaBaBABabABabAbAbABAbABabababaBaBABaB</code>' in body
@@ -168,9 +168,8 @@ def test_the_sale_address_comes_from_the_server_configuration(client: Client, se
 
 
 def test_a_dev_chain_is_announced_as_such(client: Client, settings) -> None:
-    from dataclasses import replace
 
-    settings.CONFIG = replace(settings.CONFIG, chain_id=31337)
+    settings.CONFIG = configured(settings.CONFIG, chain_id=31337)
     body = client.get("/").content.decode()
     assert '"chainId": 31337' in body
     assert '"devChain": true' in body

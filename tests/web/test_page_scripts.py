@@ -18,7 +18,7 @@ from eth_abi import encode
 from eth_utils import function_signature_to_4byte_selector
 
 from donations.rules import donation_tokens
-from dws_project.config import parse_sale_params
+from dws_project.config_values import parse_sale_params
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_TESTS = ROOT / "tests" / "web" / "js"

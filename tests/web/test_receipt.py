@@ -5,7 +5,6 @@ with the rule that gave them. Real transfers on anvil, recorded and confirmed by
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import datetime
 
 import pytest
@@ -15,6 +14,7 @@ from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from prices.services import fetch_prices
 from tests.api.support import make_donation
+from tests.configs import configured
 from tests.web.browser import PHONE, assert_no_script_errors
 from tests.web.pages import DONOR, USDC, connect, run_crawlers
 
@@ -26,7 +26,7 @@ UTC_TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
 
 @pytest.fixture
 def explorer(settings) -> str:
-    settings.CONFIG = replace(settings.CONFIG, explorer_url=EXPLORER)
+    settings.CONFIG = configured(settings.CONFIG, explorer_url=EXPLORER)
     return EXPLORER
 
 

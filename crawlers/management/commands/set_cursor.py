@@ -1,4 +1,4 @@
-"""`manage.py set_cursor latest|finalized N`: the operator's way past a wedged block."""
+"""`manage.py set_cursor [--chain N] latest|finalized N`: the operator's way past a wedged block."""
 
 from __future__ import annotations
 
@@ -22,12 +22,14 @@ class Command(JobCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("crawler", choices=[LATEST, FINALIZED])
         parser.add_argument("block", type=int)
+        self.add_chain_option(parser, every=False)
 
     def handle(self, *args: Any, **options: Any) -> None:  # argparse's values, typed by add_arguments
         label, block = str(options["crawler"]), int(options["block"])
+        chain = self.chain_chosen(options)
         try:
-            previous = set_cursor(label, block, operator=f"{getpass.getuser()} (manage.py)")
+            previous = set_cursor(label, block, chain=chain, operator=f"{getpass.getuser()} (manage.py)")
         except CursorRefused as exc:
             raise CommandError(str(exc)) from None
         was = "unset" if previous is None else previous
-        self.stdout.write(f"cursor {label}: {was} -> {block}; the next run starts at block {block + 1}")
+        self.stdout.write(f"cursor {label} of {chain}: {was} -> {block}; the next run starts at block {block + 1}")

@@ -8,7 +8,6 @@ says so, the crawler holds, and once the provider behaves the same blocks are cr
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
 
@@ -20,6 +19,7 @@ from crawlers.models import LATEST
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
 MB = 1_000_000
@@ -116,7 +116,7 @@ def test_a_redirect_is_not_followed(node, provider):
 def test_an_unbounded_answer_holds_the_crawler_and_the_block_is_crawled_once_it_behaves(
     node, provider, settings, kind, size
 ):
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=provider.url("/rpc"), rpc_max_answer_bytes=MB)
+    settings.CONFIG = configured(settings.CONFIG, rpc_url=provider.url("/rpc"), rpc_max_answer_bytes=MB)
     settings.CRAWLER_RPC_READ_TIMEOUT = 1.0
     tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     provider.arm("*", kind, count=None, size=size, seconds=0.1, location=provider.url("/elsewhere"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import stat
 from datetime import timedelta
@@ -16,12 +15,13 @@ from crawlers.runs.crawl import crawl
 from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
 
 def use(settings, **values) -> None:
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, **values)
+    settings.CONFIG = configured(settings.CONFIG, **values)
 
 
 def mode(path) -> int:

@@ -47,7 +47,7 @@ class _StatsHolder(threading.Thread):
 
 def test_the_next_range_is_fetched_while_this_one_waits_to_be_written(node, proxy, settings):
     settings.CRAWLER_SPARSE = False  # ranges of RANGE_BLOCKS, so the second range's first block is known
-    start = settings.CONFIG.start_block
+    start = settings.CONFIG.first_chain.start_block
     node.mine(4)
     node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER // 4)  # in the first range
     node.mine(2 * RANGE_BLOCKS + 10)
@@ -68,7 +68,7 @@ def test_the_next_range_is_fetched_while_this_one_waits_to_be_written(node, prox
 
 def test_a_read_ahead_that_meets_a_429_decides_nothing_and_the_back_off_rules(node, proxy, settings):
     settings.CRAWLER_SPARSE = False
-    start = settings.CONFIG.start_block
+    start = settings.CONFIG.first_chain.start_block
     node.mine(4)
     node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER // 4)  # first range
     node.mine(RANGE_BLOCKS + 10)

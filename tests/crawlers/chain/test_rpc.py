@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 
 import pytest
+from django.conf import settings
 
 from crawlers.chain.calls import TRANSFER_TOPIC, address_topic
 from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError, outcome_label, require
@@ -129,9 +131,10 @@ def test_a_log_range_refused_even_at_one_block_is_no_evidence(proxy, node):
 
 def test_a_provider_on_another_chain_is_refused_without_showing_the_key(proxy):
     client = RpcClient(keyed_url(proxy))
-    check_chain_id(client, 31337)  # anvil's chain id
+    anvil = settings.CONFIG.first_chain
+    check_chain_id(client, dataclasses.replace(anvil, chain_id=31337))  # anvil's chain id
     with pytest.raises(ChainMismatchError) as raised:
-        check_chain_id(client, 1)
+        check_chain_id(client, dataclasses.replace(anvil, chain_id=1))
     assert f"127.0.0.1:{proxy.port}" in str(raised.value)
     assert PATH_KEY not in str(raised.value)
     assert QUERY_KEY not in str(raised.value)

@@ -10,7 +10,7 @@ from crawlers.chain.calls import TRANSFER_TOPIC
 from crawlers.decode.amounts import scaled_amount
 from crawlers.decode.transfers import eth_candidates, token_transfers
 from donations.sightings import amount_scale
-from dws_project.config import StableCoin
+from dws_project.config_values import StableCoin
 
 US = "0xa0ee7a142d267c1f36714e4a8f75612f20a79720"
 DONOR = "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"

@@ -23,6 +23,7 @@ def coin_donations(count: int, block: int) -> list[Sighting]:
     """`count` coin donations from as many donors in block `block`, each its own transaction."""
     return [
         Sighting(
+            chain="eth",
             transfer=Transfer(
                 tx_hash=f"0x{block:04x}{i:060x}",
                 log_index=i,
@@ -44,9 +45,9 @@ def statements(count: int, block: int) -> tuple[int, int]:
     tiers = settings.CONFIG.sale_tiers
     sightings = coin_donations(count, block)
     with CaptureQueriesContext(connection) as latest:
-        block_record_unconfirmed(sightings=sightings, tiers=tiers)
+        block_record_unconfirmed(chain="eth", sightings=sightings, tiers=tiers)
     with CaptureQueriesContext(connection) as final:
-        finalized_block_record(sightings=sightings, reverted_tx_hashes=[], tiers=tiers)
+        finalized_block_record(chain="eth", sightings=sightings, reverted_tx_hashes=[], tiers=tiers)
     return len(latest), len(final)
 
 

@@ -173,7 +173,7 @@ def test_a_run_that_stops_inside_a_range_publishes_exactly_the_blocks_its_cursor
 
 
 def test_blocks_the_provider_keeps_no_state_for_are_published_as_unproven_and_the_rest_as_proven(node, proxy, settings):
-    start = settings.CONFIG.start_block
+    start = settings.CONFIG.first_chain.start_block
     node.mint(node.coins["usdt"], ACCOUNTS[1], 100 * USDT)
     node.transfer_token(node.coins["usdt"], ACCOUNTS[1], DONATION_ADDRESS, 40 * USDT)
     node.mine(300)

@@ -6,7 +6,6 @@ here: a healthy node, answering everything, on another network). Nothing it says
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
@@ -22,6 +21,7 @@ from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.runs.reconcile import ReconcileError, reconcile
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil
+from tests.configs import configured
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -39,7 +39,7 @@ def critical_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def test_the_configured_chain_id_is_the_tests_dev_chain(settings):
-    assert settings.CONFIG.chain_id == 31337
+    assert settings.CONFIG.first_chain.chain_id == 31337
 
 
 def test_every_crawler_holds_with_a_critical_line_on_a_node_of_another_chain(node, other_chain, settings, caplog):
@@ -50,7 +50,7 @@ def test_every_crawler_holds_with_a_critical_line_on_a_node_of_another_chain(nod
     before = cursor.value
     other_chain.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 5 * ETHER)
     other_chain.mine(3)
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=other_chain.url)
+    settings.CONFIG = configured(settings.CONFIG, rpc_url=other_chain.url)
 
     with caplog.at_level(logging.INFO):
         latest = crawl(LATEST)

@@ -15,13 +15,14 @@ from crawlers.tasks import crawl_finalized, crawl_latest
 from donations.models import Donation
 from dws_project.locks import exclusive_run
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
 
 def test_a_first_run_starts_at_dws_start_block(node, settings, capsys):
     node.mine(5)
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=3)
+    settings.CONFIG = configured(settings.CONFIG, start_block=3)
     call_command("crawl", "latest", "--once")
     assert "crawl latest: cursor 2 -> " in capsys.readouterr().out
     assert cursor_get(chain=CHAIN, label=LATEST).value == node.head()
@@ -30,7 +31,7 @@ def test_a_first_run_starts_at_dws_start_block(node, settings, capsys):
 def test_without_dws_start_block_a_first_run_starts_at_the_head(node, settings):
     node.mine(5)
     node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)  # before the head: not the crawler's business
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=None)
+    settings.CONFIG = configured(settings.CONFIG, start_block=None)
     head = node.mine(1)
     call_command("crawl", "latest", "--once")
     assert cursor_get(chain=CHAIN, label=LATEST).value == head
@@ -75,7 +76,7 @@ def test_old_unconfirmed_has_no_single_block_mode():
 
 def test_a_task_that_finds_the_previous_run_still_going_skips(node):
     node.mine(2)
-    with exclusive_run(job_name(LATEST)) as held:
+    with exclusive_run(job_name(LATEST, "eth")) as held:
         assert held
         crawl_latest()
     assert cursor_get(chain=CHAIN, label=LATEST) is None

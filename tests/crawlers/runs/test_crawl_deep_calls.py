@@ -9,7 +9,6 @@ the boundary, not our code).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from decimal import Decimal
 
@@ -21,6 +20,7 @@ from crawlers.runs.crawl import crawl
 from crawlers.scan.results import STUCK_POINTER
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -111,7 +111,7 @@ def roomy_blocks(node):
 @pytest.mark.usefixtures("roomy_blocks")
 def test_a_call_tree_whose_trace_nests_past_pythons_default_json_depth_is_read(node, deep, settings):
     # The callTracer nests each frame two JSON levels deeper: ~1000 levels, where json.loads recursed out.
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, trace_mode="debug")
+    settings.CONFIG = configured(settings.CONFIG, trace_mode="debug")
     data = node.call_data(
         "payThenDive(address,uint256,uint256)", ["address", "uint256", "uint256"], [DONATION_ADDRESS, ETHER // 100, 500]
     )

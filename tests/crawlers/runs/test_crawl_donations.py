@@ -11,8 +11,9 @@ from crawlers.models import CHAIN, FINALIZED, LATEST
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats, UserData
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -222,11 +223,11 @@ def test_the_finalized_crawler_inserts_and_confirms_what_the_latest_crawler_miss
 
 def test_a_provider_on_another_chain_than_dws_chain_id_is_refused(node, settings):
     node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, chain_id=1)
+    settings.CONFIG = configured(settings.CONFIG, chain_id=1)
     assert "DWS_CHAIN_ID is 1" in (crawl(LATEST).held or "")
     assert cursor_get(chain=CHAIN, label=LATEST) is None
     assert not Donation.objects.exists()
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, chain_id=31337)
+    settings.CONFIG = configured(settings.CONFIG, chain_id=31337)
     assert crawl(LATEST).inserted == 1
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 
 import pytest
@@ -13,6 +12,7 @@ from crawlers.runs.crawl import crawl, crawl_single_block
 from crawlers.scan.results import STUCK_POINTER
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 from tests.manual import has_heading, pointed_section
 from tests.rpc_proxy import RpcProxy
@@ -27,7 +27,7 @@ QUERY_KEY = "queryKEY-aabbccddee"
 def proxy(node, settings):
     with RpcProxy(node.url) as running:
         url = running.url(f"/rpc/{PATH_KEY}?key={QUERY_KEY}")
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=url)
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=url)
         yield running
 
 

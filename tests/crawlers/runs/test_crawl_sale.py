@@ -16,10 +16,11 @@ from crawlers.models import CHAIN, FINALIZED, LATEST
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats, UserData
-from dws_project.config import SaleTier
+from dws_project.config_values import SaleTier
 from prices.models import ETH, TOKEN, Price, PriceRequest
 from prices.services import price_record
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 from tests.rpc_proxy import RpcProxy
 
@@ -257,13 +258,13 @@ def test_a_finalized_receipt_reporting_revert_fails_a_confirmed_donation_and_reo
             rewrite=lambda receipt, params: {**receipt, "status": "0x1"} if params[0] == reverted else receipt,
         )
         proxy.arm("eth_getBalance", "rewrite", count=None, rewrite=richer)
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=proxy.url())
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=proxy.url())
         crawl(FINALIZED)
     assert by_tx()[reverted].status == "confirmed"
     assert DonationStats.objects.get().status == "closed"
 
     # The honest node's finalized receipt says it reverted: the row fails and the sale reopens.
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=node.url)
+    settings.CONFIG = configured(settings.CONFIG, rpc_url=node.url)
     call_command("crawl", "finalized", "--single-block", str(reverted_block))
 
     rows = by_tx()

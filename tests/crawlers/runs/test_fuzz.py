@@ -15,7 +15,6 @@ actions so far, replayed with FUZZ_SEED=<seed>.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 from collections import Counter
@@ -29,6 +28,7 @@ from crawlers.runs.crawl import crawl
 from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.runs.reconcile import reconcile
 from donations.models import Donation, DonationStatus
+from tests.configs import configured
 from tests.detection_oracle import COIN_UNIT, ETH_SCALE, burnt_without_log, donation_units, internal_wei
 from tests.fuzz_actions import VOCABULARY, World, plan, set_up
 from tests.invariants import assert_ledger_invariants
@@ -67,7 +67,7 @@ def test_fuzz(seed, node, proxy, settings, caplog):
     node.mine(3)  # the finalized block (head - 2) is past the crawlers' first block from the start
     history: list[str] = [f"mode={mode}" + ("" if traces else ", no traces")]
     try:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=start)
+        settings.CONFIG = configured(settings.CONFIG, start_block=start)
         for action in plan(rng, STEPS):
             if rng.random() < 0.35:
                 history.append(_arm(proxy, rng))

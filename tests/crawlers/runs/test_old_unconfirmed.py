@@ -24,7 +24,6 @@ from crawlers.scan.traces import internal_eth_transfers
 from donations.models import Donation, DonationStats
 from donations.services import campaign_pause, campaign_resume, donation_record_unconfirmed
 from donations.sightings import Sighting
-from dws_project.chain_settings import chain_settings
 from prices.models import ETH, Price
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
@@ -360,12 +359,12 @@ def internal_donation(node, wallet_owner=ACCOUNTS[1], trace_address: str | None 
     number, block_hash = int(receipt["blockNumber"], 16), receipt["blockHash"]
     client = RpcClient(node.url)
     (transfer,) = internal_eth_transfers(
-        client, chain_settings(settings.CONFIG), block_number=number, block_hash=block_hash
+        client, settings.CONFIG.first_chain, block_number=number, block_hash=block_hash
     )
     if trace_address is not None:
         transfer = dataclasses.replace(transfer, trace_address=trace_address)
     block_time = datetime.fromtimestamp(int(node.block(number)["timestamp"], 16), tz=UTC)
-    sighting = Sighting(transfer=transfer, block_time=block_time, eth_price=Decimal("2000"))
+    sighting = Sighting(chain="eth", transfer=transfer, block_time=block_time, eth_price=Decimal("2000"))
     row, _ = donation_record_unconfirmed(sighting=sighting, tiers=settings.CONFIG.sale_tiers)
     node.mine(3)
     assert (row.address, row.trace_address) == (wallet, trace_address or "0")

@@ -8,7 +8,6 @@ donation in the same blocks is credited as ever.
 
 from __future__ import annotations
 
-import dataclasses
 from decimal import Decimal
 
 import pytest
@@ -19,6 +18,7 @@ from crawlers.runs.crawl import crawl
 from crawlers.runs.reconcile import reconcile
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, as_contract_wallet
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -40,7 +40,7 @@ def crawl_to_final(node) -> None:
 def start_after_head(settings, node) -> int:
     """The crawlers start after what the test set up: the next block is the first they read."""
     start = node.head() + 1
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=start)
+    settings.CONFIG = configured(settings.CONFIG, start_block=start)
     return start
 
 

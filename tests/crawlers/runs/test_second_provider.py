@@ -8,7 +8,6 @@ rewriting answers is a lying one.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
@@ -23,6 +22,7 @@ from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.runs.reconcile import reconcile
 from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 from tests.rpc_proxy import RpcProxy
 
@@ -39,8 +39,8 @@ def check(node) -> Iterator[RpcProxy]:
 
 
 def use(settings, *, primary: str | None = None, check: str | None = None) -> None:
-    changes = {"rpc_check_url": check} | ({"eth_rpc_url": primary} if primary else {})
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, **changes)
+    changes = {"rpc_check_url": check} | ({"rpc_url": primary} if primary else {})
+    settings.CONFIG = configured(settings.CONFIG, **changes)
 
 
 def critical(caplog) -> list[str]:
@@ -211,7 +211,7 @@ def test_the_old_unconfirmed_judge_confirms_only_with_the_check_providers_agreem
     row = recorded_and_skipped_by_the_finalized_crawler(node)
     use(settings, check=node.url if agreeing else diverged.url)
     if agreeing:
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=node.url + "/")  # two endpoints
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=node.url + "/")  # two endpoints
 
     crawl_old_unconfirmed(now=row.block_time + timedelta(minutes=31))
 

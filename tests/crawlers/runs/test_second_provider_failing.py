@@ -8,7 +8,6 @@ one is a separate anvil (same chain id, its own history) that knows no such tran
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,6 +17,7 @@ import pytest
 from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from donations.models import Donation, DonationStats
 from tests.chain import Anvil
+from tests.configs import configured
 from tests.crawlers.runs.test_second_provider import critical, recorded_and_skipped_by_the_finalized_crawler
 from tests.rpc_proxy import RpcProxy
 
@@ -31,7 +31,7 @@ def reverted(receipt, _params):
 
 
 def use(settings, *, primary: str, check: str) -> None:
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=primary, rpc_check_url=check)
+    settings.CONFIG = configured(settings.CONFIG, rpc_url=primary, rpc_check_url=check)
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil, deploy_stable_coins
+from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 from tests.rpc_proxy import RpcProxy
 
@@ -61,7 +62,7 @@ def dumped(tmp_path: Path, settings) -> Iterator[Dumped]:
     with Anvil(extra_args=["--load-state", str(state)]) as node, RpcProxy(node.url) as proxy:
         node.coins = coins
         node.mine(AFTER_LOAD)
-        settings.CONFIG = dataclasses.replace(settings.CONFIG, eth_rpc_url=proxy.url("/rpc"), start_block=0)
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=proxy.url("/rpc"), start_block=0)
         yield Dumped(node, proxy, relayed, direct, coin, dump_head)
 
 

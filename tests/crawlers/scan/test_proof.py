@@ -214,7 +214,7 @@ def test_coins_arriving_without_any_transfer_log_the_bloom_rules_out_are_an_unex
 
 def test_a_refusal_of_an_old_balance_that_passes_by_the_next_run_decides_nothing(node, proxy, settings):
     # An archive provider's load balancer says "header not found" about an old block for a moment.
-    start = settings.CONFIG.start_block
+    start = settings.CONFIG.first_chain.start_block
     donation = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     node.mine(300)
     proxy.arm("eth_getBalance", "error", count=None, message="header not found", when=lambda p: p[-1] == hex(start - 1))

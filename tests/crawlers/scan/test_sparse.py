@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -87,7 +87,7 @@ def test_the_sparse_path_records_exactly_what_the_full_scan_records(node, proxy,
 
 
 def test_a_quiet_range_costs_a_few_round_trips(node, proxy, settings):
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=node.head() + 1)
+    settings.CONFIG = configured(settings.CONFIG, start_block=node.head() + 1)
     node.mine(502)  # 500 finalized blocks (finalized trails the head by two)
 
     result = crawl(FINALIZED)
@@ -101,7 +101,7 @@ def test_a_quiet_range_costs_a_few_round_trips(node, proxy, settings):
 
 def test_the_per_run_cap_counts_a_skipped_block_as_a_twentieth_of_one_read(node, settings):
     start = node.head() + 1
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, start_block=start)
+    settings.CONFIG = configured(settings.CONFIG, start_block=start)
     node.mine(502)
 
     first = crawl(FINALIZED, max_blocks=10)

@@ -14,7 +14,7 @@ import pytest
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.scan.traces import TracesUnavailable, internal_eth_transfers, memory_key, remembered_family
-from dws_project.chain_settings import ChainSettings, chain_settings
+from dws_project.chain_settings import ChainSettings
 from dws_project.redis_client import get_redis
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 
@@ -59,7 +59,7 @@ def forward_with_reverted_part(node, wallet, kept, undone):
 
 def config_for(settings, mode: str) -> ChainSettings:
     """The chain's settings with DWS_TRACE set to `mode`."""
-    return dataclasses.replace(chain_settings(settings.CONFIG), trace_mode=mode)
+    return dataclasses.replace(settings.CONFIG.first_chain, trace_mode=mode)
 
 
 def found(client, config, number, block_hash):
