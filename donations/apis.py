@@ -39,7 +39,7 @@ class DonationSerializer(serializers.Serializer):
     tokens = whole_field("whole tokens, as a string")
     status = serializers.ChoiceField(choices=DonationStatus.choices)
     ts = serializers.CharField(help_text="block time, UTC, e.g. 2023-10-21T07:38:36Z")
-    chain = serializers.CharField(help_text='the chain it was sent on, as DWS_CHAINS names it (today "eth")')
+    chain = serializers.CharField(help_text='the chain it was sent on, as DWS_CHAINS names it (e.g. "eth", "base")')
     block_number = serializers.IntegerField(help_text="the block holding it (finalized once confirmed)")
     eth_price = serializers.CharField(
         allow_null=True, help_text="ETH price applied, USD, decimal string, 8 decimals; null for a coin"
@@ -62,6 +62,14 @@ class StableCoinSerializer(serializers.Serializer):
     asset = serializers.CharField()
     contract = serializers.CharField(help_text="ERC-20 contract, lower case")
     decimals = serializers.IntegerField()
+
+
+class ChainSerializer(serializers.Serializer):
+    chain = serializers.CharField(help_text="the chain's name, as DWS_CHAINS names it")
+    chain_id = serializers.IntegerField(help_text="the chain id a wallet must be on to donate there")
+    label = serializers.CharField(help_text="what the page calls it, e.g. Base")
+    donation_address = serializers.CharField(help_text="where donations go on this chain, lower case")
+    stable_coins = StableCoinSerializer(many=True, help_text="its coins (its own contracts); empty: ETH only")
 
 
 class UserDataApi(PublicApi):
@@ -131,8 +139,9 @@ class DonationDataApi(PublicApi):
         tokens_beyond_cap = whole_field(
             'confirmed tokens above the cap, "0" when none: the donation that crosses the cap is credited whole'
         )
-        donation_address = serializers.CharField(help_text="where donations are sent, lower case")
-        stable_coins = StableCoinSerializer(many=True)
+        donation_address = serializers.CharField(help_text="where donations are sent on the first chain, lower case")
+        stable_coins = StableCoinSerializer(many=True, help_text="the first chain's coins")
+        chains = ChainSerializer(many=True, help_text="every chain donations are taken on, in DWS_CHAINS order")
         ts = serializers.CharField(help_text="last change of the campaign figures")
 
     @extend_schema(operation_id="donation_data", responses={200: OutputSerializer, **error_responses()})

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
 from donations.models import CampaignStatus, DonationStats
+from dws_project.config_values import StableCoin
 from prices.models import Price
+from tests.configs import with_chains
 
 pytestmark = pytest.mark.django_db
 
 # deploy/env.local: DWS_SALE_PARAMS=100000000:0.001,250000000:0.0015,500000000:0.002
+
+
+COINS = [
+    {"asset": "usdt", "contract": "0x5fbdb2315678afecb367f032d93f642f64180aa3", "decimals": 6},
+    {"asset": "usdc", "contract": "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512", "decimals": 6},
+]
 
 
 def set_campaign(*, tokens: int, total: str = "0", status: str = CampaignStatus.OPEN) -> None:
@@ -34,9 +43,15 @@ def test_a_fresh_campaign_is_open_in_the_first_tier(api):
         "sale_cap": "500000000",
         "tokens_beyond_cap": "0",
         "donation_address": "0xa0ee7a142d267c1f36714e4a8f75612f20a79720",
-        "stable_coins": [
-            {"asset": "usdt", "contract": "0x5fbdb2315678afecb367f032d93f642f64180aa3", "decimals": 6},
-            {"asset": "usdc", "contract": "0xe7f1725e7734ce288f8367e1bb143e90bb3f0512", "decimals": 6},
+        "stable_coins": COINS,
+        "chains": [
+            {
+                "chain": "eth",
+                "chain_id": 31337,
+                "label": "Local chain (31337)",
+                "donation_address": "0xa0ee7a142d267c1f36714e4a8f75612f20a79720",
+                "stable_coins": COINS,
+            }
         ],
     }
     assert body["ts"].endswith("Z")
@@ -128,3 +143,29 @@ def test_the_eth_price_shown_is_never_a_minute_one_exchange_alone_quoted(api):
     Price.objects.create(asset=ETH, price="9999", created_at=minute, single_venue=True)
 
     assert api.get("/price/eth").json()["price"] == "2000.00000000"
+
+
+def test_every_chain_is_listed_in_order_and_the_first_chain_keeps_the_single_chain_fields(api, settings):
+    eth = settings.CONFIG.first_chain
+    base = dataclasses.replace(
+        eth,
+        name="base",
+        chain_id=8453,
+        label="",
+        donation_address="0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
+        stable_coins=(StableCoin("usdc", "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", 6),),
+    )
+    settings.CONFIG = with_chains(settings.CONFIG, eth, base)
+
+    body = api.get("/donation/data").json()
+
+    assert body["donation_address"] == eth.donation_address  # the first chain's, as before several chains
+    assert body["stable_coins"] == COINS
+    assert [(c["chain"], c["chain_id"], c["label"]) for c in body["chains"]] == [
+        ("eth", 31337, "Local chain (31337)"),
+        ("base", 8453, "Base"),
+    ]
+    assert body["chains"][1]["donation_address"] == "0x70997970c51812dc3a010c7d01b50e0d17dc79c8"
+    assert body["chains"][1]["stable_coins"] == [
+        {"asset": "usdc", "contract": "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", "decimals": 6}
+    ]

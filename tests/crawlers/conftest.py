@@ -3,6 +3,7 @@ snapshot of it (reverted afterwards), with the crawlers pointed at it through se
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -10,10 +11,11 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from dws_project.config_values import StableCoin
 from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
 from tests.chain import Anvil, deploy_stable_coins
-from tests.configs import configured
+from tests.configs import configured, with_chains
 from tests.rpc_proxy import RpcProxy
 
 ETH_USD = Decimal("2000")
@@ -70,6 +72,49 @@ def crawl_config(settings, node: Anvil):
     assert coins == node.coins, "deploy/env.local's DWS_STABLE_COINS must match the deployed test coins"
     settings.CONFIG = configured(config, rpc_url=node.url, start_block=node.head() + 1)
     return settings
+
+
+# The second chain of the multi-chain tests: a local "rollup" on the other development chain id, with its own
+# coin contracts (USDC at the deployer's first nonce, so not where the first chain has it).
+ROLLUP = "rollup"
+ROLLUP_CHAIN_ID = 1337
+
+
+@pytest.fixture(scope="session")
+def second_chain() -> Iterator[Anvil]:
+    with Anvil(extra_args=["--chain-id", str(ROLLUP_CHAIN_ID)]) as anvil:
+        usdc = anvil.deploy("TestStableCoin", ["string", "string"], ["USD Coin (rollup test)", "USDC"])
+        anvil.coins = {"usdc": usdc}
+        yield anvil
+
+
+@pytest.fixture
+def rollup(second_chain: Anvil) -> Iterator[Anvil]:
+    snapshot = second_chain.snapshot()
+    try:
+        yield second_chain
+    finally:
+        second_chain.set_automine(True)
+        second_chain.revert(snapshot)
+
+
+@pytest.fixture
+def two_chains(crawl_config, rollup: Anvil):
+    """Two chains, one campaign: `eth` on the test node and `rollup` (chain id 1337, its own USDC) on the
+    second node, both crawled from after their current heads, to the same donation address."""
+    eth = crawl_config.CONFIG.first_chain
+    second = dataclasses.replace(
+        eth,
+        name=ROLLUP,
+        chain_id=ROLLUP_CHAIN_ID,
+        rpc_url=rollup.url,
+        start_block=rollup.head() + 1,
+        stable_coins=(StableCoin("usdc", rollup.coins["usdc"], 6),),
+        label="Local rollup",
+        rpc_check_url=None,
+    )
+    crawl_config.CONFIG = with_chains(crawl_config.CONFIG, eth, second)
+    return crawl_config
 
 
 @pytest.fixture

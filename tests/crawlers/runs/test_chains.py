@@ -1,0 +1,240 @@
+"""One campaign across two chains (DESIGN "Chains"): each chain is crawled on its own, under its own cursors and
+locks, and every donation lands in the one campaign. Two real anvil nodes: `eth` (chain id 31337) and a
+local "rollup" (chain id 1337, its own USDC contract), the same donation address on both."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+from django.utils import timezone
+
+from crawlers.models import FINALIZED, LATEST, ReconcileRun
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
+from crawlers.runs.jobs import run_crawler
+from donations.models import Donation, DonationStats, UserData
+from donations.services import donation_record_unconfirmed
+from donations.sightings import Sighting, Transfer
+from dws_project.config_values import SaleTier
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
+from tests.crawlers.conftest import ROLLUP
+from tests.invariants import assert_ledger_invariants
+from tests.rpc_proxy import RpcProxy
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("two_chains", "eth_prices")]
+
+USDC = 10**6
+# 1 ETH = 2000 USD = 2,000,000 tokens in tier 1 (0.001), 1,000,000 in tier 2 (0.002).
+SMALL_SALE = (SaleTier(3_000_000, Decimal("0.001")), SaleTier(50_000_000, Decimal("0.002")))
+
+
+def finalize(*nodes) -> None:
+    for node in nodes:
+        node.mine(2)  # `finalized` trails each head by two blocks
+
+
+def crawl_both(label: str) -> None:
+    for chain in ("eth", ROLLUP):
+        result = crawl(label, chain=chain)
+        assert result.held is None, result.held
+
+
+def rows() -> dict[tuple[str, str], Donation]:
+    return {(d.chain, d.tx_hash): d for d in Donation.objects.all()}
+
+
+def test_the_same_donor_on_two_chains_is_one_donor_of_one_campaign(node, rollup):
+    donor = ACCOUNTS[1]
+    on_eth = node.send_eth(donor, DONATION_ADDRESS, ETHER)
+    rollup.mint(rollup.coins["usdc"], donor, 500 * USDC)
+    on_rollup_eth = rollup.send_eth(donor, DONATION_ADDRESS, ETHER // 2)
+    on_rollup_usdc = rollup.transfer_token(rollup.coins["usdc"], donor, DONATION_ADDRESS, 250 * USDC)
+
+    crawl_both(LATEST)
+    seen = rows()
+    assert {key: (d.asset, d.amount, d.status) for key, d in seen.items()} == {
+        ("eth", on_eth): ("eth", Decimal("1"), "unconfirmed"),
+        (ROLLUP, on_rollup_eth): ("eth", Decimal("0.5"), "unconfirmed"),
+        (ROLLUP, on_rollup_usdc): ("usdc", Decimal("250"), "unconfirmed"),
+    }
+
+    finalize(node, rollup)
+    crawl_both(FINALIZED)
+
+    assert set(Donation.objects.values_list("status", flat=True)) == {"confirmed"}
+    stats = DonationStats.objects.get()
+    assert (stats.total, stats.tokens) == (Decimal("3250.00"), 3_250_000)
+    donor_row = UserData.objects.get(address=donor)
+    assert (donor_row.total, donor_row.tokens) == (Decimal("3250.00"), 3_250_000)
+    # each chain's cursors are its own
+    assert cursor_get(chain="eth", label=FINALIZED).value == node.finalized()
+    assert cursor_get(chain=ROLLUP, label=FINALIZED).value == rollup.finalized()
+    # the donor sees every donation with its chain
+    body = Client().get(f"/user/data/{donor}").json()
+    assert sorted((d["chain"], d["tx_hash"]) for d in body["donations"]) == sorted(
+        [("eth", on_eth), (ROLLUP, on_rollup_eth), (ROLLUP, on_rollup_usdc)]
+    )
+    assert body["user_data"]["tokens"] == "3250000"
+    assert_ledger_invariants()
+
+
+def test_a_tier_crossed_on_one_chain_prices_the_next_donation_on_the_other_in_the_same_minute(node, rollup, settings):
+    settings.CONFIG = dataclasses.replace(settings.CONFIG, sale_tiers=SMALL_SALE)
+    crossing = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 2 * ETHER)  # 4,000,000 tokens: past tier 1
+    crawl(LATEST, chain="eth")
+    finalize(node)
+    crawl(FINALIZED, chain="eth")
+    assert DonationStats.objects.get().tokens == 4_000_000
+
+    after = rollup.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)  # first recorded after the crossing
+    crawl(LATEST, chain=ROLLUP)
+    finalize(rollup)
+    crawl(FINALIZED, chain=ROLLUP)
+
+    seen = rows()
+    assert (seen[("eth", crossing)].price, seen[("eth", crossing)].tokens) == (Decimal("0.001"), 4_000_000)
+    # the confirmed total across both chains priced it: tier 2, whichever chain crossed the limit
+    assert (seen[(ROLLUP, after)].price, seen[(ROLLUP, after)].tokens) == (Decimal("0.002"), 1_000_000)
+    assert seen[("eth", crossing)].block_time.replace(second=0) <= timezone.now()
+    assert DonationStats.objects.get().tokens == 5_000_000
+    assert_ledger_invariants()
+
+
+def test_a_reorg_on_one_chain_moves_only_its_row_while_the_other_chain_confirms(node, rollup):
+    on_rollup = rollup.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    signed = rollup.rpc("eth_getRawTransactionByHash", on_rollup)
+    on_eth = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    crawl_both(LATEST)
+    first_block = rows()[(ROLLUP, on_rollup)].block_hash
+
+    rollup.remine_one_block_later(signed)  # the rollup re-orgs the donation into its next block
+    rollup.mine(1)
+    finalize(node)
+    crawl(FINALIZED, chain="eth")  # meanwhile eth confirms its own
+    crawl(LATEST, chain=ROLLUP)
+
+    moved = rows()[(ROLLUP, on_rollup)]
+    assert moved.block_hash != first_block
+    assert moved.block_hash == rollup.receipt(on_rollup)["blockHash"]
+    assert rows()[("eth", on_eth)].status == "confirmed"
+    finalize(rollup)
+    crawl(FINALIZED, chain=ROLLUP)
+    assert {d.status for d in Donation.objects.all()} == {"confirmed"}
+    assert Donation.objects.count() == 2
+    assert_ledger_invariants()
+
+
+def test_a_chain_whose_provider_is_down_never_stops_the_other_and_loses_nothing(node, rollup, settings):
+    with RpcProxy(rollup.url) as proxy:
+        settings.CONFIG = configured(settings.CONFIG, chain=ROLLUP, rpc_url=proxy.url("/rpc"))
+        proxy.arm("*", "error", count=None)
+        on_rollup = rollup.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+        on_eth = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+        finalize(node, rollup)
+
+        for label in (LATEST, FINALIZED):
+            held = run_crawler(label, chain=ROLLUP)
+            assert held is not None
+            assert held.held is not None
+            done = run_crawler(label, chain="eth")
+            assert done is not None
+            assert done.held is None
+        assert set(rows()) == {("eth", on_eth)}
+        assert rows()[("eth", on_eth)].status == "confirmed"
+
+        proxy.disarm()  # back up: the rollup's crawlers go on from their cursors
+        for label in (LATEST, FINALIZED):
+            result = run_crawler(label, chain=ROLLUP)
+            assert result is not None
+            assert result.held is None, result.held
+    assert rows()[(ROLLUP, on_rollup)].status == "confirmed"
+    assert DonationStats.objects.get().tokens == 4_000_000
+    assert_ledger_invariants()
+
+
+def test_the_same_transaction_hash_on_two_chains_is_two_donations():
+    """An unprotected (pre-EIP-155) transaction has the same hash on every chain it is replayed on."""
+    transfer = Transfer(
+        tx_hash="0x" + "ab" * 32,
+        log_index=None,
+        donor=ACCOUNTS[3],
+        asset="eth",
+        amount=Decimal("1"),
+        block_number=9,
+        block_hash="0x" + "cd" * 32,
+    )
+    for chain in ("eth", ROLLUP):
+        sighting = Sighting(chain=chain, transfer=transfer, block_time=timezone.now(), eth_price=Decimal("2000"))
+        donation_record_unconfirmed(sighting=sighting, tiers=SMALL_SALE)
+
+    assert sorted(Donation.objects.values_list("chain", "tx_hash")) == [
+        ("eth", transfer.tx_hash),
+        (ROLLUP, transfer.tx_hash),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)  # each chain's run is a thread of its own, on a connection of its own
+def test_crawl_without_chain_runs_every_chain_and_the_one_chain_commands_name_them(node, rollup, capsys):
+    DonationStats.objects.get_or_create()  # an earlier transactional test's flush may have removed it
+    node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    rollup.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+
+    call_command("crawl", "latest", "--once")
+
+    out = capsys.readouterr().out
+    assert "crawl latest on eth: cursor" in out
+    assert f"crawl latest on {ROLLUP}: cursor" in out
+    assert set(Donation.objects.values_list("chain", flat=True)) == {"eth", ROLLUP}
+    for command in (["set_cursor", "latest", "1"], ["reconcile", "--from-block", "1", "--to-block", "2"]):
+        with pytest.raises(CommandError, match=f"several chains are configured \\(eth, {ROLLUP}\\)"):
+            call_command(*command)
+    with pytest.raises(CommandError, match="no chain 'base' is configured"):
+        call_command("crawl", "latest", "--once", "--chain", "base")
+
+    call_command("set_cursor", "--chain", ROLLUP, "latest", "1")
+    assert cursor_get(chain=ROLLUP, label=LATEST).value == 1
+    assert cursor_get(chain="eth", label=LATEST).value == node.head()
+
+
+def test_reconcile_names_its_chain_and_checks_only_its_records(node, rollup):
+    rollup.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    first = rollup.head()
+    finalize(rollup)
+    crawl(LATEST, chain=ROLLUP)
+    crawl(FINALIZED, chain=ROLLUP)
+
+    call_command("reconcile", "--chain", ROLLUP, "--from-block", str(first), "--to-block", str(rollup.finalized()))
+
+    run = ReconcileRun.objects.get()
+    assert (run.chain, run.ok, run.transfers) == (ROLLUP, True, 1)
+    assert run.summary.startswith(f"reconcile {ROLLUP} blocks {first}..")
+
+
+def test_a_shared_address_that_is_a_contract_on_one_chain_only_is_refused_on_the_other(node, rollup, caplog):
+    """A Safe deployed on eth and not on the rollup: money sent to it on the rollup may never be movable."""
+    template = node.deploy("OwnedWallet", ["address"], [ACCOUNTS[1]])
+    node.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", template, "latest"))
+    on_rollup = rollup.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    assert run_crawler(LATEST, chain="eth").held is None  # notes the contract code on eth
+
+    with caplog.at_level(logging.CRITICAL, logger="dws.crawlers"):
+        refused = run_crawler(LATEST, chain=ROLLUP)
+
+    assert refused.held is not None
+    assert f"has no code on {ROLLUP}" in refused.held
+    assert any(f"{ROLLUP} is refused" in r.getMessage() for r in caplog.records if r.levelno == logging.CRITICAL)
+    assert not Donation.objects.filter(chain=ROLLUP).exists()
+    health = Client().get("/health").json()
+    assert f"has no code on {ROLLUP}" in health["chains"][ROLLUP]["refused"]
+    assert health["chains"]["eth"]["refused"] is None
+
+    rollup.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", DONATION_ADDRESS, "latest"))  # deployed there too
+    assert run_crawler(LATEST, chain=ROLLUP).held is None
+    assert Donation.objects.get(chain=ROLLUP).tx_hash == on_rollup  # nothing sent meanwhile was lost
