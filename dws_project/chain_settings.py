@@ -10,6 +10,7 @@ a parameter of the pipeline, not a fork of it.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
@@ -88,8 +89,8 @@ class ChainSettings:
     stable_coins: tuple[StableCoin, ...]
     trace_mode: str  # auto | debug | trace | off
     start_block: int | None
-    block_cache: str | None  # a directory for finalized blocks, or None
-    debug_data_store: str | None  # a directory for raw provider answers, or None
+    block_cache: str | None  # DWS_BLOCK_CACHE/<name>: this chain's finalized blocks, or None
+    debug_data_store: str | None  # DWS_DEBUG_DATA_STORE/<name>: this chain's raw provider answers, or None
     # The second provider that must agree before a donation is confirmed, or None
     rpc_check_url: str | None = field(default=None, repr=False)
     # DWS_RPC_MAX_ANSWER_MB: a longer answer is no evidence
@@ -204,9 +205,13 @@ def read_chains(
     _cross_checks(env, chains)
     if len(env.problems) > problems_before or len(chains) != len(names):
         return ()
+    # Block N of one chain is not block N of another: each chain's files go to a directory named after it.
     return tuple(
         replace(
-            c, block_cache=block_cache, debug_data_store=debug_data_store, rpc_max_answer_bytes=rpc_max_answer_bytes
+            c,
+            block_cache=os.path.join(block_cache, c.name) if block_cache else None,
+            debug_data_store=os.path.join(debug_data_store, c.name) if debug_data_store else None,
+            rpc_max_answer_bytes=rpc_max_answer_bytes,
         )
         for c in chains
     )

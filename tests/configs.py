@@ -4,6 +4,7 @@ start block, ...) on that chain, the rest on the whole configuration."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 from dws_project.chain_settings import ChainSettings
@@ -22,11 +23,19 @@ def configured(config: Config, *, chain: str | None = None, **changes: Any) -> C
     own = {k: v for k, v in changes.items() if k not in CHAIN_FIELDS or k in SHARED_FIELDS}
     target = chain or config.first_chain.name
     chains = tuple(
-        dataclasses.replace(c, **shared, **(chain_changes if c.name == target else {})) for c in config.chains
+        dataclasses.replace(c, **_per_chain(shared, c.name), **(chain_changes if c.name == target else {}))
+        for c in config.chains
     )
     if target not in {c.name for c in chains}:
         raise KeyError(f"no chain {target!r} in the configuration")
     return dataclasses.replace(config, **own, chains=chains)
+
+
+def _per_chain(shared: dict[str, Any], name: str) -> dict[str, Any]:
+    """The shared settings as a chain has them: the file stores in a directory named after the chain."""
+    return {
+        k: (os.path.join(v, name) if k in ("block_cache", "debug_data_store") and v else v) for k, v in shared.items()
+    }
 
 
 def with_chains(config: Config, *chains: ChainSettings) -> Config:

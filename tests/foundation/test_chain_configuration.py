@@ -197,3 +197,13 @@ def test_a_process_refuses_to_start_naming_each_bad_chain_variable():
     assert "configuration error: DWS_BASE_CHAIN_ID is 1, the chain id of chain eth too" in result.stderr
     assert "configuration error: DWS_ARB_RPC_URL must be https" in result.stderr
     assert leaked_secrets(result.stdout + result.stderr) == []
+
+
+def test_each_chains_block_cache_and_debug_store_is_a_directory_named_after_it():
+    env = three_chains()
+    env.update({"DWS_BLOCK_CACHE": "/var/lib/dws/blocks", "DWS_DEBUG_DATA_STORE": "/var/lib/dws/debug"})
+
+    config = load_config(env)
+
+    assert [c.block_cache for c in config.chains] == [f"/var/lib/dws/blocks/{n}" for n in ("eth", "base", "arb")]
+    assert config.chain("base").debug_data_store == "/var/lib/dws/debug/base"

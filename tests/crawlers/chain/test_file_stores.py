@@ -49,9 +49,10 @@ def test_the_debug_store_is_created_on_first_use_and_keeps_blocks_transactions_a
     )  # the judge looks it up, not the finalized crawler
     crawl_old_unconfirmed(now=timezone.now() + timedelta(minutes=31))
 
-    names = {p.name for p in store.iterdir()}
+    chain_store = store / "eth"  # each chain's answers in a directory named after it
+    names = {p.name for p in chain_store.iterdir()}
     assert {f"latest-{block}.json", f"old-unconfirmed-{block}.json", f"txs-{tx}.json", f"txr-{tx}.json"} <= names
-    assert all(mode(p) == 0o600 for p in store.iterdir())
+    assert all(mode(p) == 0o600 for p in chain_store.iterdir())
     assert Donation.objects.get().status == "confirmed"
 
 
@@ -76,7 +77,7 @@ def test_finalized_blocks_are_cached_0600_and_served_from_the_cache_afterwards(n
     node.mine(3)
 
     crawl(FINALIZED)
-    cached = cache / f"fb-{block}.json"
+    cached = cache / "eth" / f"fb-{block}.json"  # block N of one chain is not block N of another
     assert cached.exists()
     assert mode(cached) == 0o600
     fetched = proxy.requests_for("eth_getBlockByNumber")
@@ -103,7 +104,8 @@ def test_a_corrupt_cached_block_is_discarded_and_fetched_again(node, proxy, sett
     tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     block = int(node.receipt(tx)["blockNumber"], 16)
     node.mine(3)
-    cache.mkdir()
+    cache = cache / "eth"
+    cache.mkdir(parents=True)
     (cache / f"fb-{block}.json").write_text('{"number": "0x1", "hash"')  # half a file
 
     crawl(FINALIZED)
