@@ -324,7 +324,7 @@ def finalized_block_record(
         ):
             result.failed += _revert(stats, donation, deltas)
     if result.confirmed or result.failed:
-        stats_save(stats=stats, tiers=tiers, before=before)
+        stats_save(stats=stats, tiers=tiers, before=before, chain=chain)
         deltas.apply()
     return result
 
@@ -333,9 +333,9 @@ def finalized_block_record(
 
 
 @transaction.atomic
-def campaign_pause(*, operator: str, reason: str = "") -> bool:
-    """Halt crediting (the crawlers keep recording); False when it was paused already (the first
-    pause's reason is kept)."""
+def campaign_pause(*, operator: str, reason: str = "", chain: str | None = None) -> bool:
+    """Halt crediting on every chain (the crawlers keep recording); False when it was paused already (the
+    first pause's reason is kept). `chain`: the chain whose drift paused it, when one did."""
     stats = stats_lock()
     if stats.status == CampaignStatus.PAUSED:
         return False
@@ -343,7 +343,7 @@ def campaign_pause(*, operator: str, reason: str = "") -> bool:
     stats.status = CampaignStatus.PAUSED
     stats.paused_reason, stats.paused_by, stats.paused_at = reason, operator[:200], timezone.now()
     stats.save(update_fields=["status", "paused_reason", "paused_by", "paused_at", "modified_at"])
-    webhook_campaign_status(stats, "paused")
+    webhook_campaign_status(stats, "paused", chain=chain)
     logger.warning(
         "campaign paused by %s (was %s)%s: no donation is credited until it is resumed",
         operator,

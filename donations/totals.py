@@ -31,18 +31,21 @@ def _status_derive(stats: DonationStats, state: SaleState) -> None:
         stats.status = CampaignStatus.CLOSED if state.closed else CampaignStatus.OPEN
 
 
-def stats_save(*, stats: DonationStats, tiers: Sequence[SaleTier], before: SaleState | None = None) -> DonationStats:
+def stats_save(
+    *, stats: DonationStats, tiers: Sequence[SaleTier], before: SaleState | None = None, chain: str | None = None
+) -> DonationStats:
     """Write the campaign row as moved under the lock; status re-derived; token price row on a tier change.
 
     `before`: the sale state when the lock was taken; when the tier has not moved since, the token price
-    row is not looked at (the hot path of a block with donations in the same tier).
+    row is not looked at (the hot path of a block with donations in the same tier). `chain`: the chain whose
+    donations moved it (for the webhook), when one did.
     """
     state = sale_state(stats.tokens, tiers)
     was = stats.status
     _status_derive(stats, state)
     stats.save(update_fields=["total", "tokens", "status", "modified_at"])
     if was != stats.status and was != CampaignStatus.PAUSED:
-        webhook_campaign_status(stats, stats.status)  # open <-> closed, in the same transaction
+        webhook_campaign_status(stats, stats.status, chain=chain)  # open <-> closed, in the same transaction
     if before is None or (before.tier_index, before.closed) != (state.tier_index, state.closed):
         token_price_record(state=state, confirmed_tokens=stats.tokens)
     return stats

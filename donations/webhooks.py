@@ -151,9 +151,14 @@ def webhook_donation_event(donation: Any, event: str, **extra: Any) -> WebhookEv
     return webhook_event_record(event=event, idempotency_key=key, order_key=f"donation:{donation.pk}", data=data)
 
 
-def webhook_campaign_status(stats: Any, change: str) -> WebhookEvent | None:
-    """`campaign.status` with change open|closed|paused|resumed and the campaign as it now stands."""
-    data = {"change": change, **campaign_public(status=stats.status, total=stats.total, tokens=stats.tokens)}
+def webhook_campaign_status(stats: Any, change: str, *, chain: str | None = None) -> WebhookEvent | None:
+    """`campaign.status` with change open|closed|paused|resumed and the campaign (one across every chain) as
+    it now stands; `chain` is the chain whose donations or drift made the change, null for an operator's."""
+    data = {
+        "change": change,
+        "chain": chain,
+        **campaign_public(status=stats.status, total=stats.total, tokens=stats.tokens),
+    }
     key = f"{_chain_key()}:campaign:{change}:{uuid.uuid4().hex}"
     return webhook_event_record(
         event=WebhookEventType.CAMPAIGN_STATUS, idempotency_key=key, order_key="campaign", data=data

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from typing import cast
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Min
@@ -147,8 +148,9 @@ def _database_families() -> Iterable[Metric]:
         "dws_unexplained_inflows_open", "Unexplained inflows waiting for an operator.", labels=["chain"]
     )
     open_inflows = UnexplainedInflow.objects.filter(status=InflowStatus.OPEN).values("chain").annotate(n=Count("id"))
-    for inflow in open_inflows:
-        inflows.add_metric([inflow["chain"]], inflow["n"])
+    counts = {name: 0 for name in settings.CONFIG.chain_names} | {i["chain"]: i["n"] for i in open_inflows}
+    for chain, count in counts.items():
+        inflows.add_metric([chain], count)
     yield inflows
 
     ok = GaugeMetricFamily(

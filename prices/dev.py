@@ -27,6 +27,7 @@ def dev_sources(*, price: Decimal, minute: datetime) -> dict:
         "dev": {
             "price": str(price),
             "minute": minute.isoformat(),
+            "chain_id": settings.CONFIG.first_chain.chain_id,
             "chain_ids": [chain.chain_id for chain in settings.CONFIG.chains],
             "variable": "DWS_DEV_ETH_PRICE",
         }

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -61,9 +62,9 @@ def run_finished(job: str, chain: str, *, now: datetime | None = None) -> None:
 def run_ages(*, now: datetime | None = None) -> list[Overdue]:
     """Every expected job with its age; `overdue_jobs` keeps those past their limit."""
     now = now or timezone.now()
-    rows = CrawlerRun.objects.annotate(reference=Greatest("expected_since", "last_finished_at")).order_by(
-        "chain", "job"
-    )
+    # A chain taken out of DWS_CHAINS keeps its rows (its runs' history) but is expected to run no more.
+    configured = CrawlerRun.objects.filter(chain__in=settings.CONFIG.chain_names)
+    rows = configured.annotate(reference=Greatest("expected_since", "last_finished_at")).order_by("chain", "job")
     ages = []
     for row in rows:
         if row.job not in INTERVALS:

@@ -38,7 +38,7 @@ def freeze_on_drift(*, chain: str, from_block: int, to_block: int, drift: Sequen
     if not settings.CONFIG.freeze_on_drift:
         logger.error("drift found, campaign left running (DWS_FREEZE_ON_DRIFT=off): %s", reason)
         return False
-    paused = campaign_pause(operator=FREEZER, reason=reason)
+    paused = campaign_pause(operator=FREEZER, reason=reason, chain=chain)
     state = "campaign paused; resume it in the admin once explained" if paused else "campaign was already paused"
     logger.error("drift found, %s: %s", state, reason)
     return paused

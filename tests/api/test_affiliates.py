@@ -207,7 +207,7 @@ class TestAffiliateDonation:
         response = self.claim(api, wallet, tx, code)
 
         assert response.status_code == 200
-        assert response.json() == {"tx_hash": tx, "code": code, "status": "attributed"}
+        assert response.json() == {"chain": "eth", "tx_hash": tx, "code": code, "status": "attributed"}
 
     def test_someone_else_cannot_claim_a_recorded_donation(self, api, wallet, code, other_wallet):
         stranger_tx = make_donation("0x" + "11" * 20).tx_hash

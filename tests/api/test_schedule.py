@@ -26,7 +26,7 @@ def test_the_job_is_scheduled_and_registered(entry, task):
 
 
 # Seconds between runs of each entry: crontab entries by their cadence.
-CADENCE = {"every-1m-fetch-prices": 60, "every-1d-reconcile": 24 * 3600}
+CADENCE = {"every-1m-fetch-prices": 60, "every-1d-reconcile-eth": 24 * 3600}
 
 
 def test_every_periodic_task_expires_within_its_cadence():

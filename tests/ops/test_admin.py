@@ -134,7 +134,7 @@ def test_the_set_cursor_form_shows_the_chain_and_refuses_a_block_beyond_the_head
         moved = operator.post(url, {"block": 2}, follow=True)
     assert cursor_get(chain=CHAIN, label=LATEST).value == 2
     assert b"the next run starts at block 3" in moved.content
-    assert "cursor latest moved by alice (admin)" in caplog.text
+    assert "cursor latest of eth moved by alice (admin)" in caplog.text
     assert LogEntry.objects.get().user.username == "alice"
     assert cursor_get(chain=CHAIN, label=FINALIZED) is None  # only the named crawler moved
 

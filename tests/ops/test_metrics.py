@@ -85,21 +85,21 @@ def test_a_workers_metrics_match_the_database_after_a_crawl(node, tmp_path):
         running.stop()
 
     head, finalized = node.head(), node.finalized()
-    assert value(samples, "dws_crawler_cursor_block", crawler="latest") == head
-    assert value(samples, "dws_crawler_cursor_block", crawler="finalized") == finalized
-    assert value(samples, "dws_crawler_blocks_total", crawler="latest") == head - start + 1
-    assert value(samples, "dws_crawler_blocks_total", crawler="finalized") == finalized - start + 1
-    assert value(samples, "dws_crawler_tip_block", crawler="latest") == head
-    assert value(samples, "dws_crawler_lag_blocks", crawler="latest") == 0
-    assert value(samples, "dws_crawler_round_trips_total", crawler="latest") > 0
+    assert value(samples, "dws_crawler_cursor_block", chain="eth", crawler="latest") == head
+    assert value(samples, "dws_crawler_cursor_block", chain="eth", crawler="finalized") == finalized
+    assert value(samples, "dws_crawler_blocks_total", chain="eth", crawler="latest") == head - start + 1
+    assert value(samples, "dws_crawler_blocks_total", chain="eth", crawler="finalized") == finalized - start + 1
+    assert value(samples, "dws_crawler_tip_block", chain="eth", crawler="latest") == head
+    assert value(samples, "dws_crawler_lag_blocks", chain="eth", crawler="latest") == 0
+    assert value(samples, "dws_crawler_round_trips_total", chain="eth", crawler="latest") > 0
     assert value(samples, "dws_rpc_requests_total", method="eth_getBlockByNumber", outcome="answer") > 0
     assert value(samples, "dws_rpc_request_seconds_count", call="batch") > 0
     for (asset, status), count in {("eth", "confirmed"): 1, ("usdt", "confirmed"): 1}.items():
         assert Donation.objects.filter(asset=asset, status=status).count() == count
-        assert value(samples, "dws_donations", status=status, asset=asset) == count
+        assert value(samples, "dws_donations", chain="eth", status=status, asset=asset) == count
     assert Donation.objects.get(tx_hash=eth).status == "confirmed"
     assert value(samples, "dws_campaign_status", status="open") == 1
-    assert value(samples, "dws_unexplained_inflows_open") == 0
+    assert value(samples, "dws_unexplained_inflows_open", chain="eth") == 0
     assert value(samples, "dws_price_requests_open") == 0
     assert value(samples, "dws_metrics_database_up") == 1
 

@@ -47,7 +47,9 @@ def test_a_clean_chain_reports_no_drift_and_stores_the_result(donated):
     output, status = run(donated)
 
     assert status == 0
-    assert output.strip() == f"reconcile blocks {donated['from']}..{donated['to']}: 2 transfer(s) on chain, no drift"
+    assert (
+        output.strip() == f"reconcile eth blocks {donated['from']}..{donated['to']}: 2 transfer(s) on chain, no drift"
+    )
     last = ReconcileRun.objects.get()
     assert (last.ok, last.transfers, last.discrepancies, last.trigger) == (True, 2, [], "command")
 

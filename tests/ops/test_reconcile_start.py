@@ -90,4 +90,4 @@ def test_a_crawler_workers_start_reconciles_in_the_background_without_delaying_t
 
     run = ReconcileRun.objects.get()
     assert (run.trigger, run.ok, run.from_block, run.to_block) == ("start", True, start, node.finalized())
-    assert f"reconcile at start: blocks {start}..{node.finalized()}" in running.text()
+    assert f"reconcile at start of eth: blocks {start}..{node.finalized()}" in running.text()

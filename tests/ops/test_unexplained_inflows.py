@@ -70,6 +70,7 @@ def test_an_open_inflow_shows_on_health_and_makes_reconcile_exit_1(client, forwa
         "open": 1,
         "oldest_created_at": inflow.created_at.isoformat(),
         "oldest_block": inflow.block_number,
+        "oldest_chain": "eth",
     }
     assert body["status"] == "degraded"
     output, status = reconcile(forwarded)
@@ -99,8 +100,9 @@ def test_not_a_donation_needs_a_reason_closes_the_inflow_and_is_logged_with_the_
         "our own refund from the exchange",
         "alice (admin)",
     )
-    assert f"unexplained inflow {inflow.pk} (block {inflow.block_number}, 3.000000000000000000 eth) marked not a " in (
-        caplog.text
+    assert (
+        f"unexplained inflow {inflow.pk} (block {inflow.block_number} of eth, 3.000000000000000000 eth) marked not a "
+        in (caplog.text)
     )
     assert "by alice (admin): our own refund from the exchange" in caplog.text
     assert not Donation.objects.exists()
@@ -215,7 +217,8 @@ def test_recording_an_inflow_queues_the_inflow_unexplained_webhook(node, proxy):
     inflow = UnexplainedInflow.objects.get()
     (event,) = WebhookEvent.objects.filter(event="inflow.unexplained")
     assert event.payload["data"] == {
-        "chain_id": event.payload["data"]["chain_id"],
+        "chain": "eth",
+        "chain_id": 31337,
         "id": inflow.pk,
         "asset": "eth",
         "amount": "0.5",  # as /proof.json lists it: no trailing zeros, never an exponent

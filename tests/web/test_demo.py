@@ -27,7 +27,7 @@ from tests.processes import ROOT
 
 README_DEMO = "deploy/simulate-donations.sh --count 20 --interval 5"
 SENT_BEFORE_CTRL_C = 3  # the README's form, interrupted after a few donations (20 take 100 s)
-DONATION_LINE = re.compile(r"^donation \d+/20: (0x[0-9a-f]{40}) gave \S+ \w+ \(tx (0x[0-9a-f]{64})\)$")
+DONATION_LINE = re.compile(r"^donation \d+/20: (0x[0-9a-f]{40}) gave \S+ \w+ on \w+ \(tx (0x[0-9a-f]{64})\)$")
 
 
 class Output:

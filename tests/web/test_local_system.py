@@ -100,7 +100,7 @@ class TestDevPriceConfiguration:
 
         assert result.returncode != 0
         assert "configuration error: DWS_DEV_ETH_PRICE is only accepted on a development chain" in result.stderr
-        assert f"DWS_CHAIN_ID is {chain_id or 'not set'}" in result.stderr
+        assert (f"DWS_CHAIN_ID is {chain_id}" if chain_id else "DWS_CHAIN_ID is required but not set") in result.stderr
 
     @pytest.mark.parametrize("value", ["0", "-1", "abc", "NaN", "Infinity"])
     def test_a_dev_price_that_is_not_a_positive_decimal_is_refused(self, value) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
@@ -24,7 +22,7 @@ def test_a_first_run_starts_at_dws_start_block(node, settings, capsys):
     node.mine(5)
     settings.CONFIG = configured(settings.CONFIG, start_block=3)
     call_command("crawl", "latest", "--once")
-    assert "crawl latest: cursor 2 -> " in capsys.readouterr().out
+    assert "crawl latest on eth: cursor 2 -> " in capsys.readouterr().out
     assert cursor_get(chain=CHAIN, label=LATEST).value == node.head()
 
 
@@ -88,27 +86,28 @@ def test_a_task_that_finds_the_previous_run_still_going_skips(node):
 
 def test_beat_runs_old_unconfirmed_every_15_minutes_and_reconcile_daily():
     schedule = django_settings.CELERY_BEAT_SCHEDULE
-    assert schedule["every-15m-crawl-old-unconfirmed"]["task"] == "crawlers.crawl_old_unconfirmed"
-    assert schedule["every-15m-crawl-old-unconfirmed"]["schedule"] == 900.0
-    assert schedule["every-15m-crawl-old-unconfirmed"]["options"]["expires"] <= 900
-    assert schedule["every-1d-reconcile"]["task"] == "crawlers.reconcile_last_day"
+    assert schedule["every-15m-crawl-old-unconfirmed-eth"]["task"] == "crawlers.crawl_old_unconfirmed"
+    assert schedule["every-15m-crawl-old-unconfirmed-eth"]["schedule"] == 900.0
+    assert schedule["every-15m-crawl-old-unconfirmed-eth"]["options"]["expires"] <= 900
+    assert schedule["every-1d-reconcile-eth"]["task"] == "crawlers.reconcile_last_day"
+    assert schedule["every-1d-reconcile-eth"]["kwargs"] == {"chain": "eth"}
 
 
 def test_beat_runs_latest_every_12_seconds_and_finalized_every_minute():
     schedule = django_settings.CELERY_BEAT_SCHEDULE
-    assert schedule["every-12s-crawl-latest"]["task"] == crawl_latest.name
-    assert schedule["every-12s-crawl-latest"]["schedule"] == 12.0
-    assert schedule["every-60s-crawl-finalized"]["task"] == crawl_finalized.name
-    assert schedule["every-60s-crawl-finalized"]["options"]["expires"] <= 60
+    assert schedule["every-12s-crawl-latest-eth"]["task"] == crawl_latest.name
+    assert schedule["every-12s-crawl-latest-eth"]["schedule"] == 12.0
+    assert schedule["every-60s-crawl-finalized-eth"]["task"] == crawl_finalized.name
+    assert schedule["every-60s-crawl-finalized-eth"]["options"]["expires"] <= 60
 
 
 def test_the_debug_data_store_keeps_the_raw_blocks_and_receipts(node, settings, tmp_path):
     tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     block = int(node.receipt(tx)["blockNumber"], 16)
-    settings.CONFIG = dataclasses.replace(settings.CONFIG, debug_data_store=str(tmp_path / "debug"))
+    settings.CONFIG = configured(settings.CONFIG, debug_data_store=str(tmp_path / "debug"))
 
     call_command("crawl", "latest", "--once")
 
-    assert (tmp_path / "debug" / f"latest-{block}.json").exists()
-    assert (tmp_path / "debug" / f"txr-{tx}.json").exists()
+    assert (tmp_path / "debug" / "eth" / f"latest-{block}.json").exists()
+    assert (tmp_path / "debug" / "eth" / f"txr-{tx}.json").exists()
     assert Donation.objects.get().tx_hash == tx

@@ -327,7 +327,7 @@ def test_a_run_takes_at_most_500_donations_oldest_first(node, proxy):
 
 def test_the_command_runs_the_judge_once(node, capsys):
     call_command("crawl", "old-unconfirmed", "--once")
-    assert "crawl old-unconfirmed: 0 examined" in capsys.readouterr().out
+    assert "crawl old-unconfirmed on eth: 0 examined" in capsys.readouterr().out
 
 
 def test_a_batch_full_of_unresolvable_rows_no_longer_starves_a_resolvable_one(node, proxy):

@@ -64,8 +64,8 @@ class Command(BaseCommand):
             except DevChainError as exc:
                 raise CommandError(f"donation {n} on {chain.name}: {exc}") from None
             self.stdout.write(
-                f"donation {n}/{count} on {chain.name}: {donation.donor} gave {donation.amount} "
-                f"{donation.asset.upper()} (tx {donation.tx_hash})"
+                f"donation {n}/{count}: {donation.donor} gave {donation.amount} {donation.asset.upper()} "
+                f"on {chain.name} (tx {donation.tx_hash})"
             )
             if n < count:
                 time.sleep(interval)
