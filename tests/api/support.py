@@ -69,9 +69,11 @@ def make_donation(
     log_index: int | None = None,
     eth_price: str | None = None,
     confirmed_at: datetime | None = None,
+    chain: str = "eth",
 ) -> Donation:
     """A donation row as the crawler writes it."""
     return Donation.objects.create(
+        chain=chain,
         eth_price=Decimal(eth_price) if eth_price else None,
         confirmed_at=confirmed_at,
         tx_hash=tx or tx_hash(),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
@@ -16,6 +17,7 @@ from affiliates.services import affiliate_donations_resolve
 from affiliates.tasks import resolve_affiliate_donations
 from donations.models import UserData
 from tests.api.support import make_donation, make_donor, tx_hash, wallet_headers
+from tests.configs import with_chains
 
 
 def signed_post(api, account, path, body=None, **kwargs):
@@ -208,6 +210,30 @@ class TestAffiliateDonation:
 
         assert response.status_code == 200
         assert response.json() == {"chain": "eth", "tx_hash": tx, "code": code, "status": "attributed"}
+
+    def test_a_donation_on_another_chain_is_claimed_with_its_chain(self, api, wallet, code, settings):
+        first = settings.CONFIG.first_chain
+        settings.CONFIG = with_chains(settings.CONFIG, first, dataclasses.replace(first, name="base", chain_id=8453))
+        tx = make_donation(wallet.address, chain="base").tx_hash
+
+        on_first = signed_post(api, wallet, "/affiliate/donation", {"tx_hash": tx, "code": code})
+        on_base = signed_post(api, wallet, "/affiliate/donation", {"tx_hash": tx, "code": code, "chain": "base"})
+
+        # without a chain the claim is the first chain's, where no such donation is recorded (yet)
+        assert on_first.json() == {"chain": "eth", "tx_hash": tx, "code": code, "status": "pending"}
+        assert on_base.json() == {"chain": "base", "tx_hash": tx, "code": code, "status": "attributed"}
+
+    @pytest.mark.parametrize("chain", ["polygon", "Base", "", 8453])
+    def test_a_chain_that_is_not_configured_is_a_numbered_error(self, api, wallet, code, chain):
+        tx = make_donation(wallet.address).tx_hash
+
+        response = signed_post(api, wallet, "/affiliate/donation", {"tx_hash": tx, "code": code, "chain": chain})
+
+        if chain == "polygon":
+            assert (response.status_code, response.json()) == (404, {"code": 1206, "message": "unknown chain"})
+        else:  # not a chain name at all
+            assert (response.status_code, response.json()) == (400, {"code": 1001, "message": "invalid request"})
+        assert not AffiliateDonation.objects.exists()
 
     def test_someone_else_cannot_claim_a_recorded_donation(self, api, wallet, code, other_wallet):
         stranger_tx = make_donation("0x" + "11" * 20).tx_hash

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.conf import settings
 
@@ -55,3 +57,28 @@ def test_each_task_goes_to_its_own_queue(task, queue):
     route = app.amqp.router.route({}, task)
 
     assert route["queue"].name == queue
+
+
+def test_beat_has_one_entry_per_chain_and_crawler_job_named_with_the_chain():
+    from tests.foundation.test_chain_configuration import three_chains
+    from tests.processes import run_manage
+
+    script = (
+        "from django.conf import settings; import json; "
+        "print(json.dumps({k: [v['task'], v.get('kwargs')] for k, v in settings.CELERY_BEAT_SCHEDULE.items()}))"
+    )
+    result = run_manage("shell", "-c", script, env=three_chains())
+
+    assert result.returncode == 0, result.stderr
+    schedule = json.loads(result.stdout.strip().splitlines()[-1])
+    for chain in ("eth", "base", "arb"):
+        assert schedule[f"every-12s-crawl-latest-{chain}"] == ["crawlers.crawl_latest", {"chain": chain}]
+        assert schedule[f"every-60s-crawl-finalized-{chain}"] == ["crawlers.crawl_finalized", {"chain": chain}]
+        assert schedule[f"every-15m-crawl-old-unconfirmed-{chain}"] == [
+            "crawlers.crawl_old_unconfirmed",
+            {"chain": chain},
+        ]
+        assert schedule[f"every-1d-reconcile-{chain}"] == ["crawlers.reconcile_last_day", {"chain": chain}]
+    # the campaign's jobs stay one each
+    assert schedule["every-1m-fetch-prices"][0] == "prices.fetch_prices"
+    assert "every-12s-crawl-latest" not in schedule  # no entry without its chain

@@ -21,12 +21,15 @@ from crawlers.runs.jobs import run_crawler
 from donations.models import Donation, DonationStats, UserData
 from donations.services import donation_record_unconfirmed
 from donations.sightings import Sighting, Transfer
+from donations.webhook_models import WebhookEvent
 from dws_project.config_values import SaleTier
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.configs import configured
 from tests.crawlers.conftest import ROLLUP
+from tests.crawlers.runs.test_verifier import verify
 from tests.invariants import assert_ledger_invariants
 from tests.rpc_proxy import RpcProxy
+from tests.webhook_receiver import registered_endpoint
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("two_chains", "eth_prices")]
 
@@ -238,3 +241,44 @@ def test_a_shared_address_that_is_a_contract_on_one_chain_only_is_refused_on_the
     rollup.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", DONATION_ADDRESS, "latest"))  # deployed there too
     assert run_crawler(LATEST, chain=ROLLUP).held is None
     assert Donation.objects.get(chain=ROLLUP).tx_hash == on_rollup  # nothing sent meanwhile was lost
+
+
+@pytest.mark.django_db(transaction=True)  # the live server reads from its own connection
+def test_each_chain_publishes_its_own_proof_and_the_verifier_checks_each_on_its_node(live_server, node, rollup):
+    DonationStats.objects.get_or_create()  # an earlier transactional test's flush may have removed it
+    node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    rollup.mint(rollup.coins["usdc"], ACCOUNTS[2], 100 * USDC)
+    rollup.transfer_token(rollup.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 40 * USDC)
+    rollup.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER // 4)
+    finalize(node, rollup)
+    call_command("crawl", "finalized", "--once")  # both chains, each in a thread of its own
+
+    proof = Client().get("/proof.json").json()
+    assert [c["chain"] for c in proof["chains"]] == ["eth", ROLLUP]
+    rollup_proof = proof["chains"][1]
+    assert rollup_proof["chain_id"] == 1337
+    assert [a["asset"] for a in rollup_proof["assets"]] == ["eth", "usdc"]  # its own coin, only
+    credited = {
+        a["asset"]: int(a["credited"]) for r in rollup_proof["ranges"] for a in r["assets"] if a["credited"] != "0"
+    }
+    assert credited == {"eth": ETHER // 4, "usdc": 40 * USDC}
+
+    for chain, url in (("eth", node.url), (ROLLUP, rollup.url)):
+        run = verify(live_server.url, url, "--chain", chain)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "matches:" in run.stdout.splitlines()[-1]
+    wrong_node = verify(live_server.url, node.url, "--chain", ROLLUP)  # the rollup's proof against eth's node
+    assert wrong_node.returncode != 0
+    assert "chain id 31337" in wrong_node.stdout + wrong_node.stderr
+
+
+def test_a_donation_event_names_its_chain_and_that_chains_id(node, rollup):
+    registered_endpoint("https://crm.example/hooks", ["donation.seen"], secret="s" * 32)
+    tx = rollup.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+
+    crawl(LATEST, chain=ROLLUP)
+
+    (event,) = WebhookEvent.objects.filter(event="donation.seen")
+    assert (event.payload["data"]["chain"], event.payload["data"]["chain_id"]) == (ROLLUP, 1337)
+    assert event.payload["data"]["tx_hash"] == tx
+    assert event.payload["id"] == f"1337:{tx}:tx:donation.seen"
