@@ -67,7 +67,8 @@ class StableCoinSerializer(serializers.Serializer):
 class ChainSerializer(serializers.Serializer):
     chain = serializers.CharField(help_text="the chain's name, as DWS_CHAINS names it")
     chain_id = serializers.IntegerField(help_text="the chain id a wallet must be on to donate there")
-    label = serializers.CharField(help_text="what the page calls it, e.g. Base")
+    # The API's field name; a serializer is a Field, whose own `label` the stubs type as a string.
+    label = serializers.CharField(help_text="what the page calls it, e.g. Base")  # type: ignore[assignment]
     donation_address = serializers.CharField(help_text="where donations go on this chain, lower case")
     stable_coins = StableCoinSerializer(many=True, help_text="its coins (its own contracts); empty: ETH only")
 

@@ -56,7 +56,8 @@ def test_three_chains_are_read_in_order_each_with_its_own_settings():
     assert config.chain_names == ("eth", "base", "arb")
     base, arb = config.chain("base"), config.chain("arb")
     assert (base.chain_id, base.display_label, base.start_block, base.trace_mode) == (8453, "Base", 23000000, "debug")
-    assert [(c.asset, c.contract) for c in base.stable_coins] == [("usdc", "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913")]
+    usdc = "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913"
+    assert [(c.asset, c.contract) for c in base.stable_coins] == [("usdc", usdc)]
     assert base.wallet_rpc_url == "https://mainnet.base.org"
     assert base.explorer_url == "https://basescan.org/tx/{tx}"
     assert base.donation_address == config.first_chain.donation_address  # DWS_DONATION_ADDRESS, the default
@@ -180,7 +181,8 @@ def test_the_dev_price_is_refused_unless_every_chain_is_a_development_chain():
     env.update({"DWS_CHAIN_ID": "31337", "DWS_DEV_ETH_PRICE": "2000"})
 
     reason = problems(env)["DWS_DEV_ETH_PRICE"]
-    assert "DWS_BASE_CHAIN_ID is 8453" in reason and "DWS_ARB_CHAIN_ID is 42161" in reason
+    assert "DWS_BASE_CHAIN_ID is 8453" in reason
+    assert "DWS_ARB_CHAIN_ID is 42161" in reason
 
 
 def test_a_process_refuses_to_start_naming_each_bad_chain_variable():
