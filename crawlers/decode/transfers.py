@@ -15,8 +15,8 @@ record more than arrived. A transfer that is zero at that scale is not a donatio
 
 The donation address's own money is never a donation (DESIGN.md, "Crediting"): a transaction it signed
 and everything in it, a self-transfer, a Transfer whose `from` is the address, and the ETH a deposit it
-made on L1 minted to it. Such value still closes
-the balance identity, and is handed on as a `Movement` (recorded for the admin, never credited).
+made on L1 minted to it. Such value still closes the balance identity, and is handed on as a `Movement`
+(recorded for the admin, never credited).
 """
 
 from __future__ import annotations
