@@ -9,8 +9,10 @@ every range of blocks the sale says it proved, asks YOUR node (never the sale's)
 * the donation address's ETH balance, nonce and each coin's balanceOf at the block before the range and at
   its last block, and that last block's hash;
 * every block of the range where the ETH balance or the nonce moved (found by halving the range, asking the
-  balances at midpoints), read in full: what the address sent (values and fees), the ETH transactions that
-  paid it, and what arrived in internal calls;
+  balances at midpoints), read in full: what the address sent (values and fees: on an OP-stack rollup the
+  receipt's l1Fee and operator fee too, on Arbitrum the gas alone, which holds the L1 part), what a deposit
+  it made from L1 minted to it, the ETH transactions that paid it (a deposit from L1 included: its donor is
+  its `from`), and what arrived in internal calls;
 * the coins' Transfer logs to and from the address over the range;
 * each listed donation: its transaction succeeded in that block and paid the address that amount (an ETH
   donation made by a contract, in an internal call, is re-read through the node's call traces).
@@ -39,6 +41,7 @@ import bisect
 import csv
 import io
 import json
+import re
 import sys
 import time
 import urllib.error
@@ -249,13 +252,75 @@ def transfer_logs(node: Node, contracts: list[str], topics: list, first: int, la
     return found
 
 
+# What a transaction cost its sender, on every chain the sale takes donations on: exactly the crawler's rules
+# (crawlers/decode/receipts.py, receipt_fee; a test holds the two to the same answers on the same receipts).
+DEPOSIT_TX_TYPE = 0x7E  # an OP-stack deposit: made on L1, its gas bought there
+BLOB_TX_TYPE = 0x03  # EIP-4844: the only transactions that pay for blob gas
+OPERATOR_FEE_SCALAR_UNIT = 1_000_000  # OP-stack Isthmus: operatorFeeScalar has six decimals
+OPERATOR_FEE_JOVIAN_FACTOR = 100  # OP-stack Jovian: the scalar is applied x 100 instead
+QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")  # int(text, 16) alone would also take "-0x5" or "0x5_0"
+
+
+class UnreadableAmount(Unreadable):
+    """A field of your node's transaction or receipt that says what was charged or moved is not a quantity."""
+
+
+def _quantity(source: dict, name: str) -> int | None:
+    value = source.get(name)
+    if value is None:  # absent (or null): the balances judge what it would have said
+        return None
+    if not isinstance(value, str) or not QUANTITY.fullmatch(value):
+        raise UnreadableAmount(f"its {name} is {str(value)[:80]!r}, not a hex quantity")
+    return int(value, 16)
+
+
+def _required(source: dict, name: str) -> int:
+    value = _quantity(source, name)
+    if value is None:
+        raise UnreadableAmount(f"it has no {name}")
+    return value
+
+
 def _fee(receipt: dict) -> int:
-    fee = int(receipt.get("gasUsed") or "0x0", 16) * int(
-        receipt.get("effectiveGasPrice") or receipt.get("gasPrice") or "0x0", 16
-    )
-    if receipt.get("blobGasUsed") and receipt.get("blobGasPrice"):
-        fee += int(receipt["blobGasUsed"], 16) * int(receipt["blobGasPrice"], 16)
-    return fee + int(receipt.get("l1Fee") or "0x0", 16)  # an OP-stack chain charges the L1 part beside the gas
+    """The gas at the price paid; blob gas for a blob transaction only (an OP-stack receipt's blobGasUsed is
+    its DA footprint, which nobody pays); an OP-stack chain's l1Fee and operator fee; nothing for a deposit.
+    Arbitrum's gasUsed already holds its L1 part (gasUsedForL1 only says how much of it)."""
+    kind = _quantity(receipt, "type")
+    if kind == DEPOSIT_TX_TYPE:
+        return 0
+    gas_used = _required(receipt, "gasUsed")
+    price = _quantity(receipt, "effectiveGasPrice")
+    fee = gas_used * (price if price is not None else _required(receipt, "gasPrice"))
+    if kind == BLOB_TX_TYPE:
+        fee += _required(receipt, "blobGasUsed") * _required(receipt, "blobGasPrice")
+    fee += _quantity(receipt, "l1Fee") or 0
+    return fee + _operator_fee(receipt, gas_used)
+
+
+def _operator_fee(receipt: dict, gas_used: int) -> int:
+    """operatorFee where the node reports it; else derived from the scalars as op-revm charges it (Isthmus:
+    gasUsed x scalar / 1e6 + constant; from Jovian, shown by daFootprintGasScalar: gasUsed x scalar x 100 +
+    constant)."""
+    reported = _quantity(receipt, "operatorFee")
+    if reported is not None:
+        return reported
+    scalar, constant = _quantity(receipt, "operatorFeeScalar"), _quantity(receipt, "operatorFeeConstant")
+    if scalar is None and constant is None:
+        return 0
+    if scalar is None or constant is None:
+        raise UnreadableAmount("it gives only one of operatorFeeScalar and operatorFeeConstant")
+    if _quantity(receipt, "daFootprintGasScalar") is not None:
+        return gas_used * scalar * OPERATOR_FEE_JOVIAN_FACTOR + constant
+    return gas_used * scalar // OPERATOR_FEE_SCALAR_UNIT + constant
+
+
+def _is_deposit(source: dict) -> bool:
+    return _quantity(source, "type") == DEPOSIT_TX_TYPE
+
+
+def _mint(tx: dict) -> int:
+    """What an OP-stack deposit minted to its `from` (bridged from L1), whether it succeeded or not."""
+    return (_quantity(tx, "mint") or 0) if _is_deposit(tx) else 0
 
 
 # Frames by which an account acts outside itself (a delegatecall or staticcall from it does not).
@@ -489,9 +554,18 @@ class Check:
                 raise Unreadable(f"your node did not give the receipt of {tx['hash']}: {receipt}")
             ok, value = receipt.get("status") == "0x1", int(tx.get("value") or "0x0", 16)
             if (tx.get("from") or "").lower() == self.us:
-                spent = (value if ok else 0) + _fee(receipt)
+                try:
+                    if _is_deposit(tx) != _is_deposit(receipt):
+                        raise UnreadableAmount("its block and its receipt disagree on whether it is a deposit")
+                    spent, minted = (value if ok else 0) + _fee(receipt), _mint(tx)
+                except UnreadableAmount as exc:
+                    raise Unreadable(
+                        f"your node does not say readably what transaction {tx['hash']} (sent by the address in "
+                        f"block {number}) cost: {exc}"
+                    ) from None
                 left += spent
-                residual[number] += spent
+                # A deposit the address made on L1 minted ETH to it: its own money, part of no donation.
+                residual[number] += spent - minted
             if (tx.get("to") or "").lower() == self.us and ok and value:
                 residual[number] -= value
                 row = direct.pop(tx["hash"].lower(), None)

@@ -85,7 +85,7 @@ PRICE_CYCLES = Counter(
 RATE_LIMIT_REFUSALS = Counter("dws_ratelimit_refusals", "API requests refused by the per-client rate limit (429).")
 
 # The held reasons, by what they ask of an operator (a free text label would explode the series).
-_HELD_REASONS = (  # first match wins: the hold texts of crawlers/runs/crawl.py, ranges.py and balances.py
+_HELD_REASONS = (  # first match wins: the hold texts of crawlers/runs/crawl.py, ranges.py, flows.py and balances.py
     ("shutdown", "shutdown"),
     ("postgresql lock", "overlap"),
     ("eth_getlogs answered short", "logs-short"),
@@ -98,6 +98,9 @@ _HELD_REASONS = (  # first match wins: the hold texts of crawlers/runs/crawl.py,
     ("re-org", "reorg"),
     ("eth price", "price-missing"),
     ("malformed", "malformed"),
+    ("does not say readably what it cost", "malformed"),  # a fee field that is not a quantity (decode/receipts.py)
+    ("unreadable in its block", "malformed"),
+    ("disagree on whether it is an op-stack deposit", "malformed"),
     ("behind our cursor", "node-behind"),
     ("no evidence", "no-evidence"),
     ("no block from", "no-evidence"),

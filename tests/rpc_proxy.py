@@ -17,9 +17,10 @@ Faults are armed per JSON-RPC method and for a number of matching requests (None
 Element faults (null, error, rewrite) hit the matching elements of a batch; transport faults (status,
 hang, drop, huge, deep, drip, redirect) hit the whole HTTP request when any element matches.
 ``method="*"`` matches everything,
-``method="debug_*"`` every method of a namespace. Two ready-made provider behaviours:
-``lag_logs`` (a load-balanced node that has not indexed the newest blocks answers them without logs)
-and ``refuse_traces`` (a provider without any trace method).
+``method="debug_*"`` every method of a namespace. Ready-made provider behaviours: ``lag_logs`` (a
+load-balanced node that has not indexed the newest blocks answers them without logs), ``refuse_traces``
+(a provider without any trace method) and ``amend_receipts`` (a rollup node's receipt fields anvil does
+not write).
 Every HTTP request is logged (path and the methods in it), so tests can count round trips and check
 that a back-off really stopped the traffic.
 """
@@ -165,6 +166,17 @@ class RpcProxy:
             return [log for log in logs if int(log["blockNumber"], 16) < first_missing()]
 
         return self.arm("eth_getLogs", "rewrite", count=count, rewrite=behind)
+
+    def amend_receipts(self, fields: dict[str, dict[str, Any]]) -> Fault:
+        """eth_getTransactionReceipt answers for the transactions named (by hash) gain (or replace) these
+        fields, until disarmed: what an OP-stack or Arbitrum node writes that anvil does not (`l1Fee`, the
+        operator fee scalars, `gasUsedForL1`), or a corrupt value. `fields` may grow after arming."""
+
+        def amend(receipt: Any, params: list) -> Any:
+            extra = fields.get(str(params[0]).lower()) if params else None
+            return {**receipt, **extra} if isinstance(receipt, dict) and extra else receipt
+
+        return self.arm("eth_getTransactionReceipt", "rewrite", count=None, rewrite=amend)
 
     def refuse_traces(self) -> list[Fault]:
         """Every debug_* and trace_* method answers "method not found" (code -32601), until disarmed."""

@@ -2,10 +2,39 @@
 
 from __future__ import annotations
 
+import re
 from decimal import ROUND_DOWN, Decimal
 
 ETH_DECIMALS = 18
 WEI_PER_ETH = 10**ETH_DECIMALS
+# A JSON-RPC quantity: hex digits after "0x", at most 256 bits. Python's int(text, 16) alone also takes
+# "-0x5", " 0x5", "0x5_0" and no "0x" at all; none of those is a quantity a node sends.
+_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
+
+
+class UnreadableAmount(ValueError):
+    """A field the balance identity needs is there but is not a quantity (not hex, negative, not a string):
+    no evidence of what was charged or moved. The block is held with this reason, never guessed."""
+
+
+def quantity(source: dict, name: str) -> int | None:
+    """The field `name` of a JSON-RPC object as an integer; None when it is absent (or null, which some nodes
+    write for a field they leave out: what it would have said is judged by the balances). Raises
+    UnreadableAmount for anything else that is not a hex quantity."""
+    value = source.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _QUANTITY.fullmatch(value):
+        raise UnreadableAmount(f"its {name} is {str(value)[:80]!r}, not a hex quantity")
+    return int(value, 16)
+
+
+def required_quantity(source: dict, name: str) -> int:
+    """`quantity`, for a field every such object has: absent, it is no evidence either."""
+    value = quantity(source, name)
+    if value is None:
+        raise UnreadableAmount(f"it has no {name}")
+    return value
 
 
 def scaled_amount(raw: int, decimals: int, scale: int) -> Decimal:

@@ -3,7 +3,9 @@
 Nothing here talks to the node or the database. Two kinds of donation found here (internal ETH
 transfers come from call frames, crawlers/decode/frames.py):
 
-* native ETH: a transaction whose `to` is the donation address, with a receipt of status 1;
+* native ETH: a transaction whose `to` is the donation address, with a receipt of status 1 (on an OP-stack
+  chain also a deposit made on L1, type 0x7e: its `from` is the donor, an L1 contract's aliased address
+  as the chain shows it; its `mint` went to that `from`, not to us);
 * ERC-20: a `Transfer` log of a configured coin whose recipient is the donation address. A Transfer
   log exists only for a transfer that happened, whoever called the token (a direct `transfer`,
   `transferFrom`, a Safe, an ERC-4337 account), so the donor is the Transfer's `from`.
@@ -12,8 +14,9 @@ Amounts are written at the scale of `donation.amount` (ETH at 8 decimals), round
 record more than arrived. A transfer that is zero at that scale is not a donation.
 
 The donation address's own money is never a donation (DESIGN.md, "Crediting"): a transaction it signed
-and everything in it, a self-transfer, a Transfer whose `from` is the address. Such value still closes
-the balance identity, and is handed on as a `Movement` (recorded for the admin, never credited).
+and everything in it, a self-transfer, a Transfer whose `from` is the address, and the ETH a deposit it
+made on L1 minted to it. Such value still closes the balance identity, and is handed on as a `Movement`
+(recorded for the admin, never credited).
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import TRANSFER_TOPIC
-from crawlers.decode.amounts import ETH_DECIMALS, log_amount, scaled_amount
+from crawlers.decode.amounts import ETH_DECIMALS, UnreadableAmount, log_amount, scaled_amount
+from crawlers.decode.receipts import deposit_mint, is_deposit
 from donations.sightings import Transfer
 from dws_project.config_values import StableCoin
 
 SELF_TRANSFER = "self-transfer"  # the address paid itself
 RETURNED = "returned to the address"  # value came back in a transaction the address signed or called out in
+BRIDGED = "bridged by the address"  # ETH an OP-stack deposit it made on L1 minted to it
 
 
 @dataclass(frozen=True)
@@ -158,7 +163,11 @@ def token_transfers(
 @dataclass(frozen=True)
 class EthMove:
     """A transaction sending ETH to the donation address, or any transaction sent from it: what moves
-    the address's ETH balance and nonce at the top level (the balance proof's raw flows)."""
+    the address's ETH balance and nonce at the top level (the balance proof's raw flows).
+
+    For one the address sent: `deposit` says it is an OP-stack deposit (made on L1: no L2 fee), `mint` what
+    that deposit minted to the address (its own money, bridged), and `unreadable` why its type or mint
+    could not be read (the block is held)."""
 
     tx_hash: str
     sender: str
@@ -166,6 +175,9 @@ class EthMove:
     wei: int
     block_number: int
     block_hash: str
+    deposit: bool = False
+    mint: int = 0
+    unreadable: str = ""
 
 
 def eth_moves(block: dict, donation_address: str) -> list[EthMove]:
@@ -177,6 +189,14 @@ def eth_moves(block: dict, donation_address: str) -> list[EthMove]:
             continue
         sender, to = (tx.get("from") or "").lower(), (tx.get("to") or "").lower()
         wei = int(tx.get("value") or "0x0", 16)
-        if sender == donation_address or (to == donation_address and wei > 0):
+        if sender == donation_address:
+            # A deposit's mint lands at its `from` whether it succeeds or not; another's `from` gets it, never
+            # us, so only ours is read.
+            try:
+                deposit, mint, unreadable = is_deposit(tx), deposit_mint(tx), ""
+            except UnreadableAmount as exc:
+                deposit, mint, unreadable = False, 0, str(exc)
+            found.append(EthMove(tx["hash"].lower(), sender, to, wei, number, block_hash, deposit, mint, unreadable))
+        elif to == donation_address and wei > 0:
             found.append(EthMove(tx["hash"].lower(), sender, to, wei, number, block_hash))
     return found

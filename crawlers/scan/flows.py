@@ -7,10 +7,11 @@ import logging
 from collections.abc import Mapping, Sequence
 
 from crawlers.chain.outcomes import Answer, NoEvidence, RpcOutcome
-from crawlers.decode.amounts import log_amount, log_block_number
+from crawlers.decode.amounts import UnreadableAmount, log_amount, log_block_number
 from crawlers.decode.balances import ETH, NONCE
-from crawlers.decode.receipts import receipt_fee, receipt_succeeded
+from crawlers.decode.receipts import is_deposit, receipt_fee, receipt_succeeded
 from crawlers.decode.transfers import (
+    BRIDGED,
     SELF_TRANSFER,
     EthCandidate,
     EthMove,
@@ -66,8 +67,9 @@ def account_receipts(
     moves: Sequence[EthMove],
     receipts: Mapping[str, RpcOutcome],
 ) -> BlockHeld | None:
-    """The ETH flows (value and fees) and ETH donations the receipts prove; a hold at the first
-    transaction whose receipt says neither success nor revert for the block we scanned."""
+    """The ETH flows (value and fees, and what a deposit the address made minted to it) and ETH donations
+    the receipts prove; a hold at the first transaction whose receipt says neither success nor revert for
+    the block we scanned, or, for one the address sent, not readably what it cost."""
     us = chain.donation_address
     recordable = {c.tx_hash: c for c in candidates}
     for move in moves:
@@ -87,8 +89,14 @@ def account_receipts(
             )
         block = scanned[move.block_number]
         if move.sender == us:
-            block.add_flow(NONCE, 1)
-            block.add_flow(ETH, -(move.wei if succeeded else 0) - receipt_fee(receipt))
+            cost = _cost(move, receipt)
+            if isinstance(cost, BlockHeld):
+                return cost
+            block.add_flow(NONCE, 1)  # a deposit it made moves its nonce too, even one that failed
+            block.add_flow(ETH, -(move.wei if succeeded else 0) - cost)
+            if move.mint:  # minted to it from L1 whether the deposit succeeded or not: its own money
+                block.add_flow(ETH, move.mint)
+                block.own.append(Movement(move.tx_hash, ETH, move.mint, BRIDGED))
         if move.to == us and succeeded:
             block.add_flow(ETH, move.wei)
             if move.sender == us and move.wei > 0:
@@ -101,6 +109,24 @@ def account_receipts(
         else:
             block.reverted.append(candidate.tx_hash)
     return None
+
+
+def _cost(move: EthMove, receipt: dict) -> int | BlockHeld:
+    """What a transaction the donation address sent cost it (`receipt_fee`, every chain's rules), or a hold
+    where the block or the receipt does not say it readably: a type, mint or fee field that is not a
+    quantity, or the block and the receipt disagreeing on whether it is a deposit (which pays no fee)."""
+    sent = f"tx '{move.tx_hash}', sent by the donation address"
+    try:
+        if move.unreadable:
+            reason = f"{sent}, is unreadable in its block: {move.unreadable}"
+        elif is_deposit(receipt) != move.deposit:
+            reason = f"the block and the receipt of {sent} disagree on whether it is an OP-stack deposit"
+        else:
+            return receipt_fee(receipt)
+    except UnreadableAmount as exc:
+        reason = f"the receipt of {sent} does not say readably what it cost: {exc}"
+    logger.warning("block %d: %s", move.block_number, reason)
+    return BlockHeld(move.block_number, reason)
 
 
 def _usable(moves: Sequence[EthMove], receipts: Mapping[str, RpcOutcome], number: int) -> int:

@@ -5,10 +5,13 @@ its nonce and each coin's `balanceOf` at the block before the range and at its l
 asset the identity must close, in raw units (wei, coin base units; never the 8-decimal donation scale,
 which rounds down):
 
-    balance(end) - balance(start - 1) = what arrived (ETH txs with status 1, Transfer logs to us)
+    balance(end) - balance(start - 1) = what arrived (ETH txs with status 1, Transfer logs to us,
+                                                      the mint of an OP-stack deposit we made)
                                         - what left (txs sent from us: value + fee; Transfer logs from us)
 
-and the nonce must grow by the number of transactions we saw leave. A range that closes is *proven
+with the fee by the chain's rules as its receipt states it (crawlers/decode/receipts.py: an OP-stack
+rollup's L1 and operator fees, nothing for a deposit), and the nonce must grow by the number of
+transactions we saw leave. A range that closes is *proven
 complete*. Where it does not, balances at midpoints (pinned by block hash) bisect it down to the single
 blocks where it breaks, and each is settled:
 

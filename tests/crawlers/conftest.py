@@ -136,3 +136,33 @@ def _ledger_invariants_hold_afterwards(request) -> Iterator[None]:
         from tests.invariants import assert_ledger_invariants
 
         assert_ledger_invariants()
+
+
+# An OP-stack chain (tests/op_stack.py): anvil executing deposits and charging L1 and operator fees, with the
+# test coins at deploy/env.local's addresses like the session node, on anvil's chain id like it.
+@pytest.fixture(scope="session")
+def op_chain() -> Iterator[Anvil]:
+    with Anvil(extra_args=["--network", "optimism"]) as anvil:
+        anvil.coins = deploy_stable_coins(anvil)
+        yield anvil
+
+
+@pytest.fixture
+def op_node(op_chain: Anvil) -> Iterator[Anvil]:
+    snapshot = op_chain.snapshot()
+    try:
+        yield op_chain
+    finally:
+        op_chain.set_automine(True)
+        op_chain.revert(snapshot)
+
+
+@pytest.fixture
+def op_proxy(op_node: Anvil, settings) -> Iterator[RpcProxy]:
+    """The crawlers read the OP-stack node through the proxy (which writes what op-geth would in its
+    receipts), starting after its current head."""
+    coins = {c.asset: c.contract for c in settings.CONFIG.first_chain.stable_coins}
+    assert coins == op_node.coins, "deploy/env.local's DWS_STABLE_COINS must match the deployed test coins"
+    with RpcProxy(op_node.url) as running:
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=running.url("/rpc"), start_block=op_node.head() + 1)
+        yield running

@@ -43,6 +43,21 @@ from dws_project.metrics import drop_reason, held_reason
             "block: 7 -- ETH arrived that no transaction explains and the call traces gave no evidence (x)",
             "no-evidence",
         ),
+        (
+            "block: 7 -- the receipt of tx '0xab', sent by the donation address, does not say readably what it cost: "
+            "its l1Fee is '0xzz', not a hex quantity",
+            "malformed",
+        ),
+        (
+            "block: 7 -- tx '0xab', sent by the donation address, is unreadable in its block: its mint is 'x', not a "
+            "hex quantity",
+            "malformed",
+        ),
+        (
+            "block: 7 -- the block and the receipt of tx '0xab', sent by the donation address, disagree on whether it "
+            "is an OP-stack deposit",
+            "malformed",
+        ),
         ("another run of the latest crawler (eth) holds its PostgreSQL lock; skipped", "overlap"),
         ("block: 7 -- another session holds the PostgreSQL lock of finalized (eth); nothing of the block", "overlap"),
         ("something new", "other"),
