@@ -27,6 +27,7 @@ an answer short of evidence is never taken from it: that batch is simply asked a
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import logging
@@ -125,6 +126,10 @@ class RpcClient:
     ) -> None:
         self._backoff_scope = backoff_scope
         self.origin = redact_url(url)
+        # What the provider endpoint is to the shared memories of how it behaves (which trace method it
+        # serves, whether it keeps old state): two chains' endpoints on one host differ only in their path,
+        # which may hold a key, so the path is never shown, only a digest of the whole URL beside the origin.
+        self.endpoint = f"{self.origin}#{hashlib.sha256(url.encode()).hexdigest()[:16]}"
         parts = urlsplit(url)
         # Belt and braces: should any library log the URL, the formatter masks the key parts.
         register_secrets(parts.path if parts.path not in ("", "/") else None, parts.query, parts.password)

@@ -40,7 +40,7 @@ MEMORY_SECONDS = 3600  # how long a refusal of old state is remembered after the
 
 
 def memory_key(client: RpcClient) -> str:
-    return f"dws:no-history:{client.origin}"
+    return f"dws:no-history:{client.endpoint}"
 
 
 def far_behind(client: RpcClient, block: int) -> bool:

@@ -28,7 +28,7 @@ FILTER_REFUSAL_SECONDS = 3600  # a provider that refused trace_filter is asked a
 
 
 def _filter_key(client: RpcClient) -> str:
-    return f"dws:trace-filter-refused:{client.origin}"
+    return f"dws:trace-filter-refused:{client.endpoint}"
 
 
 def _filter_refused(client: RpcClient) -> bool:

@@ -105,7 +105,7 @@ def is_refusal(outcome: RpcOutcome) -> TypeGuard[NoEvidence]:
 
 
 def memory_key(client: RpcClient) -> str:
-    return f"dws:trace-method:{client.origin}"
+    return f"dws:trace-method:{client.endpoint}"
 
 
 def remembered_family(client: RpcClient) -> str | None:

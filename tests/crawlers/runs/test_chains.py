@@ -282,3 +282,19 @@ def test_a_donation_event_names_its_chain_and_that_chains_id(node, rollup):
     assert (event.payload["data"]["chain"], event.payload["data"]["chain_id"]) == (ROLLUP, 1337)
     assert event.payload["data"]["tx_hash"] == tx
     assert event.payload["id"] == f"1337:{tx}:tx:donation.seen"
+
+
+def test_two_chains_on_one_provider_host_keep_their_provider_memories_apart():
+    """What one chain's endpoint is remembered for (no old state, refused traces, its trace method) must not
+    be taken for another chain's endpoint on the same host: a block number refused on one is not the other's."""
+    from crawlers.chain.rpc import RpcClient
+    from crawlers.scan import history, trace_filter, traces
+
+    eth = RpcClient("https://rpc.example.org/eth/key-one")
+    base = RpcClient("https://rpc.example.org/base/key-one")
+
+    assert eth.origin == base.origin == "https://rpc.example.org"  # all the logs ever show of either
+    assert history.memory_key(eth) != history.memory_key(base)
+    assert traces.memory_key(eth) != traces.memory_key(base)
+    assert trace_filter._filter_key(eth) != trace_filter._filter_key(base)
+    assert "key-one" not in history.memory_key(eth) + traces.memory_key(base)
