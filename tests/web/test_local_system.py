@@ -135,7 +135,7 @@ class TestDevPriceSource:
         row = Price.objects.get(asset=ETH)
         assert (row.price, row.created_at) == (Decimal("2000.50"), datetime(2026, 11, 30, 5, 1, tzinfo=UTC))
         assert row.sources["dev"]["price"] == "2000.50"
-        assert row.sources["dev"]["chain_id"] == 31337
+        assert row.sources["dev"]["chain_ids"] == [31337]
 
     def test_a_price_request_is_served_from_the_dev_price(self, dev_price) -> None:
         minute = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
