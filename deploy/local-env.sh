@@ -1,6 +1,6 @@
 # Sourced by the local scripts: export the development defaults from deploy/env.local for every
 # variable the environment does not already set (what the caller set always wins). `local_defaults
-# FILE` does the same for another file (deploy/env.local-chain: the local dev chain's settings).
+# FILE` does the same for another file (deploy/env.local-chain: the local dev chains' settings).
 local_defaults() {
   local key value
   while IFS='=' read -r key value; do
@@ -9,3 +9,22 @@ local_defaults() {
   done <"$1"
 }
 local_defaults deploy/env.local
+
+# `local_chains`: the local dev chains' settings (deploy/env.local-chain) and their URLs: chain eth on
+# 127.0.0.1:$DWS_LOCAL_CHAIN_PORT (8545) and, while DWS_CHAINS lists it, the rollup on
+# 127.0.0.1:$DWS_LOCAL_ROLLUP_PORT (8546). The page may hand each URL to a wallet that lacks the chain
+# (DWS_*_WALLET_RPC_URL: a loopback node holds no key). For a caller without ETH_RPC_URL only.
+local_chains() {
+  export ETH_RPC_URL="http://127.0.0.1:${DWS_LOCAL_CHAIN_PORT:-8545}"
+  local_defaults deploy/env.local-chain
+  export DWS_ETH_WALLET_RPC_URL="${DWS_ETH_WALLET_RPC_URL:-$ETH_RPC_URL}"
+  if local_rollup; then
+    export DWS_ROLLUP_RPC_URL="${DWS_ROLLUP_RPC_URL:-http://127.0.0.1:${DWS_LOCAL_ROLLUP_PORT:-8546}}"
+    export DWS_ROLLUP_WALLET_RPC_URL="${DWS_ROLLUP_WALLET_RPC_URL:-$DWS_ROLLUP_RPC_URL}"
+  fi
+}
+
+# True while DWS_CHAINS lists the local rollup.
+local_rollup() {
+  [[ ",${DWS_CHAINS:-}," == *",rollup,"* ]]
+}

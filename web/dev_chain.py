@@ -20,6 +20,7 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from dws_project.chain_settings import DEV_CHAIN_IDS, ChainSettings
+from dws_project.config_values import StableCoin
 from dws_project.redaction import redact_url
 
 # The compiled 6-decimal test stable coin (source and compiler script next to it).
@@ -41,7 +42,12 @@ DEV_ACCOUNTS = (
     "0x23618e81e3f5cdf7f54c3d65f7fbc0abf5b21e8f",
     "0xa0ee7a142d267c1f36714e4a8f75612f20a79720",
 )
-DEPLOYER = DEV_ACCOUNTS[0]  # deploys USDT at nonce 0 and USDC at nonce 1: the addresses env.local names
+# Deploys the test coins: on chain eth USDT at nonce 0 and USDC at nonce 1 (the addresses env.local names), on
+# the local rollup USDC at nonce 2 and USDT at nonce 3 (env.local-chain), nonces 0 and 1 burnt there, so no
+# coin of one chain sits at an address the other chain uses.
+DEPLOYER = DEV_ACCOUNTS[0]
+# How far past the deployer's next nonce a configured coin may lie (the nonces before it are burnt).
+MAX_BURNT_NONCES = 16
 MANUAL_DONOR = DEV_ACCOUNTS[1]  # the account the `make run` banner suggests importing into a wallet
 MANUAL_DONOR_KEY_HINT = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d"
 SIMULATED_DONORS = DEV_ACCOUNTS[2:9]
@@ -143,6 +149,21 @@ class DevChain:
         return self.send(mint_tx(token, to, units))["transactionHash"]
 
 
+def _rlp_bytes(item: bytes) -> bytes:
+    if len(item) == 1 and item[0] < 0x80:
+        return item
+    assert len(item) < 56, "short items only"
+    return bytes([0x80 + len(item)]) + item
+
+
+def create_address(sender: str, nonce: int) -> str:
+    """Where `sender`'s transaction number `nonce` deploys a contract: keccak256(rlp([sender, nonce]))[12:]."""
+    nonce_bytes = nonce.to_bytes((nonce.bit_length() + 7) // 8, "big")  # 0 is the empty string
+    payload = _rlp_bytes(bytes.fromhex(sender[2:])) + _rlp_bytes(nonce_bytes)
+    assert len(payload) < 56
+    return "0x" + keccak(bytes([0xC0 + len(payload)]) + payload)[12:].hex()
+
+
 def mint_tx(token: str, to: str, units: int) -> dict[str, Any]:
     data = call_data("mint(address,uint256)", ["address", "uint256"], [to, units])
     return {"from": DEPLOYER, "to": token, "data": data, "gas": hex(200_000)}
@@ -157,21 +178,39 @@ class SetupReport:
 
 def dev_chain_setup(chain: DevChain, config: ChainSettings) -> SetupReport:
     """Deploy the chain's configured stable coins (if absent) where its coins variable expects them; fund the
-    dev accounts with them. Safe to run again: what exists is kept, and only empty balances are topped up."""
+    dev accounts with them. Safe to run again: what exists is kept, and only empty balances are topped up.
+
+    Each coin is deployed, in the order listed, from the deployer's nonce whose contract address is the
+    configured one; the nonces skipped to reach it are burnt with empty transfers to itself."""
     chain_id = chain.require_dev_chain(config)
     artifact = json.loads(STABLE_COIN_ARTIFACT.read_text())
     missing = [coin for coin in config.stable_coins if not chain.has_code(coin.contract)]
-    deployments = []
+    nonce = chain.nonce(DEPLOYER) if missing else 0
+    txs: list[dict[str, Any]] = []
+    deploying: dict[int, StableCoin] = {}  # index in txs -> the coin that transaction deploys
     for coin in missing:
+        at = next(
+            (n for n in range(nonce, nonce + MAX_BURNT_NONCES) if create_address(DEPLOYER, n) == coin.contract), None
+        )
+        if at is None:
+            raise DevChainError(
+                f"{coin.asset} cannot land where {config.variable('STABLE_COINS')} expects {coin.contract}: it is "
+                f"not where any of {DEPLOYER}'s next {MAX_BURNT_NONCES} deployments lands (from nonce {nonce}); the "
+                "coins are deployed from it in the order listed, so start from a fresh chain"
+            )
+        txs += [{"from": DEPLOYER, "to": DEPLOYER, "value": "0x0"} for _ in range(nonce, at)]
         name, symbol = STABLE_COIN_NAMES[coin.asset]
         data = artifact["bytecode"] + encode(["string", "string"], [name, symbol]).hex()
-        deployments.append({"from": DEPLOYER, "data": data, "gas": hex(3_000_000)})
-    for coin, receipt in zip(missing, chain.send_all(deployments), strict=True):
-        address = receipt["contractAddress"].lower()
+        deploying[len(txs)] = coin
+        txs.append({"from": DEPLOYER, "data": data, "gas": hex(3_000_000)})
+        nonce = at + 1
+    receipts = chain.send_all(txs)
+    for index, coin in deploying.items():
+        address = receipts[index]["contractAddress"].lower()
         if address != coin.contract:
             raise DevChainError(
                 f"{coin.asset} landed at {address}, but {config.variable('STABLE_COINS')} expects {coin.contract}: "
-                f"the coins are deployed from {DEPLOYER} in the order listed, from nonce 0, so start from a fresh chain"
+                f"the coins are deployed from {DEPLOYER} in the order listed, so start from a fresh chain"
             )
     funded, mints = [], []
     for coin in config.stable_coins:

@@ -1,7 +1,9 @@
 """The one-page donation site: the page shell with the sale's static facts; the browser does the rest.
 
-Where the money goes (the donation address, the coin contracts) is rendered from the server's
-configuration, shown to the donor, and is what the page's scripts send to.
+Where the money goes on each network the page offers (the donation address, the coin contracts, the chain
+id) is rendered from the server's configuration, shown to the donor, and is what the page's scripts send to.
+A chain refused for its donation address (a Safe not deployed there, noted in Redis by the crawlers) is not
+offered; with Redis away nothing is known refused, as for the crawlers (no answer is no evidence).
 
 Everything that changes (campaign figures, prices, a donor's history) is fetched by the page from the
 delphi API, so this view reads no table and the page renders even while the database is away.
@@ -14,6 +16,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from crawlers.runs.address_code import refused_chains
 from web import presentation
 
 # The page loads only its own scripts, styles and API; wallets inject their provider themselves.
@@ -34,15 +37,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
 
 @require_safe
 def index(request: HttpRequest) -> HttpResponse:
-    config = settings.CONFIG
-    context = {
-        "tiers": presentation.tier_rows(config.sale_tiers),
-        "sale_cap": presentation.group_thousands(config.sale_cap),
-        "network": presentation.network(config.first_chain.chain_id),
-        "page_config": presentation.page_config(config),
-        "donation_address": presentation.donation_address(config),
-        "coins": presentation.coin_rows(config),
-    }
+    context = presentation.page_context(settings.CONFIG, refused=refused_chains())
     response = render(request, "web/index.html", context)
     response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     return response

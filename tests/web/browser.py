@@ -3,7 +3,11 @@
 The wallet is an EIP-1193 provider injected into the page before its scripts run (`add_init_script`).
 It behaves like MetaMask from the page's side (accounts, chain id, switch prompts, events, error 4001
 on a rejected prompt) and forwards every other RPC call to a real JSON-RPC node (anvil) whose dev
-accounts are unlocked, so transactions and personal_sign signatures are real. The forwarding runs in
+accounts are unlocked, so transactions and personal_sign signatures are real. It models several chains
+as MetaMask does: it is on one chain at a time and forwards to that chain's node; it knows some chains
+(switching to another is error 4902) and learns one from `wallet_addEthereumChain` (after checking that
+the RPC URL the page gave answers with that chain id, which it then uses), switching to it; the test can
+switch it from the wallet's own side, with or without telling the page (`switch_wallet`). The forwarding runs in
 the test process (`expose_function`), outside the page, as a wallet extension's would: the page's
 Content-Security-Policy (connect-src 'self') applies to the page, not to its wallet.
 
@@ -12,6 +16,7 @@ Fixtures:
     anvil_node       - tests/chain.py's anvil (chain id 31337) on a free port in the test range, with
                        the test USDT/USDC deployed at deploy/env.local's addresses
     wallet_page      - factory: wallet_page(rpc_url=..., account=..., viewport=...) -> Page with the wallet
+                       (other_nodes={chain id: url} and knows=(chain ids) for a wallet of several chains)
     plain_page       - factory: a Page without any wallet
     wallets_page     - factory: wallets_page(rpc_url=..., wallets=[AnnouncedWallet, ...]) -> Page in a
                        browser with several wallet extensions announcing themselves (EIP-6963)
@@ -61,18 +66,25 @@ SCREENSHOTS = Path(os.environ.get("DWS_SCREENSHOT_DIR", ROOT / "var" / "screensh
 API_PREFIXES = ("/donation/", "/price/", "/user/", "/affiliate/", "/wallet/")
 
 # An injected wallet: `__dwsMakeWallet(settings, rpcName)` makes an EIP-1193 provider whose RPC calls go
-# to the test process's forwarder exposed as `window[rpcName]`.
+# to the test process's forwarder exposed as `window[rpcName]`, with the chain the wallet is on.
 WALLET_FACTORY = """
 window.__dwsMakeWallet = (settings, rpcName) => {
   const listeners = {};
   let connected = settings.connected;
-  let chainOverride = settings.chainId;  // null: report the node's own chain id
+  let current = settings.chainId;  // the chain the wallet is on (hex)
+  const known = new Set(settings.known);  // the chains it has (hex); another one is error 4902
   const emit = (event, value) => (listeners[event] || []).forEach((fn) => fn(value));
   const fail = (code, message) => Object.assign(new Error(message), { code });
   const forward = async (method, params) => {
-    const answer = JSON.parse(await window[rpcName](method, JSON.stringify(params || [])));
+    const answer = JSON.parse(await window[rpcName](current, method, JSON.stringify(params || [])));
     if (answer.error) throw fail(answer.error.code, answer.error.message);
     return answer.result;
+  };
+  const switchTo = (id, silent) => {
+    known.add(id);
+    if (id === current) return;
+    current = id;
+    if (!silent) emit("chainChanged", id);
   };
   const provider = {
     isMetaMask: false,
@@ -87,20 +99,34 @@ window.__dwsMakeWallet = (settings, rpcName) => {
         case "eth_accounts":
           return connected ? [settings.account] : [];
         case "eth_chainId":
-          return chainOverride ?? (await forward("eth_chainId", []));
+          return current;
         case "wallet_switchEthereumChain": {
           const wanted = params[0].chainId.toLowerCase();
-          const nodeChain = (await forward("eth_chainId", [])).toLowerCase();
-          if (wanted !== nodeChain) throw fail(4902, `Unrecognized chain ID "${wanted}".`);
-          chainOverride = null;
-          emit("chainChanged", nodeChain);
+          if (!known.has(wanted)) {
+            throw fail(4902, `Unrecognized chain ID "${wanted}". Try adding it using wallet_addEthereumChain first.`);
+          }
+          switchTo(wanted, false);
+          return null;
+        }
+        case "wallet_addEthereumChain": {
+          await forward(method, params);  // the forwarder checks the request and the RPC URL, and keeps it
+          // then, as MetaMask does, it offers to switch: declined when the test rejects switching
+          if (!settings.reject.includes("wallet_switchEthereumChain")) switchTo(params[0].chainId.toLowerCase(), false);
+          else known.add(params[0].chainId.toLowerCase());
           return null;
         }
         default:
           if (!connected && (method === "eth_sendTransaction" || method === "personal_sign")) {
             throw fail(4100, "The requested account has not been authorized by the user.");
           }
-          return forward(method, params);
+          const result = await forward(method, params);
+          // a wallet that moves to another chain mid-flow, without a word (set by the test: `switchAfter`)
+          if (settings.switchAfter?.method === method) {
+            const { chainId } = settings.switchAfter;
+            settings.switchAfter = null;
+            switchTo(chainId, true);
+          }
+          return result;
       }
     },
     on(event, fn) { (listeners[event] = listeners[event] || []).push(fn); return provider; },
@@ -110,6 +136,8 @@ window.__dwsMakeWallet = (settings, rpcName) => {
     },
   };
   provider.__emit = emit;
+  // The donor switches networks in the wallet's own window (silent: a wallet that does not tell the page).
+  provider.__switch = (id, silent) => switchTo(id, silent);
   return provider;
 };
 """
@@ -188,36 +216,74 @@ class ApiLog:
         return [c for c in self.calls if c.method == "POST" and (path is None or c.path == path)]
 
 
-class WalletForwarder:
-    """Runs in the test process: takes the page's RPC calls and sends them to the node."""
+def node_chain_id(url: str) -> int:
+    answer = requests.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "eth_chainId", "params": []}, timeout=10)
+    return int(answer.json()["result"], 16)
 
-    def __init__(self, rpc_url: str, contract_owner: Any = None) -> None:
+
+class WalletForwarder:
+    """Runs in the test process: takes the page's RPC calls and sends them to the node of the chain the wallet
+    is on (`urls`: chain id -> node)."""
+
+    def __init__(self, rpc_url: str, contract_owner: Any = None, other_nodes: dict[int, str] | None = None) -> None:
         self.rpc_url = rpc_url
+        self.urls = {node_chain_id(rpc_url): rpc_url, **(other_nodes or {})}
         # A contract wallet (a Safe) signs by its owner's key over the personal_sign hash (ERC-1271).
         self.contract_owner = contract_owner
         self.calls: list[tuple[str, list[Any]]] = []
         self.sent: list[str] = []  # hashes of the transactions the page had the wallet send
+        self.sent_on: dict[str, int] = {}  # each of them -> the chain id it was sent on
+        self.added: list[dict[str, Any]] = []  # the wallet_addEthereumChain requests it accepted
 
-    def __call__(self, method: str, params_json: str) -> str:
+    @staticmethod
+    def _error(code: int, message: str) -> str:
+        return json.dumps({"error": {"code": code, "message": message}})
+
+    def __call__(self, chain_hex: str, method: str, params_json: str) -> str:
         params = json.loads(params_json)
         self.calls.append((method, params))
+        chain_id = int(chain_hex, 16)
+        if method == "wallet_addEthereumChain":
+            return self._add_chain(params[0])
         if method == "personal_sign" and self.contract_owner is not None:
             digest = _hash_eip191_message(encode_defunct(hexstr=params[0]))
             signed = Account.unsafe_sign_hash(digest, self.contract_owner.key)
             return json.dumps({"result": "0x" + bytes(signed.signature).hex()})
+        url = self.urls.get(chain_id)
+        if url is None:
+            return self._error(-32603, f"no RPC node for chain {chain_hex} in this wallet")
         try:
             answer = requests.post(
-                self.rpc_url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, timeout=30
+                url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, timeout=30
             ).json()
         except requests.RequestException as exc:
-            return json.dumps({"error": {"code": -32603, "message": f"node unreachable: {exc.__class__.__name__}"}})
+            return self._error(-32603, f"node unreachable: {exc.__class__.__name__}")
         if "error" in answer:
-            return json.dumps(
-                {"error": {"code": answer["error"].get("code", -32603), "message": answer["error"].get("message", "")}}
-            )
+            return self._error(answer["error"].get("code", -32603), answer["error"].get("message", ""))
         if method == "eth_sendTransaction":
             self.sent.append(answer.get("result"))
+            self.sent_on[answer.get("result")] = chain_id
         return json.dumps({"result": answer.get("result")})
+
+    def _add_chain(self, request: dict[str, Any]) -> str:
+        """EIP-3085 as MetaMask checks it: a hex chain id, a name, ETH as the coin, an RPC URL that answers with
+        that chain id (then used for the chain)."""
+        try:
+            chain_id = int(request["chainId"], 16)
+            assert request["chainId"] == hex(chain_id), "chainId: 0x-prefixed, unpadded hex"
+            assert request["nativeCurrency"] == {"name": "Ether", "symbol": "ETH", "decimals": 18}
+            assert isinstance(request["chainName"], str), "chainName"
+            assert request["chainName"], "chainName"
+            [url] = request["rpcUrls"]
+            assert all(u.startswith("https://") for u in request.get("blockExplorerUrls", []))
+            reported = node_chain_id(url)
+        except (KeyError, ValueError, TypeError, AssertionError, requests.RequestException) as exc:
+            return self._error(-32602, f"invalid wallet_addEthereumChain request: {exc!r}")
+        if reported != chain_id:
+            return self._error(-32602, f"the RPC URL answers chain id {reported}, not {chain_id}")
+        self.urls[chain_id] = url
+        self.added.append(request)
+        return json.dumps({"result": None})
 
 
 @pytest.fixture
@@ -274,7 +340,11 @@ def plain_page(browser: Browser) -> Iterator[Callable[..., Page]]:
 def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
     """wallet_page(rpc_url, account, chain_id=None, reject=(), connected=False, viewport=DESKTOP).
 
-    chain_id: the chain the wallet reports before a switch (hex string, e.g. "0x1"); None = the node's.
+    chain_id: the chain the wallet is on at first (hex string, e.g. "0x1", a chain it has no node for);
+    None = the node's.
+    other_nodes: {chain id: node URL} of the other chains the wallet can reach once on them.
+    knows: the chain ids the wallet has (switching to another is error 4902 until it is added); None = every
+    chain it has a node for, and the one it starts on.
     reject: RPC methods the "user" rejects (EIP-1193 error 4001), e.g. ("eth_sendTransaction",).
     connected: the site was already granted the account (eth_accounts answers without a prompt).
     contract_owner: `account` is a contract wallet; personal_sign answers with this key's signature
@@ -292,11 +362,21 @@ def wallet_page(browser: Browser) -> Iterator[Callable[..., Page]]:
         connected: bool = False,
         viewport: ViewportSize = DESKTOP,
         contract_owner: Any = None,
+        other_nodes: dict[int, str] | None = None,
+        knows: tuple[int, ...] | None = None,
     ) -> Page:
         page = _new_page(browser, viewport)
-        forwarder = WalletForwarder(rpc_url, contract_owner)
+        forwarder = WalletForwarder(rpc_url, contract_owner, other_nodes)
         page.expose_function("__dwsWalletRpc", forwarder)
-        settings = {"account": account.lower(), "chainId": chain_id, "reject": list(reject), "connected": connected}
+        start = chain_id or hex(node_chain_id(rpc_url))
+        has = [hex(c) for c in (forwarder.urls if knows is None else knows)]
+        settings = {
+            "account": account.lower(),
+            "chainId": start,
+            "known": sorted({*has, start}),
+            "reject": list(reject),
+            "connected": connected,
+        }
         page.add_init_script(f"window.__dwsWallet = {json.dumps(settings)};\n{PROVIDER_SHIM}")
         page.wallet = forwarder  # type: ignore[attr-defined]  # the test's handle on the wallet, on the page
         pages.append(page)
@@ -321,7 +401,14 @@ def wallets_page(browser: Browser) -> Iterator[Callable[..., Page]]:
         for n, extension in enumerate(wallets):
             forwarders[extension.name] = WalletForwarder(rpc_url)
             page.expose_function(f"__dwsWalletRpc{n}", forwarders[extension.name])
-            settings = {"account": extension.account.lower(), "chainId": None, "reject": [], "connected": False}
+            start = hex(node_chain_id(rpc_url))
+            settings = {
+                "account": extension.account.lower(),
+                "chainId": start,
+                "known": [start],
+                "reject": [],
+                "connected": False,
+            }
             info = {"uuid": extension.uuid, "name": extension.name, "icon": ICON, "rdns": extension.rdns}
             announced.append(
                 {
@@ -339,6 +426,12 @@ def wallets_page(browser: Browser) -> Iterator[Callable[..., Page]]:
     yield make
     for page in pages:
         page.context.close()
+
+
+def switch_wallet(page: Page, chain_id: int, *, tell_the_page: bool = True) -> None:
+    """The donor switches the wallet (window.ethereum) to `chain_id` in the wallet's own window; a wallet that
+    does not tell the page (no chainChanged) when `tell_the_page` is False."""
+    page.evaluate("([id, silent]) => window.ethereum.__switch(id, silent)", [hex(chain_id), not tell_the_page])
 
 
 def assert_no_script_errors(page: Page) -> None:

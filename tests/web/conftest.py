@@ -2,7 +2,7 @@ import pytest
 
 from donations.models import DonationStats
 from tests.web.browser import anvil_node, browser, plain_page, wallet_page, wallets_page
-from tests.web.pages import dev_chain, eth_price
+from tests.web.pages import dev_chain, eth_price, rollup_node, two_chains
 
 __all__ = [
     "anvil_node",
@@ -11,6 +11,8 @@ __all__ = [
     "dev_chain",
     "eth_price",
     "plain_page",
+    "rollup_node",
+    "two_chains",
     "wallet_page",
     "wallets_page",
 ]

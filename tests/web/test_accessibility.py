@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from donations.models import DonationStats
 from tests.api.support import make_donation, refresh_user_data
 from tests.chain import ACCOUNTS
-from tests.web.browser import DESKTOP, PHONE, AnnouncedWallet, assert_no_script_errors
+from tests.web.browser import DESKTOP, PHONE, AnnouncedWallet, assert_no_script_errors, switch_wallet
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("campaign_row", "eth_price")]
 
@@ -106,6 +106,25 @@ def test_the_wallet_chooser(live_server, wallets_page, dev_chain) -> None:
     page.click("#connect")
     expect(page.locator("#wallet-chooser")).to_be_visible()
     assert_accessible_at_both_sizes(page)
+
+
+def test_the_network_choice_on_two_chains_by_keyboard(live_server, wallet_page, dev_chain, two_chains) -> None:
+    """Two networks offered: the choice is a labelled group of buttons, picked with Tab and Enter (the wallet
+    adds and switches to the rollup); then the wallet moves elsewhere and the switch button is offered."""
+    page = wallet_page(rpc_url=dev_chain.url, account=DONOR, connected=True, viewport=PHONE)
+    page.goto(live_server.url)
+    expect(page.locator("#network-status")).to_have_attribute("data-state", "ok")
+    assert_accessible_at_both_sizes(page)
+
+    tab_to(page, '#network-choice button[data-chain="rollup"]')
+    page.keyboard.press("Enter")
+    expect(page.locator('#network-choice button[data-chain="rollup"]')).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#network-status")).to_contain_text("Connected to Local rollup")
+    switch_wallet(page, 31337)
+    expect(page.locator("#switch-network")).to_be_visible()
+    expect(page.locator("#switch-network")).to_have_text("Switch to Local rollup")
+    assert_accessible_at_both_sizes(page)
+    assert_no_script_errors(page)
 
 
 def tab_to(page: Page, selector: str, *, limit: int = 80) -> None:

@@ -314,9 +314,10 @@ def test_a_tampered_api_answer_cannot_redirect_a_donation(live_server, wallet_pa
     def tamper(route) -> None:
         response = route.fetch()
         body = response.json()
-        body["donation_address"] = attacker
-        for coin in body.get("stable_coins", []):
-            coin["contract"] = attacker
+        for chain in [body, *body["chains"]]:  # every place the answer names where donations go
+            chain["donation_address"] = attacker
+            for coin in chain["stable_coins"]:
+                coin["contract"] = attacker
         route.fulfill(response=response, json=body)
 
     page = wallet_page(rpc_url=dev_chain.url, account=DONOR, connected=True)

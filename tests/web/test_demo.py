@@ -1,6 +1,6 @@
-"""The README's demo as a newcomer runs it: `make run`'s deploy/run-local.sh in one shell, then
-`deploy/simulate-donations.sh --count 20 --interval 5` in a second shell with the same (plain)
-environment, until the donations it sent are confirmed by the local system.
+"""The README's demo as a newcomer runs it: `make run`'s deploy/run-local.sh in one shell (two local chains,
+eth and the rollup), then `deploy/simulate-donations.sh --count 20 --interval 5` in a second shell with the
+same (plain) environment, until the donations it sent, on both chains, are confirmed by the local system.
 
 The local system runs from a copy of this checkout made of symlinks (its own var/: chain state, logs,
 beat schedule), with its own database, web and chain ports; the test's Redis db is flushed around it."""
@@ -27,7 +27,7 @@ from tests.processes import ROOT
 
 README_DEMO = "deploy/simulate-donations.sh --count 20 --interval 5"
 SENT_BEFORE_CTRL_C = 3  # the README's form, interrupted after a few donations (20 take 100 s)
-DONATION_LINE = re.compile(r"^donation \d+/20: (0x[0-9a-f]{40}) gave \S+ \w+ on \w+ \(tx (0x[0-9a-f]{64})\)$")
+DONATION_LINE = re.compile(r"^donation \d+/20: (0x[0-9a-f]{40}) gave \S+ \w+ on (\w+) \(tx (0x[0-9a-f]{64})\)$")
 
 
 class Output:
@@ -98,11 +98,19 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str, output: O
         time.sleep(1)
 
 
+def answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=5).ok
+    except requests.ConnectionError:
+        return False
+
+
 @pytest.mark.timeout(280)
 def test_the_readme_demo_next_to_make_run_gets_its_donations_confirmed(local_database, checkout) -> None:
     get_redis().flushdb()
     web_port = free_port()
     chain_port = free_port(range(web_port + 1, PORT_RANGE[-1] + 1))
+    rollup_port = free_port(range(chain_port + 1, PORT_RANGE[-1] + 1))
     redis_url = settings.CONFIG.redis_url
     # First shell: `make run` (deploy/run-local.sh), moved to this test's database, Redis db and ports.
     first_shell = shell_environment(
@@ -110,6 +118,7 @@ def test_the_readme_demo_next_to_make_run_gets_its_donations_confirmed(local_dat
         REDIS_URL=redis_url,
         DWS_WEB_PORT=str(web_port),
         DWS_LOCAL_CHAIN_PORT=str(chain_port),
+        DWS_LOCAL_ROLLUP_PORT=str(rollup_port),
         DWS_WEB_WORKERS="1",
     )
     system = subprocess.Popen(
@@ -132,6 +141,11 @@ def test_the_readme_demo_next_to_make_run_gets_its_donations_confirmed(local_dat
         )
         assert system.poll() is None, system_output.text()
         base = f"http://127.0.0.1:{web_port}"
+        # without any set-up, the page offers both networks, the rollup with the RPC URL a wallet may add
+        wait_for(lambda: answers(base), 60, "the web process did not answer", system_output)
+        page = requests.get(base, timeout=5).text
+        assert re.findall(r'class="network-option" data-chain="(\w+)"', page) == ["eth", "rollup"]
+        assert f'"walletRpcUrl": "http://127.0.0.1:{rollup_port}"' in page
 
         # Second shell: the same plain environment, the command exactly as the README shows it.
         demo = subprocess.Popen(
@@ -157,12 +171,13 @@ def test_the_readme_demo_next_to_make_run_gets_its_donations_confirmed(local_dat
         stop(demo)  # Ctrl-C in the second shell
         sent = [m.groups() for m in map(DONATION_LINE.match, demo_output.lines) if m]
         assert len(sent) >= SENT_BEFORE_CTRL_C
+        assert {chain for _, chain, _ in sent} == {"eth", "rollup"}  # the demo takes turns over both
 
         def confirmed() -> bool:
-            for donor, tx in sent:
+            for donor, chain, tx in sent:
                 answer = requests.get(f"{base}/user/data/{donor}", timeout=5)
-                statuses = {d["tx_hash"]: d["status"] for d in answer.json()["donations"]}
-                if statuses.get(tx) != "confirmed":
+                statuses = {(d["chain"], d["tx_hash"]): d["status"] for d in answer.json()["donations"]}
+                if statuses.get((chain, tx)) != "confirmed":
                     return False
             return True
 

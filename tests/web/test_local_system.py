@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -20,12 +21,17 @@ from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil
 from tests.configs import configured
 from tests.processes import ROOT, base_environment, run_manage
 
-ENV_LOCAL = dict(
-    line.split("=", 1)
-    for line in (Path(__file__).resolve().parents[2] / "deploy" / "env.local").read_text().splitlines()
-    if line.strip() and not line.startswith("#")
-)
+
+def env_file(name: str) -> dict[str, str]:
+    text = (Path(__file__).resolve().parents[2] / "deploy" / name).read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if line.strip() and not line.startswith("#"))
+
+
+ENV_LOCAL = env_file("env.local")
+LOCAL_CHAINS = env_file("env.local-chain")  # make run's two local chains: eth and the rollup
 USDT, USDC = (entry.split(":")[1].lower() for entry in ENV_LOCAL["DWS_STABLE_COINS"].split(","))
+# The rollup's own coins, USDC then USDT (deploy/env.local-chain)
+ROLLUP_USDC, ROLLUP_USDT = (entry.split(":")[1].lower() for entry in LOCAL_CHAINS["DWS_ROLLUP_STABLE_COINS"].split(","))
 
 
 def dev_environment(anvil: Anvil, **overrides: str) -> dict[str, str]:
@@ -39,9 +45,23 @@ def dev_environment(anvil: Anvil, **overrides: str) -> dict[str, str]:
     return env | overrides
 
 
+def two_chain_environment(eth: Anvil, rollup: Anvil, **overrides: str) -> dict[str, str]:
+    """make run's environment on two local chains (deploy/env.local-chain), at these nodes."""
+    env = dev_environment(eth) | {k: v for k, v in LOCAL_CHAINS.items() if k.startswith(("DWS_CHAINS", "DWS_ROLLUP_"))}
+    env.update(DWS_ROLLUP_RPC_URL=rollup.url)
+    return env | overrides
+
+
 @pytest.fixture
 def fresh_anvil():
     with Anvil() as anvil:
+        yield anvil
+
+
+@pytest.fixture
+def fresh_rollup():
+    """A fresh anvil on the other development chain id, as make run's local rollup."""
+    with Anvil(extra_args=["--chain-id", LOCAL_CHAINS["DWS_ROLLUP_CHAIN_ID"]]) as anvil:
         yield anvil
 
 
@@ -76,6 +96,26 @@ class TestDevChainSetup:
         assert result.returncode != 0
         assert f"DWS_STABLE_COINS expects {USDT}" in result.stderr
         assert "fresh chain" in result.stderr
+
+    def test_on_two_chains_the_rollup_gets_coins_of_its_own_where_eth_has_none(self, fresh_anvil, fresh_rollup) -> None:
+        env = two_chain_environment(fresh_anvil, fresh_rollup)
+
+        result = run_manage("dev_chain_setup", env=env)
+
+        assert result.returncode == 0, result.stderr
+        assert "dev chain eth (31337): contracts deployed: usdt, usdc" in result.stdout
+        assert "dev chain rollup (1337): contracts deployed: usdc, usdt" in result.stdout
+        assert {ROLLUP_USDC, ROLLUP_USDT}.isdisjoint({USDT, USDC})
+        for token in (ROLLUP_USDC, ROLLUP_USDT):
+            assert fresh_rollup.token_balance(token, ACCOUNTS[1]) == 1_000_000 * 10**6
+            assert fresh_anvil.rpc("eth_getCode", token, "latest") in ("0x", "")  # nothing there on eth
+        for token in (USDT, USDC):  # nor eth's coins on the rollup: the deployer burnt those nonces
+            assert fresh_rollup.rpc("eth_getCode", token, "latest") in ("0x", "")
+        again = run_manage("dev_chain_setup", env=env)
+        assert again.returncode == 0, again.stderr
+        assert "dev chain rollup (1337): contracts deployed: none (already there); 0 coin balance(s) funded" in (
+            again.stdout
+        )
 
     def test_it_refuses_a_chain_that_is_not_a_dev_chain(self) -> None:
         with Anvil(extra_args=["--chain-id", "1"]) as mainnet_id:
@@ -135,7 +175,7 @@ class TestDevPriceSource:
         row = Price.objects.get(asset=ETH)
         assert (row.price, row.created_at) == (Decimal("2000.50"), datetime(2026, 11, 30, 5, 1, tzinfo=UTC))
         assert row.sources["dev"]["price"] == "2000.50"
-        assert row.sources["dev"]["chain_id"] == 31337
+        assert row.sources["dev"]["chain_ids"] == [31337]
 
     def test_a_price_request_is_served_from_the_dev_price(self, dev_price) -> None:
         minute = datetime(2026, 11, 30, 4, 0, tzinfo=UTC)
@@ -190,15 +230,17 @@ def test_simulate_donations_says_so_when_no_node_answers() -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_the_demo_script_runs_simulate_donations_with_make_runs_environment(fresh_anvil) -> None:
+def test_the_demo_script_runs_simulate_donations_with_make_runs_environment(fresh_anvil, fresh_rollup) -> None:
+    """make run's two local chains: the script donates on each in turn, from a plain environment."""
+    assert run_manage("dev_chain_setup", env=two_chain_environment(fresh_anvil, fresh_rollup)).returncode == 0
     env = dev_environment(fresh_anvil)
-    assert run_manage("dev_chain_setup", env=env).returncode == 0
-    env.pop("ETH_RPC_URL")  # the script points at the local chain's port, as `make run` does
+    env.pop("ETH_RPC_URL")  # the script points at the local chains' ports, as `make run` does
     env["DWS_LOCAL_CHAIN_PORT"] = str(fresh_anvil.port)
-    before = fresh_anvil.head()
+    env["DWS_LOCAL_ROLLUP_PORT"] = str(fresh_rollup.port)
+    before = fresh_anvil.head(), fresh_rollup.head()
 
     result = subprocess.run(
-        ["deploy/simulate-donations.sh", "--count", "2", "--interval", "0"],
+        ["deploy/simulate-donations.sh", "--count", "4", "--interval", "0"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -208,5 +250,7 @@ def test_the_demo_script_runs_simulate_donations_with_make_runs_environment(fres
     )
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("donation ") == 2
-    assert fresh_anvil.head() > before
+    chains = re.findall(r"^donation \d/4: .* on (\w+) \(tx 0x[0-9a-f]{64}\)$", result.stdout, flags=re.MULTILINE)
+    assert chains == ["eth", "rollup", "eth", "rollup"]
+    assert fresh_anvil.head() > before[0]
+    assert fresh_rollup.head() > before[1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -11,8 +12,12 @@ from urllib.parse import urljoin
 
 import pytest
 from django.test import Client
+from eth_utils import to_checksum_address
 
-from tests.configs import configured
+from crawlers.runs import address_code
+from dws_project.config_values import StableCoin
+from dws_project.redis_client import get_redis
+from tests.configs import configured, with_chains
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "web" / "static" / "web" / "vendor"
@@ -116,31 +121,146 @@ def test_the_tiers_section_says_a_donation_is_priced_when_first_recorded(page) -
     assert "when it is confirmed" not in tiers
 
 
+def page_config_of(body: str) -> dict:
+    return json.loads(re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', body).group(1))
+
+
 def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings, client: Client) -> None:
     response, _ = page
-    config = json.loads(
-        re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', response.content.decode()).group(1)
-    )
-    assert config == {
-        # deploy/env.local's sale address and coins, checksummed as a wallet shows them
-        "donationAddress": "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
-        "stableCoins": [
-            {"asset": "usdt", "contract": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "decimals": 6},
-            {"asset": "usdc", "contract": "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512", "decimals": 6},
+    body = response.content.decode()
+    assert page_config_of(body) == {
+        "chains": [
+            {
+                "chain": "eth",
+                # deploy/env.local's DWS_CHAIN_ID (required since issue 21): the local dev chain
+                "chainId": 31337,
+                "label": "local dev chain (anvil)",
+                "devChain": True,
+                # deploy/env.local's sale address and coins, checksummed as a wallet shows them
+                "donationAddress": "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
+                "stableCoins": [
+                    {"asset": "usdt", "contract": "0x5FbDB2315678afecb367f032d93F642f64180aa3", "decimals": 6},
+                    {"asset": "usdc", "contract": "0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512", "decimals": 6},
+                ],
+                "walletRpcUrl": None,  # no DWS_ETH_WALLET_RPC_URL
+            }
         ],
-        # deploy/env.local's DWS_CHAIN_ID (required since issue 21): the local dev chain
-        "chainId": 31337,
-        "chainName": "local dev chain (anvil)",
-        "devChain": True,
+        "chainLabels": {"eth": "local dev chain (anvil)"},
         "pageSize": 10,
         "pendingRefreshSeconds": 15,
         "explorers": {},  # no DWS_EXPLORER_URL
     }
+    # one chain: the page looks as before several chains, without a network choice or column
+    assert 'id="network-choice"' not in body
+    assert "<th>Network</th>" not in body
+    assert "Presale live on local dev chain (anvil)" in body
     settings.CONFIG = configured(settings.CONFIG, chain_id=1, explorer_url="https://etherscan.io/tx/{tx}")
-    body = client.get("/").content.decode()
-    mainnet = json.loads(re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', body).group(1))
-    assert (mainnet["chainId"], mainnet["chainName"], mainnet["devChain"]) == (1, "Ethereum mainnet", False)
+    mainnet = page_config_of(client.get("/").content.decode())
+    [chain] = mainnet["chains"]
+    assert (chain["chainId"], chain["label"], chain["devChain"]) == (1, "Ethereum mainnet", False)
     assert mainnet["explorers"] == {"eth": "https://etherscan.io/tx/{tx}"}
+
+
+ROLLUP_USDC = "0x9fe46736679d2d9a65f0992f2272de9f3c7fa6e0"
+PROVIDER_KEY = "provider-key-never-in-the-page"
+
+
+@pytest.fixture
+def three_chains(settings):
+    """eth (the dev chain), a local rollup with a coin of its own and a public RPC URL, Base with ETH only and
+    a provider URL holding a key; the same donation address on all three."""
+    eth = settings.CONFIG.first_chain
+    rollup = dataclasses.replace(
+        eth,
+        name="rollup",
+        chain_id=1337,
+        rpc_url="http://127.0.0.1:8546",
+        label="Local rollup",
+        stable_coins=(StableCoin("usdc", ROLLUP_USDC, 6),),
+        wallet_rpc_url="http://127.0.0.1:8546",
+    )
+    base = dataclasses.replace(
+        eth,
+        name="base",
+        chain_id=8453,
+        rpc_url=f"https://base.example-provider.io/v3/{PROVIDER_KEY}",
+        rpc_check_url=f"https://base.example-second.io/{PROVIDER_KEY}",
+        stable_coins=(),
+        wallet_rpc_url="https://mainnet.base.org",
+        explorer_url="https://basescan.org/tx/{tx}",
+    )
+    settings.CONFIG = with_chains(settings.CONFIG, eth, rollup, base)
+    return settings
+
+
+def test_several_chains_are_offered_in_order_each_with_its_own_address_and_coins(client: Client, three_chains) -> None:
+    body = client.get("/").content.decode()
+    config = page_config_of(body)
+    assert [(c["chain"], c["chainId"], c["label"], c["devChain"]) for c in config["chains"]] == [
+        ("eth", 31337, "local dev chain (anvil)", True),
+        ("rollup", 1337, "Local rollup", True),
+        ("base", 8453, "Base", False),
+    ]
+    eth, rollup, base = config["chains"]
+    assert rollup["stableCoins"] == [{"asset": "usdc", "contract": to_checksum_address(ROLLUP_USDC), "decimals": 6}]
+    assert base["stableCoins"] == []  # ETH only there
+    assert {c["donationAddress"] for c in config["chains"]} == {"0xa0Ee7A142d267C1f36714E4a8F75612F20a79720"}
+    # the public RPC URL a wallet may be given, never the provider's (nor its key, anywhere in the page)
+    assert (eth["walletRpcUrl"], rollup["walletRpcUrl"], base["walletRpcUrl"]) == (
+        None,
+        "http://127.0.0.1:8546",
+        "https://mainnet.base.org",
+    )
+    assert PROVIDER_KEY not in body
+    assert config["explorers"] == {"base": "https://basescan.org/tx/{tx}"}
+    # the choice, in DWS_CHAINS order, the first pressed; each network's checks with its own contracts
+    assert re.findall(
+        r'<button type="button" class="network-option" data-chain="(\w+)" aria-pressed="(\w+)">', body
+    ) == [
+        ("eth", "true"),
+        ("rollup", "false"),
+        ("base", "false"),
+    ]
+    checks = dict(
+        re.findall(r'<ul class="wallet-checks fine" data-chain="(\w+)"[^>]*>(.*?)</ul>', body, flags=re.DOTALL)
+    )
+    assert list(checks) == ["eth", "rollup", "base"]
+    assert "0x5FbDB2315678afecb367f032d93F642f64180aa3" in checks["eth"]
+    assert to_checksum_address(ROLLUP_USDC) in checks["rollup"]
+    assert re.findall(r'data-asset="(\w+)"', checks["base"]) == ["eth"]
+    assert "<th>Network</th>" in body
+    assert "Presale live on local dev chain (anvil), Local rollup and Base" in body
+
+
+def test_a_chain_refused_for_its_donation_address_is_not_offered(client: Client, three_chains) -> None:
+    """The donation address is a contract (a Safe) on eth and nothing on base: base is not offered (its
+    donations, if any, are still named in the donor's list)."""
+    address = three_chains.CONFIG.first_chain.donation_address
+    redis = get_redis()
+    redis.delete(address_code.KEY)
+    try:
+        redis.hset(address_code.KEY, "eth", json.dumps({"address": address, "mode": address_code.CONTRACT}))
+        redis.hset(address_code.KEY, "base", json.dumps({"address": address, "mode": address_code.PLAIN}))
+        body = client.get("/").content.decode()
+    finally:
+        redis.delete(address_code.KEY)
+    config = page_config_of(body)
+    assert [c["chain"] for c in config["chains"]] == ["eth", "rollup"]
+    assert config["chainLabels"] == {"eth": "local dev chain (anvil)", "rollup": "Local rollup", "base": "Base"}
+    assert 'data-chain="base"' not in body
+
+
+def test_a_label_is_shown_as_text_never_as_markup(client: Client, settings) -> None:
+    """Labels are restricted when read (DWS_NAME_LABEL); were one to carry markup, it is still only text."""
+    eth = settings.CONFIG.first_chain
+    hostile = dataclasses.replace(
+        eth, name="evil", chain_id=1337, label='<img src=x onerror="alert(1)">', stable_coins=()
+    )
+    settings.CONFIG = with_chains(settings.CONFIG, eth, hostile)
+    body = client.get("/").content.decode()
+    assert "<img src=x" not in body
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in body
+    assert page_config_of(body)["chains"][1]["label"] == '<img src=x onerror="alert(1)">'
 
 
 def test_the_widget_shows_the_sale_address_and_what_to_check_in_the_wallet(page) -> None:
@@ -226,6 +346,7 @@ def test_every_static_file_the_page_references_is_served(client: Client, page) -
         "discovery.mjs",
         "chooser.mjs",
         "phone.mjs",
+        "network.mjs",
         "payment.mjs",
         "uqr.mjs",
     }

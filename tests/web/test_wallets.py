@@ -78,5 +78,5 @@ def test_one_announced_wallet_is_used_without_a_chooser_even_without_window_ethe
     page.click("#connect")
     expect(page.locator("#account-address")).to_have_text(BETA.account)
     expect(page.locator("#wallet-chooser")).to_be_hidden()
-    assert ("eth_chainId", []) in page.wallets["Beta Wallet"].calls
+    assert ("eth_getCode", [BETA.account, "latest"]) in page.wallets["Beta Wallet"].calls  # the page asked this wallet
     assert_no_script_errors(page)

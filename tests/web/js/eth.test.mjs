@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import {
+  addChainParams,
   erc20BalanceOfData,
   erc20TransferData,
   fromQuantity,
@@ -67,5 +68,33 @@ describe("contract wallets", () => {
     assert.equal(hasCode("0x6080604052"), true);
     assert.throws(() => hasCode(null), TypeError);
     assert.throws(() => hasCode("not hex"), TypeError);
+  });
+});
+
+describe("wallet_addEthereumChain (EIP-3085)", () => {
+  it("asks for the chain by hex id, with ETH as its coin and the public RPC URL", () => {
+    const base = { chainId: 8453, label: "Base", rpcUrl: "https://mainnet.base.org", explorer: "https://basescan.org/tx/{tx}" };
+    assert.deepEqual(addChainParams(base), {
+      chainId: "0x2105",
+      chainName: "Base",
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: ["https://mainnet.base.org"],
+      blockExplorerUrls: ["https://basescan.org"],
+    });
+  });
+
+  it("leaves out an explorer a wallet would refuse (not https) and does without one", () => {
+    const rollup = { chainId: 1337, label: "Local rollup", rpcUrl: "http://127.0.0.1:8546" };
+    const local = addChainParams({ ...rollup, explorer: "http://127.0.0.1:4000/tx/{tx}" });
+    assert.equal(local.chainId, "0x539");
+    assert.equal("blockExplorerUrls" in local, false);
+    assert.equal("blockExplorerUrls" in addChainParams(rollup), false);
+  });
+
+  it("refuses what is not a chain id or an RPC URL", () => {
+    assert.throws(() => addChainParams({ chainId: 0, label: "x", rpcUrl: "https://rpc.example" }), RangeError);
+    assert.throws(() => addChainParams({ chainId: "0x1", label: "x", rpcUrl: "https://rpc.example" }), RangeError);
+    assert.throws(() => addChainParams({ chainId: 10, label: "x", rpcUrl: null }), TypeError);
+    assert.throws(() => addChainParams({ chainId: 10, label: "x", rpcUrl: "javascript:alert(1)" }), TypeError);
   });
 });

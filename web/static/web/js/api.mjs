@@ -98,6 +98,8 @@ export async function getCampaign({ fresh = false } = {}) {
     saleCap: d.sale_cap,
     donationAddress: d.donation_address,
     stableCoins: (d.stable_coins ?? []).map((c) => ({ asset: c.asset, contract: c.contract, decimals: c.decimals })),
+    // every chain donations are taken on: the page checks its own pinned address against these
+    chains: (d.chains ?? []).map((c) => ({ chain: c.chain, chainId: c.chain_id, donationAddress: c.donation_address })),
   };
 }
 
@@ -184,9 +186,9 @@ async function postSigned(path, address, sign, body = null) {
   });
 }
 
-/** Tell delphi which affiliate code brought the donor of `txHash`. */
-export async function postAffiliateDonation(address, sign, { txHash, code }) {
-  const d = await postSigned(PATHS.affiliateDonation, address, sign, { tx_hash: txHash, code });
+/** Tell delphi which affiliate code brought the donor of `txHash`, sent on `chain`. */
+export async function postAffiliateDonation(address, sign, { txHash, code, chain }) {
+  const d = await postSigned(PATHS.affiliateDonation, address, sign, { tx_hash: txHash, code, chain });
   return { status: d.status };
 }
 

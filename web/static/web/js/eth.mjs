@@ -72,3 +72,27 @@ export function shortHex(value, keep = 4) {
   const lower = String(value).toLowerCase();
   return lower.length <= 2 + keep * 2 ? lower : `${lower.slice(0, 2 + keep)}…${lower.slice(-keep)}`;
 }
+
+/**
+ * The EIP-3085 `wallet_addEthereumChain` request for a network whose native coin is ETH: its chain id,
+ * the name the page shows, the public RPC URL the server names (never its provider's) and, when the
+ * explorer is https (wallets refuse others), the explorer's origin.
+ */
+export function addChainParams({ chainId, label, rpcUrl, explorer = null }) {
+  if (!Number.isSafeInteger(chainId) || chainId <= 0) throw new RangeError(`not a chain id: ${chainId}`);
+  if (typeof rpcUrl !== "string" || !/^https?:\/\//.test(rpcUrl)) throw new TypeError("an RPC URL is needed");
+  const params = {
+    chainId: chainIdHex(chainId),
+    chainName: label,
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: [rpcUrl],
+  };
+  if (typeof explorer === "string" && explorer.startsWith("https://")) {
+    try {
+      params.blockExplorerUrls = [new URL(explorer.replace("{tx}", "0x")).origin];
+    } catch {
+      // not a URL: the wallet does without an explorer
+    }
+  }
+  return params;
+}

@@ -1,7 +1,7 @@
 // The donation page's entry: wires the parts together and starts the refresh rules. The parts: page.mjs
-// (configuration, state, render), campaign.mjs (the sale's figures), widget.mjs (wallet and donating),
-// tokens.mjs (my tokens), staking.mjs, referrals.mjs, chooser.mjs (which wallet, when several are
-// installed) and phone.mjs (the payment request for a wallet app). Data comes from api.mjs (the only module that
+// (configuration, state, render), campaign.mjs (the sale's figures), network.mjs (which network: the
+// chooser, switching the wallet), widget.mjs (wallet and donating), tokens.mjs (my tokens), staking.mjs,
+// referrals.mjs, chooser.mjs (which wallet, when several are installed) and phone.mjs (the payment request for a wallet app). Data comes from api.mjs (the only module that
 // knows the API's field names), the wallet from wallet.mjs, every amount goes through money.mjs.
 //
 // Refresh rules (the sale's specification): the token price on load; the ETH price on load, every
@@ -9,6 +9,7 @@
 // on connect and on Donate.
 import { loadCampaign, loadEthPrice, loadTokenPrice, renderCampaign } from "./campaign.mjs";
 import * as chooser from "./chooser.mjs";
+import { chooseNetwork, renderNetwork, switchWallet } from "./network.mjs";
 import { $, ETH_PRICE_EVERY_MS, render, setRenderers, state } from "./page.mjs";
 import { renderPaymentRequest } from "./phone.mjs";
 import {
@@ -21,17 +22,28 @@ import {
 } from "./referrals.mjs";
 import { renderStaking, stake, unstake } from "./staking.mjs";
 import { loadUserData, lookUp, nextPage, previousPage, renderAccount } from "./tokens.mjs";
-import { connect, copyAddress, donate, pickWallet, renderTx, renderWidget, setAccount, switchNetwork } from "./widget.mjs";
+import { connect, copyAddress, donate, pickWallet, renderTx, renderWidget, setAccount } from "./widget.mjs";
 import * as wallet from "./wallet.mjs";
 
 function start() {
-  setRenderers([renderCampaign, renderWidget, renderPaymentRequest, renderReferralOffer, renderTx, renderAccount]);
+  setRenderers([
+    renderCampaign,
+    renderNetwork,
+    renderWidget,
+    renderPaymentRequest,
+    renderReferralOffer,
+    renderTx,
+    renderAccount,
+  ]);
   state.affiliate.code = readAffiliateCode();
   chooser.start(() => {
     chooser.render($("wallet-list"), pickWallet);
     render();
   });
 
+  for (const button of document.querySelectorAll("#network-choice button[data-chain]")) {
+    button.addEventListener("click", () => chooseNetwork(button.dataset.chain));
+  }
   $("amount").addEventListener("input", (event) => {
     state.amountText = event.target.value;
     renderWidget();
@@ -46,9 +58,11 @@ function start() {
   $("connect").addEventListener("click", connect);
   $("lookup-form").addEventListener("submit", lookUp);
   $("copy-address").addEventListener("click", copyAddress);
-  $("switch-network").addEventListener("click", switchNetwork);
+  $("switch-network").addEventListener("click", switchWallet);
   $("donate-form").addEventListener("submit", donate);
-  $("affiliate-retry").addEventListener("click", () => attributeToAffiliate(state.affiliate.retryHash));
+  $("affiliate-retry").addEventListener("click", () =>
+    attributeToAffiliate(state.affiliate.retryHash, state.affiliate.retryChain),
+  );
   $("stake-form").addEventListener("submit", stake);
   $("unstake").addEventListener("click", unstake);
   $("referral").addEventListener("click", referralLink);
@@ -59,6 +73,7 @@ function start() {
 
   wallet.onChange({
     accountsChanged: (account) => setAccount(account),
+    // The wallet moved (its own UI, or our switch request): Donate follows; the network shown does not.
     chainChanged: (id) => {
       state.chainId = id;
       state.walletMessage = null;

@@ -5,6 +5,7 @@ import * as wallet from "./wallet.mjs";
 
 export const config = JSON.parse(document.getElementById("dws-config").textContent);
 export const ETH_PRICE_EVERY_MS = 60_000;
+// What a chain the wallet is on is called when the page does not offer it.
 const CHAIN_NAMES = {
   1: "Ethereum mainnet",
   10: "OP Mainnet",
@@ -15,7 +16,10 @@ const CHAIN_NAMES = {
   42161: "Arbitrum One",
   11155111: "Sepolia",
   31337: "a local dev chain (anvil)",
+  1337: "a local dev chain (1337)",
 };
+// The networks the donor may choose (the server's DWS_CHAINS, minus refused ones), the first shown on load.
+export const CHAINS = config.chains ?? [];
 
 export const state = {
   campaign: null,
@@ -23,11 +27,13 @@ export const state = {
   tokenPrice: null,
   ethPrice: null,
   ethPriceError: null,
+  chain: CHAINS[0]?.chain ?? null, // the network shown: where a donation goes (network.mjs changes it)
   asset: "eth",
   amountText: "",
   account: null,
   contractWallet: null, // true: the account is a contract (its signatures are checked by the contract)
-  chainId: null,
+  chainId: null, // the wallet's chain, as it last said (eth_chainId, chainChanged); null: not known
+  switching: false, // a switch or add request is open in the wallet
   walletMessage: null, // { text, kind } shown under the wallet buttons
   busy: false,
   tx: null, // { hash, phase, blockNumber, message }
@@ -39,7 +45,8 @@ export const state = {
   userError: null,
   userTimer: null,
   stakeMessage: null,
-  affiliate: { code: null, message: null, retryHash: null, offer: null }, // offer: { account, phase, message }
+  // offer: { account, phase, message }; retryHash/retryChain: the donation whose attribution may be asked again
+  affiliate: { code: null, message: null, retryHash: null, retryChain: null, offer: null },
 };
 
 export const $ = (id) => document.getElementById(id);
@@ -53,14 +60,34 @@ export function viewedAddress() {
   return state.account ?? state.watched;
 }
 
+/** What the page calls the chain a wallet is on: an offered network's label, else its usual name. */
 export function chainName(id) {
-  return CHAIN_NAMES[id] ?? `chain id ${id}`;
+  return CHAINS.find((c) => c.chainId === id)?.label ?? CHAIN_NAMES[id] ?? `chain id ${id}`;
+}
+
+/** What the donor's list calls the chain a donation was sent on (DWS_CHAINS's name). */
+export function chainLabel(name) {
+  return config.chainLabels?.[name] ?? name;
 }
 
 // Where the money goes comes from the page itself (rendered from the server's configuration), never
 // from an API response, which a cache or a proxy in between could have altered.
-export const SALE_ADDRESS = config.donationAddress;
-export const STABLE_COINS = config.stableCoins ?? [];
+
+/** The network shown: { chain, chainId, label, devChain, donationAddress, stableCoins, walletRpcUrl }, or
+ * null when the server offers none. */
+export function selectedChain() {
+  return CHAINS.find((c) => c.chain === state.chain) ?? null;
+}
+
+/** The sale address on the network shown. */
+export function saleAddress() {
+  return selectedChain()?.donationAddress ?? null;
+}
+
+/** The coins taken on the network shown (none: ETH only). */
+export function stableCoins() {
+  return selectedChain()?.stableCoins ?? [];
+}
 
 let renderers = [];
 

@@ -2,7 +2,7 @@
 // as a QR code and given as a link a wallet app opens (payment.mjs builds and draws it).
 import * as chooser from "./chooser.mjs";
 import * as money from "./money.mjs";
-import { $, SALE_ADDRESS, config, show, state } from "./page.mjs";
+import { $, selectedChain, show, state } from "./page.mjs";
 import { drawQr, paymentUri } from "./payment.mjs";
 import { addressMismatch, parsedAmount, selectedCoin } from "./widget.mjs";
 
@@ -10,12 +10,13 @@ import { addressMismatch, parsedAmount, selectedCoin } from "./widget.mjs";
 function currentRequest() {
   const parsed = parsedAmount();
   const coin = selectedCoin();
-  if (!parsed.amount || (state.asset !== "eth" && !coin)) return null;
+  const chain = selectedChain(); // the network shown: its chain id, address and coin contracts
+  if (!parsed.amount || !chain || (state.asset !== "eth" && !coin)) return null;
   return {
     amount: parsed.amount,
     uri: paymentUri({
-      chainId: config.chainId,
-      saleAddress: SALE_ADDRESS,
+      chainId: chain.chainId,
+      saleAddress: chain.donationAddress,
       coinContract: state.asset === "eth" ? null : coin.contract,
       units: money.toBaseUnits(parsed.amount, state.asset === "eth" ? 18 : coin.decimals),
     }),

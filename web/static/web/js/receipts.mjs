@@ -2,10 +2,7 @@
 // block explorer the server names, DWS_EXPLORER_URL), when it was seen and confirmed and in which
 // finalized block, and the tokens with the rule that gave them (the sale's formulas, see the FAQ).
 import * as money from "./money.mjs";
-import { config } from "./page.mjs";
-
-const COLUMNS = 7; // the donations table's columns (index.html)
-const FIRST_CHAIN = "eth"; // the chain the page's configuration describes (DWS_CHAIN_ID)
+import { chainLabel, config } from "./page.mjs";
 
 function when(ts) {
   return `${ts.replace("T", " ").replace("Z", "")} UTC`;
@@ -48,8 +45,7 @@ export function receiptRow(d) {
   row.className = "receipt";
   row.dataset.receiptFor = d.txHash;
   const td = document.createElement("td");
-  td.colSpan = COLUMNS;
-  const chainName = d.chain === FIRST_CHAIN ? config.chainName : d.chain;
+  td.colSpan = document.querySelectorAll("#donations thead th").length; // a network column on several chains
   const tx = document.createElement("span");
   tx.append("Transaction ");
   const url = explorerUrl(d.chain, d.txHash);
@@ -69,7 +65,7 @@ export function receiptRow(d) {
         ? `Failed (block ${d.blockNumber})`
         : `Not confirmed yet: block ${d.blockNumber} is not finalized`;
   td.append(
-    part(`Chain: ${chainName}`),
+    part(`Chain: ${chainLabel(d.chain)}`),
     tx,
     part(d.seenAt ? `Seen ${when(d.seenAt)}` : "Seen –"),
     part(confirmation),

@@ -17,21 +17,28 @@ export function readAffiliateCode() {
   }
 }
 
-export async function attributeToAffiliate(hash) {
+/** Ask the donor to sign the attribution of donation `hash`, sent on `chain` (DWS_CHAINS's name), to the code. */
+export async function attributeToAffiliate(hash, chain) {
   const code = state.affiliate.code;
   if (!code || !state.account) return;
   // A visitor who said "No thanks" to the code (or whose code the service refused) is not asked again.
   const answer = answerFor(state.account, code);
   if (answer === "dismissed" || answer === "refused") return;
   state.affiliate.retryHash = null;
+  state.affiliate.retryChain = null;
   state.affiliate.message = `Referral code ${code}: please sign the message in your wallet to link this donation to it (free, no transaction).`;
   render();
   try {
     const account = state.account;
-    await api.postAffiliateDonation(account, (message) => wallet.personalSign(account, message), { txHash: hash, code });
+    await api.postAffiliateDonation(account, (message) => wallet.personalSign(account, message), {
+      txHash: hash,
+      code,
+      chain,
+    });
     state.affiliate.message = `Referral code ${code} recorded for this donation.`;
   } catch (error) {
     state.affiliate.retryHash = hash;
+    state.affiliate.retryChain = chain;
     state.affiliate.message =
       error instanceof wallet.WalletError && error.kind === "rejected"
         ? `Referral not recorded: you rejected the signature. Your donation itself is not affected.`

@@ -4,7 +4,7 @@ import * as api from "./api.mjs";
 import { shortHex } from "./eth.mjs";
 import * as money from "./money.mjs";
 import { loadCampaign } from "./campaign.mjs";
-import { $, apiErrorText, config, render, show, state, viewedAddress } from "./page.mjs";
+import { $, apiErrorText, chainLabel, config, render, show, state, viewedAddress } from "./page.mjs";
 import { receiptRow } from "./receipts.mjs";
 import { renderStaking } from "./staking.mjs";
 
@@ -89,12 +89,16 @@ function cell(text, className) {
 
 export function renderDonations() {
   const body = $("donations-body");
+  // The server gives the table a network column once more than one chain is configured.
+  const severalChains = Object.keys(config.chainLabels ?? {}).length > 1;
   body.replaceChildren(
     ...state.donations.flatMap((d) => {
       const row = document.createElement("tr");
       row.dataset.txHash = d.txHash;
+      row.dataset.chain = d.chain;
+      row.append(cell(d.ts ? d.ts.replace("T", " ").slice(0, 16) : "–"));
+      if (severalChains) row.append(cell(chainLabel(d.chain), "network"));
       row.append(
-        cell(d.ts ? d.ts.replace("T", " ").slice(0, 16) : "–"),
         cell(`${money.formatAmount(d.amount)} ${d.asset.toUpperCase()}`),
         cell(money.formatUsd(d.usdAmount)),
         cell(money.formatPrice(d.price)),

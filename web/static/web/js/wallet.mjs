@@ -7,7 +7,7 @@ import { chainIdHex, erc20BalanceOfData, erc20TransferData, fromQuantity, hasCod
 export class WalletError extends Error {
   constructor(kind, message) {
     super(message);
-    this.kind = kind; // "no-wallet" | "rejected" | "insufficient" | "unknown-chain" | "busy" | "failed"
+    this.kind = kind; // "no-wallet" | "rejected" | "insufficient" | "unknown-chain" | "wrong-chain" | "busy" | "failed"
   }
 }
 
@@ -37,7 +37,10 @@ export function classify(error) {
   const code = error?.code ?? error?.data?.code;
   const text = String(error?.message ?? error?.data?.message ?? error ?? "");
   if (code === 4001 || code === "ACTION_REJECTED") return new WalletError("rejected", "You rejected the request in your wallet.");
-  if (code === 4902) return new WalletError("unknown-chain", "Your wallet does not know this network yet.");
+  // EIP-3326's "chain not added"; some wallets wrap it in an internal error (-32603) or only say it in words.
+  if (code === 4902 || error?.data?.originalError?.code === 4902 || (code === -32603 && /unrecognized chain/i.test(text))) {
+    return new WalletError("unknown-chain", "Your wallet does not know this network yet.");
+  }
   if (code === -32002) return new WalletError("busy", "Your wallet already has a request open: look at its window.");
   if (/insufficient funds|exceeds balance|insufficient balance/i.test(text)) {
     return new WalletError("insufficient", "Insufficient balance for this donation and its network fee.");
@@ -69,12 +72,33 @@ export async function connectedAccount() {
   return Array.isArray(accounts) && accounts.length ? accounts[0].toLowerCase() : null;
 }
 
+/** The chain the wallet is on now; a WalletError when its answer is not a chain id. */
 export async function chainId() {
-  return Number(fromQuantity(await call("eth_chainId")));
+  return readChainId(await call("eth_chainId"));
 }
 
+/** A chain id as a wallet gives it (hex quantity); anything else is refused rather than guessed at. */
+export function readChainId(value) {
+  let id;
+  try {
+    id = Number(fromQuantity(value));
+  } catch {
+    id = NaN;
+  }
+  if (!Number.isSafeInteger(id) || id <= 0) {
+    throw new WalletError("failed", `The wallet reported a chain id that is not one (${String(value).slice(0, 40)}).`);
+  }
+  return id;
+}
+
+/** EIP-3326: ask the wallet to switch to chain `id` (error kind "unknown-chain" when it lacks it). */
 export async function switchChain(id) {
   await call("wallet_switchEthereumChain", [{ chainId: chainIdHex(id) }]);
+}
+
+/** EIP-3085: ask the wallet to add a chain (`addChainParams` builds the request from the server's settings). */
+export async function addChain(params) {
+  await call("wallet_addEthereumChain", [params]);
 }
 
 /** personal_sign of a UTF-8 message by `address`; returns the 0x signature. */
@@ -95,14 +119,19 @@ export async function tokenBalance(contract, address) {
   return fromQuantity(await call("eth_call", [{ to: contract, data: erc20BalanceOfData(address) }, "latest"]));
 }
 
-/** Send `wei` to `to`; returns the transaction hash. */
-export async function sendEth({ from, to, wei }) {
-  return call("eth_sendTransaction", [{ from, to, value: toQuantity(wei) }]);
+// Each transaction names the chain it is meant for: a wallet that is on another one by then refuses it
+// (MetaMask checks the field against its network) instead of sending the donation elsewhere.
+
+/** Send `wei` to `to` on chain `chainId`; returns the transaction hash. */
+export async function sendEth({ from, to, wei, chainId: id }) {
+  return call("eth_sendTransaction", [{ from, to, value: toQuantity(wei), chainId: chainIdHex(id) }]);
 }
 
-/** ERC-20 transfer of `units` (the coin's base units) to `to`; returns the transaction hash. */
-export async function sendToken({ from, contract, to, units }) {
-  return call("eth_sendTransaction", [{ from, to: contract, value: "0x0", data: erc20TransferData(to, units) }]);
+/** ERC-20 transfer of `units` (the coin's base units) to `to` on chain `chainId`; returns the transaction hash. */
+export async function sendToken({ from, contract, to, units, chainId: id }) {
+  return call("eth_sendTransaction", [
+    { from, to: contract, value: "0x0", data: erc20TransferData(to, units), chainId: chainIdHex(id) },
+  ]);
 }
 
 /** The receipt's outcome: null while pending, else { ok, blockNumber }. */
@@ -128,7 +157,15 @@ function subscribe() {
   subscribed = null;
   if (!events || !eth || typeof eth.on !== "function") return;
   const onAccounts = (accounts) => events.accountsChanged(accounts?.[0]?.toLowerCase() ?? null);
-  const onChain = (id) => events.chainChanged(Number(fromQuantity(id)));
+  const onChain = (id) => {
+    let chain = null; // a chain id that is not one: the chain is unknown until the wallet says again
+    try {
+      chain = readChainId(id);
+    } catch {
+      chain = null;
+    }
+    events.chainChanged(chain);
+  };
   eth.on("accountsChanged", onAccounts);
   eth.on("chainChanged", onChain);
   subscribed = [eth, onAccounts, onChain];

@@ -4,20 +4,25 @@ import * as chooser from "./chooser.mjs";
 import { isTxHash } from "./eth.mjs";
 import * as money from "./money.mjs";
 import { loadCampaign, loadEthPrice } from "./campaign.mjs";
-import { $, SALE_ADDRESS, STABLE_COINS, chainName, config, render, show, state, walletErrorText } from "./page.mjs";
+import { refreshChain } from "./network.mjs";
+import {
+  $,
+  CHAINS,
+  chainLabel,
+  chainName,
+  render,
+  saleAddress,
+  selectedChain,
+  show,
+  stableCoins,
+  state,
+  walletErrorText,
+} from "./page.mjs";
 import { attributeToAffiliate } from "./referrals.mjs";
 import { loadUserData } from "./tokens.mjs";
 import * as wallet from "./wallet.mjs";
 
 const RECEIPT_EVERY_MS = 3_000;
-
-async function refreshChain() {
-  try {
-    state.chainId = await wallet.chainId();
-  } catch (error) {
-    state.walletMessage = { text: error.message, kind: "error" };
-  }
-}
 
 export async function connect() {
   state.walletMessage = null;
@@ -79,29 +84,24 @@ async function detectContractWallet(account) {
   }
 }
 
-export async function switchNetwork() {
-  state.walletMessage = null;
-  try {
-    await wallet.switchChain(config.chainId);
-    await refreshChain();
-  } catch (error) {
-    const text =
-      error.kind === "unknown-chain"
-        ? `Your wallet does not know ${config.chainName}. Add it in your wallet, then switch to it.`
-        : walletErrorText(error, "switching the network");
-    state.walletMessage = { text, kind: "error" };
-  }
-  render();
-}
-
 export function selectedCoin() {
-  return STABLE_COINS.find((c) => c.asset === state.asset) ?? null;
+  return stableCoins().find((c) => c.asset === state.asset) ?? null;
 }
 
-/** True when the API names another donation address than the page: something in between lies. */
+/** True when the API names another donation address for the network shown than the page does (or does not
+ * list that network): something in between lies, and nothing is sent. */
 export function addressMismatch() {
-  const fromApi = state.campaign?.donationAddress;
-  return Boolean(fromApi) && fromApi.toLowerCase() !== SALE_ADDRESS.toLowerCase();
+  const chain = selectedChain();
+  if (!state.campaign || !chain) return false;
+  const listed = state.campaign.chains.find((c) => c.chain === chain.chain);
+  return !listed?.donationAddress || listed.donationAddress.toLowerCase() !== chain.donationAddress.toLowerCase();
+}
+
+/** Why the wallet's chain is not the network shown, in words, with what to do about it. */
+function wrongChainText(chain, walletChainId) {
+  const other = CHAINS.find((c) => c.chainId === walletChainId);
+  const orChoose = other ? `, or choose ${other.label} above` : "";
+  return `Switch your wallet to ${chain.label}${orChoose}.`;
 }
 
 function maxDecimals() {
@@ -132,25 +132,48 @@ function donateBlocker() {
   if (state.campaign.status === "paused") return "The sale is paused: donations are not being accepted right now.";
   if (state.campaign.status === "closed") return "The sale is closed: all tokens have been sold.";
   if (state.campaign.status !== "open") return "The sale is not open.";
-  if (state.asset !== "eth" && !selectedCoin()) return `${state.asset.toUpperCase()} donations are not available.`;
+  const chain = selectedChain();
+  if (!chain) return "No network is taking donations right now.";
+  if (state.asset !== "eth" && !selectedCoin()) {
+    return `${state.asset.toUpperCase()} donations are not available on ${chain.label}.`;
+  }
   if (addressMismatch()) return "The sale address could not be verified. Please reload the page before donating.";
   if (!chooser.anyWallet()) {
     return "No Ethereum wallet found in this browser: pay from a wallet app with the payment request below, or install one such as MetaMask.";
   }
   if (!state.account) return "Connect your wallet to donate.";
-  if (state.chainId !== config.chainId) return `Switch your wallet to ${config.chainName} to donate.`;
+  if (state.chainId !== chain.chainId) return `Switch your wallet to ${chain.label} to donate.`;
   const parsed = parsedAmount();
   if (parsed.empty) return "Enter an amount to donate.";
   if (parsed.error) return parsed.error;
   if (!state.tokenPrice) return "The token price is not available yet.";
   if (state.asset === "eth" && !state.ethPrice) return "The ETH price is not available yet, so no estimate can be shown. Please try again shortly.";
   if (state.busy) return "Waiting for your wallet…";
+  if (state.switching) return "Waiting for your wallet to switch networks…";
   return null;
+}
+
+/**
+ * Right before sending: ask the wallet's chain again. A wallet can switch networks without the page hearing
+ * of it in time (its chainChanged event comes later, or never); nothing goes out unless it is on `chain`.
+ */
+async function checkWalletOn(chain) {
+  const now = await wallet.chainId();
+  state.chainId = now;
+  if (now !== chain.chainId) {
+    throw new wallet.WalletError(
+      "wrong-chain",
+      `Nothing was sent: your wallet is now on ${chainName(now)}, not on ${chain.label} (the network shown here). ` +
+        wrongChainText(chain, now),
+    );
+  }
 }
 
 export async function donate(event) {
   event.preventDefault();
   if (donateBlocker()) return;
+  // The network shown when Donate was pressed: the donation goes there or nowhere.
+  const chain = selectedChain();
   state.busy = true;
   state.walletMessage = null;
   render();
@@ -161,35 +184,38 @@ export async function donate(event) {
     await refreshChain();
     state.busy = false;
     const blocker = donateBlocker();
-    if (blocker) return;
+    if (blocker || selectedChain() !== chain) return;
     state.busy = true;
     render();
 
     const asset = state.asset;
     const amount = parsedAmount().amount;
-    const to = SALE_ADDRESS;
+    const to = chain.donationAddress;
+    const from = state.account;
     let hash;
     if (asset === "eth") {
       const wei = money.toBaseUnits(amount, 18);
-      const balance = await wallet.ethBalance(state.account);
+      const balance = await wallet.ethBalance(from);
       if (balance < wei) throw insufficient("ETH", money.fromBaseUnits(balance, 18));
-      hash = await wallet.sendEth({ from: state.account, to, wei });
+      await checkWalletOn(chain);
+      hash = await wallet.sendEth({ from, to, wei, chainId: chain.chainId });
     } else {
       const coin = selectedCoin();
       const units = money.toBaseUnits(amount, coin.decimals);
-      const balance = await wallet.tokenBalance(coin.contract, state.account);
+      const balance = await wallet.tokenBalance(coin.contract, from);
       if (balance < units) throw insufficient(asset.toUpperCase(), money.fromBaseUnits(balance, coin.decimals));
-      hash = await wallet.sendToken({ from: state.account, contract: coin.contract, to, units });
+      await checkWalletOn(chain);
+      hash = await wallet.sendToken({ from, contract: coin.contract, to, units, chainId: chain.chainId });
     }
     if (!isTxHash(hash)) throw new Error("the wallet returned no transaction hash");
-    state.tx = { hash, phase: "sent", blockNumber: null };
+    state.tx = { hash, chain: chain.chain, chainId: chain.chainId, phase: "sent", blockNumber: null };
     state.amountText = "";
     $("amount").value = "";
     state.busy = false;
     render();
     watchReceipt(hash);
     loadUserData({ fresh: true, toLast: true });
-    attributeToAffiliate(hash);
+    attributeToAffiliate(hash, chain.chain);
   } catch (error) {
     state.walletMessage = { text: walletErrorText(error, "donating"), kind: "error" };
   } finally {
@@ -204,6 +230,11 @@ function insufficient(asset, have) {
 
 async function watchReceipt(hash) {
   while (state.tx?.hash === hash && state.tx.phase === "sent") {
+    // The wallet answers for the chain it is on: while it is on another one, wait for the crawlers instead.
+    if (state.chainId !== state.tx.chainId) {
+      await new Promise((resolve) => setTimeout(resolve, RECEIPT_EVERY_MS));
+      continue;
+    }
     try {
       const receipt = await wallet.receipt(hash);
       if (receipt) {
@@ -223,7 +254,7 @@ async function watchReceipt(hash) {
 export async function copyAddress() {
   const status = $("copy-status");
   try {
-    await navigator.clipboard.writeText(SALE_ADDRESS);
+    await navigator.clipboard.writeText(saleAddress());
     status.textContent = "Copied.";
   } catch {
     // No clipboard permission (an insecure origin or a locked-down browser): let the donor select it.
@@ -253,10 +284,6 @@ export function renderWidget() {
   }
   show($("eth-price-line"), state.asset === "eth");
 
-  for (const input of document.querySelectorAll('input[name="asset"]')) {
-    const coinMissing = input.value !== "eth" && !STABLE_COINS.some((c) => c.asset === input.value);
-    input.disabled = Boolean(coinMissing);
-  }
   $("amount-asset").textContent = state.asset.toUpperCase();
   // What to check in the wallet: the recipient for ETH; the token contract and recipient for a coin.
   for (const item of document.querySelectorAll("#wallet-checks li")) show(item, item.dataset.asset === state.asset);
@@ -279,24 +306,30 @@ export function renderWidget() {
   show($("wallet-kind"), Boolean(state.account) && state.contractWallet === true);
   const network = $("network-status");
   const switchButton = $("switch-network");
-  const wrongChain = state.account && state.chainId !== null && state.chainId !== config.chainId;
+  const chain = selectedChain();
+  const wrongChain = Boolean(state.account && chain && state.chainId !== null && state.chainId !== chain.chainId);
   if (state.walletMessage) {
     network.textContent = state.walletMessage.text;
     network.dataset.state = state.walletMessage.kind;
   } else if (wrongChain) {
-    network.textContent = `Wrong network: your wallet is on ${chainName(state.chainId)}. Donations are taken on ${config.chainName}.`;
+    network.textContent =
+      CHAINS.length > 1
+        ? `Wrong network: your wallet is on ${chainName(state.chainId)}, and the network shown here is ${chain.label}. ` +
+          wrongChainText(chain, state.chainId)
+        : `Wrong network: your wallet is on ${chainName(state.chainId)}. Donations are taken on ${chain.label}.`;
     network.dataset.state = "wrong-network";
-  } else if (state.account && state.chainId === config.chainId) {
-    network.textContent = config.devChain
-      ? `Connected to ${config.chainName} (chain id ${config.chainId}): a development chain, not real money.`
-      : `Connected to ${config.chainName}.`;
+  } else if (state.account && chain && state.chainId === chain.chainId) {
+    network.textContent = chain.devChain
+      ? `Connected to ${chain.label} (chain id ${chain.chainId}): a development chain, not real money.`
+      : `Connected to ${chain.label}.`;
     network.dataset.state = "ok";
   } else {
     network.textContent = "";
     network.dataset.state = "";
   }
   show(network, Boolean(network.textContent));
-  show(switchButton, Boolean(wrongChain));
+  show(switchButton, wrongChain);
+  switchButton.disabled = state.switching || state.busy;
 
   const blocker = donateBlocker();
   const donateButton = $("donate");
@@ -311,8 +344,11 @@ export function renderTx() {
   if (!state.tx) return;
   const { hash } = state.tx;
   $("tx-hash").textContent = hash;
+  $("tx-chain").textContent = CHAINS.length > 1 ? ` on ${chainLabel(state.tx.chain)}` : "";
   // Once the API has the donation, its status is the truth; before that, the wallet's receipt.
-  const recorded = state.donations.find((d) => d.txHash.toLowerCase() === hash.toLowerCase());
+  const recorded = state.donations.find(
+    (d) => d.chain === state.tx.chain && d.txHash.toLowerCase() === hash.toLowerCase(),
+  );
   const phase = recorded && state.tx.phase !== "reverted" ? recorded.status : state.tx.phase;
   const text = (TX_PHASE_TEXT[phase] ?? phase)
     .replace("{block}", String(state.tx.blockNumber ?? "?"))
