@@ -69,9 +69,11 @@ if [[ -n "$dev_chain" ]]; then .venv/bin/python manage.py fetch_prices --once; f
 .venv/bin/gunicorn -c deploy/gunicorn.conf.py dws_project.wsgi &
 pids+=($!)
 # One worker per queue, as in production: the minute price never waits behind a crawl. Each has its
-# own heartbeat directory (`manage.py probe worker` with DWS_HEARTBEAT_DIR=var/heartbeat/<queue>).
+# own heartbeat directory (`manage.py probe worker` with DWS_HEARTBEAT_DIR=var/heartbeat/<queue>). The
+# crawlers' worker has a process per chain, so one chain's slow node never holds up the other's runs.
+chain_count=$(tr ',' '\n' <<<"${DWS_CHAINS:-eth}" | grep -c .)
 DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/crawlers" .venv/bin/celery -A dws_project worker --loglevel INFO \
-  --queues crawlers,celery --hostname crawlers@%h --concurrency 1 &
+  --queues crawlers,celery --hostname crawlers@%h --concurrency "$chain_count" &
 pids+=($!)
 DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/prices" .venv/bin/celery -A dws_project worker --loglevel INFO \
   --queues prices --hostname prices@%h --concurrency 1 &
