@@ -196,7 +196,7 @@ def _garbled(result: object, _params: list) -> object:
             cut(child)
 
     for item in result if isinstance(result, list) else []:
-        cut(item.get("result") or item.get("action") or {})
+        cut(item["action"] if "action" in item else item["result"])  # trace_block's, or callTracer's
     return result
 
 
