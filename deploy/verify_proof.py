@@ -15,7 +15,9 @@ every range of blocks the sale says it proved, asks YOUR node (never the sale's)
   its `from`), and what arrived in internal calls;
 * the coins' Transfer logs to and from the address over the range;
 * each listed donation: its transaction succeeded in that block and paid the address that amount (an ETH
-  donation made by a contract, in an internal call, is re-read through the node's call traces).
+  donation made by a contract, in an internal call, is re-read through the node's call traces: its donor is
+  the contract that made the call, or for ETH an OP-stack rollup's standard bridge relayed from L1 the L1
+  account that bridged it, as the sale's crawler reads it).
 
 A range matches when the balances are the ones the sale published, every ETH transaction and coin Transfer
 that paid the address is a listed donation (or too small to credit), every listed donation is such a
