@@ -15,7 +15,9 @@ every range of blocks the sale says it proved, asks YOUR node (never the sale's)
   its `from`), and what arrived in internal calls;
 * the coins' Transfer logs to and from the address over the range;
 * each listed donation: its transaction succeeded in that block and paid the address that amount (an ETH
-  donation made by a contract, in an internal call, is re-read through the node's call traces).
+  donation made by a contract, in an internal call, is re-read through the node's call traces: its donor is
+  the contract that made the call, or for ETH an OP-stack rollup's standard bridge relayed from L1 the L1
+  account that bridged it, as the sale's crawler reads it).
 
 A range matches when the balances are the ones the sale published, every ETH transaction and coin Transfer
 that paid the address is a listed donation (or too small to credit), every listed donation is such a
@@ -59,6 +61,13 @@ COLUMN_DECIMALS = 10  # donation amounts are stored with at most 10 decimals (ET
 ETH_DECIMALS = 8
 RETRIES = 3  # a 429 from the site is waited out this many times
 PRECOMPILES = frozenset([*range(1, 0x12), 0x100])  # value-less calls to these take no place in a call path
+# OP-stack predeploys (the same on every OP-stack rollup) and the relayed calls of an ETH deposit made through
+# L1StandardBridge: finalizeBridgeETH(address,address,uint256,bytes), the legacy
+# finalizeDeposit(address,address,address,address,uint256,bytes) with the ETH placeholder token.
+L2_CROSS_DOMAIN_MESSENGER = "0x4200000000000000000000000000000000000007"
+L2_STANDARD_BRIDGE = "0x4200000000000000000000000000000000000010"
+LEGACY_ERC20_ETH = "0xdeaddeaddeaddeaddeaddeaddeaddeaddead0000"
+FINALIZE_BRIDGE_ETH, FINALIZE_DEPOSIT = "1635f5fd", "662a633a"
 
 
 class Unreadable(Exception):
@@ -327,17 +336,97 @@ def _mint(tx: dict) -> int:
 ACTING_KINDS = ("call", "callcode", "create", "create2", "selfdestruct")
 
 
-def _frame_at(call: dict, path: list[int]) -> tuple[dict | None, bool]:
-    """The call frame at `path` (sub-call indexes, value-less precompile calls not counted) and whether it
-    or a frame above it failed."""
-    failed = bool(call.get("error"))
+def _frames_to(call: dict, path: list[int]) -> list[dict] | None:
+    """The call frames from the top down to the one at `path` (sub-call indexes, value-less precompile
+    calls not counted), or None where there is no such frame."""
+    frames = [call]
     for index in path:
-        children = [c for c in call.get("calls") or [] if not _quiet_precompile(c)]
+        children = [c for c in call.get("calls") or [] if isinstance(c, dict) and not _quiet_precompile(c)]
         if index >= len(children):
-            return None, failed
+            return None
         call = children[index]
-        failed = failed or bool(call.get("error"))
-    return call, failed
+        frames.append(call)
+    return frames
+
+
+def _frame_at(call: dict, path: list[int]) -> tuple[dict | None, bool]:
+    """The call frame at `path` and whether it or a frame above it failed."""
+    frames = _frames_to(call, path)
+    if frames is None:
+        return None, bool(call.get("error"))
+    return frames[-1], any(bool(f.get("error")) for f in frames)
+
+
+def _hex(value: object) -> int | None:
+    """A hex quantity as the crawler reads one in a trace ("", "0x" and null are 0), or None."""
+    if value in (None, "", "0x"):
+        return 0
+    try:
+        return int(value, 16) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def _relayed_eth(calldata: object) -> tuple[str, str, int] | None:
+    """(_from, _to, _amount) of a finalizeBridgeETH or ETH finalizeDeposit call, or None: another call,
+    another token, or calldata that does not decode cleanly (an address word with high bytes set, the
+    `bytes` argument outside the data, not hex)."""
+    if not isinstance(calldata, str) or not calldata.startswith("0x") or len(calldata) % 2:
+        return None
+    if not re.fullmatch(r"[0-9a-fA-F]*", calldata[2:]):
+        return None
+    selector, args = calldata[2:10].lower(), calldata[10:]
+    words = [args[i : i + 64] for i in range(0, len(args) - 63, 64)]
+    if selector == FINALIZE_BRIDGE_ETH and len(words) >= 4:
+        fields = words[:4]
+    elif selector == FINALIZE_DEPOSIT and len(words) >= 6:
+        if words[0] != "0" * 64 or words[1].lower() != "0" * 24 + LEGACY_ERC20_ETH[2:]:
+            return None  # an ERC-20 deposit
+        fields = words[2:6]
+    else:
+        return None
+    sender, to, amount, offset = fields
+    if sender[:24] != "0" * 24 or to[:24] != "0" * 24:
+        return None
+    start, size = int(offset, 16), len(args) // 2
+    if start % 32 or start + 32 > size or start + 32 + int(args[2 * start : 2 * start + 64], 16) > size:
+        return None
+    return "0x" + sender[24:].lower(), "0x" + to[24:].lower(), int(amount, 16)
+
+
+def _sender(trace: dict, path: list[int]) -> str | None:
+    """Whose ETH the call frame at `path` moves, lower case (None: no such frame). Its `from`, except where
+    the frame is L2StandardBridge paying out ETH bridged from L1 (OP stack): the bridge CALLs the recipient
+    under the call L2CrossDomainMessenger relayed into it (through the proxy's DELEGATECALLs), whose
+    finalizeBridgeETH / finalizeDeposit names the L1 account that bridged it (`_from`), this recipient and
+    this amount; then `_from`. Anything that does not read so cleanly: the frame's `from`, as the crawler."""
+    frames = _frames_to(trace, path)
+    if frames is None:
+        return None
+    frame = frames[-1]
+    sender = (frame.get("from") or "").lower()
+    wei = _hex(frame.get("value"))
+    if sender != L2_STANDARD_BRIDGE or str(frame.get("type") or "").lower() != "call" or not wei or len(frames) < 2:
+        return sender
+    above = frames[-2::-1]
+    while (
+        len(above) > 1
+        and str(above[0].get("type") or "").lower() == "delegatecall"
+        and (above[0].get("from") or "").lower() == L2_STANDARD_BRIDGE
+    ):
+        above = above[1:]
+    relay = above[0]
+    if (
+        str(relay.get("type") or "").lower() != "call"
+        or (relay.get("to") or "").lower() != L2_STANDARD_BRIDGE
+        or (relay.get("from") or "").lower() != L2_CROSS_DOMAIN_MESSENGER
+        or _hex(relay.get("value")) != wei
+    ):
+        return sender
+    relayed = _relayed_eth(relay.get("input"))
+    if relayed is None or relayed[1:] != ((frame.get("to") or "").lower(), wei):
+        return sender
+    return relayed[0]
 
 
 def _quiet_precompile(call: dict) -> bool:
@@ -628,13 +717,19 @@ class Check:
                     "call traces, so only its receipt was checked"
                 )
                 continue
-            frame, failed = _frame_at(trace, [int(i) for i in row["trace_address"].split(".")])
-            value = int(frame.get("value") or "0x0", 16) if frame else 0
+            path = [int(i) for i in row["trace_address"].split(".")]
+            frame, failed = _frame_at(trace, path)
+            value = (_hex(frame.get("value")) or 0) if frame else 0
+            if frame is not None and _sender(trace, path) == self.us:
+                raise Mismatch(
+                    f"the listed donation {row['tx_hash']} ({row['trace_address']}) is the address's own money: "
+                    "it bridged that ETH from L1 itself"
+                )
             if (
                 frame is None
                 or failed
                 or (frame.get("to") or "").lower() != self.us
-                or (frame.get("from") or "").lower() != row["donor"].lower()
+                or _sender(trace, path) != row["donor"].lower()
                 or value - value % 10 ** (18 - ETH_DECIMALS) != amount
             ):
                 raise Mismatch(

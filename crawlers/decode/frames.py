@@ -27,7 +27,17 @@ counted here; such value shows up in the balance proof as an unexplained inflow 
 The top-level frame is left out: a transaction paying us directly is the ETH detector's business
 (`crawlers/decode/transfers.py`), proven by its receipt.
 
-The donation address's own money is no donation (`returned_frames`): value that reaches it inside a call
+Who sent a frame's ETH (`Frame.donor`) is the frame's `from`, the contract that made the call, with one
+exception: on an OP-stack rollup, ETH bridged from L1 through the standard bridge is paid by a CALL from
+the L2StandardBridge predeploy under the relayed `finalizeBridgeETH` / `finalizeDeposit` call, and is the
+ETH of that call's `_from`, the L1 account that bridged it (`crawlers/decode/bridge.py`). The relayed call
+is the nearest frame above the payment that is a CALL into the bridge (the proxy's DELEGATECALL frames in
+between run the bridge's code); it must come from L2CrossDomainMessenger (the bridge accepts no other
+caller) and name this recipient and amount. Anything else, or calldata that does not decode cleanly, leaves
+the frame's `from` the donor, as for any contract. Only the calldata of calls into the bridge is kept:
+every frame's would hold a block's whole calldata in memory.
+
+The donation address's own money is no donation (`own_frames`): value that reaches it inside a call
 it made itself (every frame of a transaction it signed; with code, the call tree under its own outgoing
 call: a Safe's owner signs, the Safe calls a router, WETH's `withdraw` pays back) is a `Movement`
 (RETURNED), not a donation. Only what is nested under that call: anyone can make a Safe call out (a
@@ -36,16 +46,18 @@ address and then pays it in the same transaction is still a donor. A DELEGATECAL
 it (a Safe proxy running its singleton on every call it receives) does not count: it moves nothing and
 starts nothing outside the address. Coins (`own_coin_calls`) follow the same rule by the call frames
 into the coin's contract: its Transfer to the address is own money only when every such frame of the
-transaction sits under the address's own call.
+transaction sits under the address's own call. ETH whose donor is the address itself, which it bridged
+from L1 to itself (the sale topping up its L2 address from its L1 treasury), is a `Movement` too (BRIDGED).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
-from crawlers.decode.transfers import RETURNED, Movement
+from crawlers.decode.bridge import L2_CROSS_DOMAIN_MESSENGER, L2_STANDARD_BRIDGE, RelayedEth, relayed_eth
+from crawlers.decode.transfers import BRIDGED, RETURNED, Movement
 from donations.sightings import Transfer
 
 # Precompiled contracts: 0x01-0x11 (up to Prague's BLS set) and 0x100 (P-256 verification).
@@ -66,10 +78,17 @@ class Frame:
     wei: int
     failed: bool  # this frame itself reverted or failed
     reverted: bool  # this frame or one of its ancestors failed: nothing it did stands
+    input: str = field(default="", repr=False)  # the calldata, kept only for a call into L2StandardBridge
+    l1_sender: str = ""  # the bridge paying out ETH relayed from L1: the L1 account that bridged it
 
     @property
     def trace_address(self) -> str:
         return ".".join(str(i) for i in self.path)
+
+    @property
+    def donor(self) -> str:
+        """Whose ETH the frame moves: the L1 sender of ETH the standard bridge relayed, else its `from`."""
+        return self.l1_sender or self.sender
 
 
 def _hex_int(value: object) -> int:
@@ -117,7 +136,7 @@ def call_tracer_frames(result: object, block_tx_hashes: Sequence[str]) -> list[F
         if tx_hash != block_tx_hashes[position]:
             raise MalformedTrace(f"trace {position} names another transaction than the block")
         _walk_call(item["result"], tx_hash, (), False, frames)
-    return frames
+    return _with_l1_senders(frames)
 
 
 def _walk_call(call: dict, tx_hash: str, path: tuple[int, ...], under_failure: bool, out: list[Frame]) -> None:
@@ -126,16 +145,18 @@ def _walk_call(call: dict, tx_hash: str, path: tuple[int, ...], under_failure: b
         raise MalformedTrace(f"a frame of {tx_hash} has no type")
     failed = bool(call.get("error"))
     reverted = under_failure or failed
+    to = _address(call.get("to"))
     out.append(
         Frame(
             tx_hash=tx_hash,
             path=path,
             kind=kind,
             sender=_address(call.get("from")),
-            to=_address(call.get("to")),
+            to=to,
             wei=_hex_int(call.get("value")),
             failed=failed,
             reverted=reverted,
+            input=_bridge_input(to, call.get("input")),
         )
     )
     children = call.get("calls") or []
@@ -160,7 +181,7 @@ def parity_frames(result: object, block_hash: str, block_tx_hashes: Sequence[str
     """
     if not isinstance(result, list):
         raise MalformedTrace("trace_block did not answer a list")
-    raw: list[tuple[str, tuple[int, ...], str, str, str, int, bool]] = []
+    raw: list[tuple[str, tuple[int, ...], str, str, str, int, bool, str]] = []
     for item in result:
         if not isinstance(item, dict):
             raise MalformedTrace("a trace is not an object")
@@ -189,27 +210,31 @@ def parity_frames(result: object, block_hash: str, block_tx_hashes: Sequence[str
             sender, to, wei = action.get("address"), action.get("refundAddress"), _hex_int(action.get("balance"))
         else:
             sender, to, wei = action.get("from"), action.get("to"), _hex_int(action.get("value"))
-        raw.append((tx_hash, tuple(path), kind, _address(sender), _address(to), wei, bool(item.get("error"))))
+        calldata = _bridge_input(_address(to), action.get("input"))
+        raw.append((tx_hash, tuple(path), kind, _address(sender), _address(to), wei, bool(item.get("error")), calldata))
     tops = [tx for tx, path, *_ in raw if path == ()]
     if tops != list(block_tx_hashes):
         raise MalformedTrace("the traces do not cover the block's transactions, in order")
-    failed_paths = {(tx, path) for tx, path, *_, failed in raw if failed}
-    quiet = {(tx, path) for tx, path, _, _, to, wei, _ in raw if path and wei == 0 and _is_precompile(to)}
+    failed_paths = {(tx, path) for tx, path, *_, failed, _ in raw if failed}
+    quiet = {(tx, path) for tx, path, _, _, to, wei, *_ in raw if path and wei == 0 and _is_precompile(to)}
     canonical = _renumbered([(tx, path) for tx, path, *_ in raw], quiet)
-    return [
-        Frame(
-            tx_hash=tx,
-            path=canonical[(tx, path)],
-            kind=kind,
-            sender=sender,
-            to=to,
-            wei=wei,
-            failed=failed,
-            reverted=any((tx, path[:depth]) in failed_paths for depth in range(len(path) + 1)),
-        )
-        for tx, path, kind, sender, to, wei, failed in raw
-        if (tx, path) not in quiet
-    ]
+    return _with_l1_senders(
+        [
+            Frame(
+                tx_hash=tx,
+                path=canonical[(tx, path)],
+                kind=kind,
+                sender=sender,
+                to=to,
+                wei=wei,
+                failed=failed,
+                reverted=any((tx, path[:depth]) in failed_paths for depth in range(len(path) + 1)),
+                input=calldata,
+            )
+            for tx, path, kind, sender, to, wei, failed, calldata in raw
+            if (tx, path) not in quiet
+        ]
+    )
 
 
 def _renumbered(
@@ -227,6 +252,47 @@ def _renumbered(
         skipped = sum(1 for i in range(path[-1]) if (tx, (*parent, i)) in quiet)
         canonical[(tx, path)] = (*canonical[(tx, parent)], path[-1] - skipped)
     return canonical
+
+
+# --- ETH the standard bridge relayed from L1 (crawlers/decode/bridge.py) --------------------------------
+
+
+def _bridge_input(to: str, calldata: object) -> str:
+    """The calldata of a call into the L2StandardBridge predeploy (the only calldata a rule reads), else ""."""
+    return calldata if to == L2_STANDARD_BRIDGE and isinstance(calldata, str) else ""
+
+
+def _relayed(frame: Frame, by_path: Mapping[tuple[str, tuple[int, ...]], Frame]) -> RelayedEth | None:
+    """The relayed deposit a CALL from the bridge pays out, or None (see the module's docstring)."""
+    context = by_path.get((frame.tx_hash, frame.path[:-1]))
+    # The predeploy is a proxy: its implementation runs by DELEGATECALL in the bridge's account, with the
+    # same calldata. Up through those to the call into the bridge.
+    while context is not None and context.kind == "delegatecall" and context.sender == L2_STANDARD_BRIDGE:
+        context = by_path.get((frame.tx_hash, context.path[:-1])) if context.path else None
+    if (
+        context is None
+        or context.kind != "call"
+        or context.to != L2_STANDARD_BRIDGE
+        or context.sender != L2_CROSS_DOMAIN_MESSENGER
+    ):
+        return None
+    relayed = relayed_eth(context.input)
+    if relayed is None or (relayed.recipient, relayed.wei, context.wei) != (frame.to, frame.wei, frame.wei):
+        return None
+    return relayed
+
+
+def _with_l1_senders(frames: list[Frame]) -> list[Frame]:
+    """The frames, each CALL by which the bridge pays out ETH relayed from L1 carrying its L1 sender."""
+    by_path = {(frame.tx_hash, frame.path): frame for frame in frames}
+    out = []
+    for frame in frames:
+        if frame.sender == L2_STANDARD_BRIDGE and frame.kind == "call" and frame.wei > 0 and frame.path:
+            relayed = _relayed(frame, by_path)
+            if relayed is not None:
+                frame = replace(frame, l1_sender=relayed.sender)
+        out.append(frame)
+    return out
 
 
 # Frames by which an account acts outside itself; a delegatecall or staticcall from it does not.
@@ -271,25 +337,32 @@ def _arriving_frames(frames: Iterable[Frame], donation_address: str) -> list[Fra
 
 
 def donation_frames(frames: Sequence[Frame], donation_address: str) -> list[Frame]:
-    """Frames that are internal ETH donations: see the module's docstring for the rule."""
-    own = _own_calls(frames, donation_address)
-    return [frame for frame in _arriving_frames(frames, donation_address) if not _under(frame, own)]
-
-
-def returned_frames(frames: Sequence[Frame], donation_address: str) -> list[Movement]:
-    """ETH that reached the donation address inside calls it made itself: movements."""
+    """Frames that are internal ETH donations (from `Frame.donor`): see the module's docstring for the rule."""
     own = _own_calls(frames, donation_address)
     return [
-        Movement(frame.tx_hash, "eth", frame.wei, RETURNED)
+        frame
         for frame in _arriving_frames(frames, donation_address)
-        if _under(frame, own)
+        if not _under(frame, own) and frame.donor != donation_address
     ]
+
+
+def own_frames(frames: Sequence[Frame], donation_address: str) -> list[Movement]:
+    """ETH that reached the donation address by its own doing: back inside calls it made itself (RETURNED),
+    or bridged from L1 by itself through the standard bridge (BRIDGED). Movements, never donations."""
+    own = _own_calls(frames, donation_address)
+    found = []
+    for frame in _arriving_frames(frames, donation_address):
+        if _under(frame, own):
+            found.append(Movement(frame.tx_hash, "eth", frame.wei, RETURNED))
+        elif frame.donor == donation_address:
+            found.append(Movement(frame.tx_hash, "eth", frame.wei, BRIDGED))
+    return found
 
 
 def internal_transfers(
     frames: Sequence[Frame], *, donation_address: str, eth_scale: int, block_number: int, block_hash: str
 ) -> list[Transfer]:
-    """The donation frames as `Transfer`s (donor = the frame's sender), dropping those zero at `eth_scale`."""
+    """The donation frames as `Transfer`s (donor = `Frame.donor`), dropping those zero at `eth_scale`."""
     found = []
     for frame in donation_frames(frames, donation_address):
         amount = scaled_amount(frame.wei, ETH_DECIMALS, eth_scale)
@@ -299,7 +372,7 @@ def internal_transfers(
             Transfer(
                 tx_hash=frame.tx_hash,
                 log_index=None,
-                donor=frame.sender,
+                donor=frame.donor,
                 asset="eth",
                 amount=amount,
                 block_number=block_number,
@@ -328,7 +401,7 @@ def transaction_frames(kind: str, result: object, tx_hash: str, block_hash: str 
             raise MalformedTrace("debug_traceTransaction did not answer a call")
         frames: list[Frame] = []
         _walk_call(result, tx_hash, (), False, frames)
-        return frames
+        return _with_l1_senders(frames)
     if not isinstance(result, list) or not result:
         raise MalformedTrace("trace_transaction did not answer a non-empty list")
     hash_of_block = block_hash or _address(result[0].get("blockHash") if isinstance(result[0], dict) else None)

@@ -15,8 +15,9 @@ record more than arrived. A transfer that is zero at that scale is not a donatio
 
 The donation address's own money is never a donation (DESIGN.md, "Crediting"): a transaction it signed
 and everything in it, a self-transfer, a Transfer whose `from` is the address, and the ETH a deposit it
-made on L1 minted to it. Such value still closes the balance identity, and is handed on as a `Movement`
-(recorded for the admin, never credited).
+made on L1 minted to it (or the standard bridge relayed to it from its L1 account: frames.py). Such value
+still closes the balance identity, and is handed on as a `Movement` (recorded for the admin, never
+credited).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dws_project.config_values import StableCoin
 
 SELF_TRANSFER = "self-transfer"  # the address paid itself
 RETURNED = "returned to the address"  # value came back in a transaction the address signed or called out in
-BRIDGED = "bridged by the address"  # ETH an OP-stack deposit it made on L1 minted to it
+BRIDGED = "bridged by the address"  # ETH it bridged from L1 itself: its deposit's mint, or relayed by the bridge
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class Movement:
     tx_hash: str
     asset: str
     raw: int  # wei, or the coin's base units
-    kind: str  # SELF_TRANSFER or RETURNED
+    kind: str  # SELF_TRANSFER, RETURNED or BRIDGED
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ finalized block, a receipt or a trace: proven there, proven gone, or no evidence
 Proven gone needs a read answer that rules the transfer out: a receipt of the block the transaction is
 in now that reports a revert, or that succeeded without the row's Transfer (same coin, donor and amount)
 in its logs; a trace of the transaction that shows no frame paying us the row's amount from its donor
-at its path. An answer that is missing, malformed or of another block proves nothing.
+at its path (its donor as the crawler reads it: for ETH the OP-stack standard bridge relayed, the L1 account
+that bridged it). An answer that is missing, malformed or of another block proves nothing.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _frames_show(row: Donation, client: RpcClient, chain: ChainSettings) -> bool
     scale = amount_scale("eth")
     frames = transaction_trace(client, chain, row.tx_hash)
     return any(
-        (frame.trace_address, frame.sender, scaled_amount(frame.wei, ETH_DECIMALS, scale))
+        (frame.trace_address, frame.donor, scaled_amount(frame.wei, ETH_DECIMALS, scale))
         == (row.trace_address, row.address, row.amount)
         for frame in donation_frames(frames, chain.donation_address)
     )

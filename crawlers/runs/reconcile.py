@@ -35,7 +35,7 @@ from crawlers.chain.tips import ChainMismatchError, chain_tips, check_chain_id
 from crawlers.models import FINALIZED, InflowStatus, ReconcileRun, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.drift import drift_of, freeze_on_drift
-from crawlers.runs.earlier_rules import set_aside_earlier_rules
+from crawlers.runs.earlier_rules import credited_to_the_bridge, set_aside_earlier_rules
 from crawlers.runs.verdicts import accounted_for, internal_rows, traces_unreadable
 from crawlers.scan.proof import prove_range
 from crawlers.scan.ranges import RANGE_BLOCKS
@@ -206,9 +206,13 @@ def _reconcile(
         elif row.block_hash != transfer.block_hash:
             report.discrepancies.append(f"{at} is recorded in block {row.block_number} ({row.block_hash}) instead")
         elif (row.asset, row.amount, row.address) != (transfer.asset, transfer.amount, transfer.donor):
-            report.discrepancies.append(
-                f"{at} is recorded as {row.asset} {row.amount} from {row.address} (donation id {row.id})"
-            )
+            earlier = credited_to_the_bridge(row, transfer)
+            if earlier is not None:
+                report.notes.append(earlier)
+            else:
+                report.discrepancies.append(
+                    f"{at} is recorded as {row.asset} {row.amount} from {row.address} (donation id {row.id})"
+                )
         elif row.status == DonationStatus.CONFIRMED or (row.status == DonationStatus.UNCONFIRMED and paused):
             continue
         elif row.status == DonationStatus.UNCONFIRMED and row.held_at is not None:

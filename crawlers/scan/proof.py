@@ -196,7 +196,7 @@ def without_history(
             reason = NO_HISTORY_UNTRACED
             break
         block.transfers.extend(traced_block.donations)
-        block.own.extend(traced_block.returned)
+        block.own.extend(traced_block.own)
         drop_own_coin_transfers(chain, block, traced_block.own_coin_calls)
     if not blocks:
         return ProvenRange([], held)
@@ -318,18 +318,16 @@ def _settle_block(
             block.unexplained.append((ETH, raw))
             continue
         found = traced_block.donations
-        # ETH back in the address's own transactions, and dust frames, close the identity too; neither is
-        # a donation.
+        # The address's own ETH (back in its own transactions, bridged from L1 by itself), and dust frames,
+        # close the identity too; neither is a donation.
         traced = (
-            sum(int(t.amount * WEI_PER_ETH) for t in found)
-            + sum(m.raw for m in traced_block.returned)
-            + traced_block.dust
+            sum(int(t.amount * WEI_PER_ETH) for t in found) + sum(m.raw for m in traced_block.own) + traced_block.dust
         )
         left = raw - traced
         if left < 0:
             return f"the call traces show {traced} wei arriving, the balance only {raw}"
         block.transfers.extend(found)
-        block.own.extend(traced_block.returned)
+        block.own.extend(traced_block.own)
         drop_own_coin_transfers(chain, block, traced_block.own_coin_calls)
         if left >= COLUMN_UNIT_WEI * (len(found) + 1):
             block.unexplained.append((ETH, left))

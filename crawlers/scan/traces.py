@@ -46,8 +46,8 @@ from crawlers.decode.frames import (
     dust_wei,
     internal_transfers,
     own_coin_calls,
+    own_frames,
     parity_frames,
-    returned_frames,
     transaction_frames,
 )
 from crawlers.decode.transfers import Movement
@@ -220,12 +220,13 @@ def block_frames(
 
 @dataclass(frozen=True)
 class TracedBlock:
-    """What a block's call traces say reached the donation address: internal ETH donations, the ETH that
-    came back inside the address's own calls, the (transaction, coin contract) pairs whose coin arrivals
-    are its own money likewise, and the wei of donation frames below the column's scale (dust)."""
+    """What a block's call traces say reached the donation address: internal ETH donations, the ETH that is
+    its own money (back inside its own calls, or bridged from L1 by itself), the (transaction, coin contract)
+    pairs whose coin arrivals are its own money likewise, and the wei of donation frames below the column's
+    scale (dust)."""
 
     donations: list[Transfer]
-    returned: list[Movement]
+    own: list[Movement]
     own_coin_calls: set[tuple[str, str]]
     dust: int = 0
 
@@ -248,7 +249,7 @@ def traced_block(
     )
     dust = dust_wei(frames, donation_address=us, eth_scale=scale)
     coins = [coin.contract for coin in chain.stable_coins]
-    return TracedBlock(donations, returned_frames(frames, us), own_coin_calls(frames, us, coins), dust)
+    return TracedBlock(donations, own_frames(frames, us), own_coin_calls(frames, us, coins), dust)
 
 
 def internal_eth_transfers(
@@ -256,7 +257,8 @@ def internal_eth_transfers(
 ) -> list[Transfer]:
     """Every successful call frame below the top level that moved ETH to the donation address in the block.
 
-    Returns `Transfer`s with `asset="eth"`, `log_index=None`, `donor` = the frame's `from`, the amount at
+    Returns `Transfer`s with `asset="eth"`, `log_index=None`, `donor` = `Frame.donor` (the frame's `from`;
+    for ETH the OP-stack standard bridge relayed, the L1 account that bridged it), the amount at
     the ETH column scale (rounded down, zero-at-scale dropped), and `trace_address` set (never None).
     Raises `NoEvidenceError` for a transient provider failure (hold the block and retry) and
     `TracesUnavailable` when the provider cannot trace at all (record an unexplained inflow instead), or,

@@ -29,7 +29,7 @@ from crawlers.chain.outcomes import Answer, Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.authorizations import address_mode
 from crawlers.decode.balances import ETH
-from crawlers.decode.frames import Frame, internal_transfers, own_coin_calls, returned_frames
+from crawlers.decode.frames import Frame, internal_transfers, own_coin_calls, own_frames
 from crawlers.scan import traces
 from crawlers.scan.own import drop_own_coin_transfers
 from crawlers.scan.results import BlockHeld, ScannedBlock
@@ -123,9 +123,9 @@ def account_frames(chain: ChainSettings, block: ScannedBlock, frames: Sequence[F
             block_hash=block.header.hash.lower(),
         )
     )
-    # The address's own money (value back inside a call it made): in the flows above, never a donation;
-    # recorded as a movement.
-    block.own.extend(returned_frames(frames, us))
+    # The address's own money (value back inside a call it made, ETH it bridged from L1 to itself): in the
+    # flows above, never a donation; recorded as a movement.
+    block.own.extend(own_frames(frames, us))
     drop_own_coin_transfers(chain, block, own_coin_calls(frames, us, [c.contract for c in chain.stable_coins]))
     block.traced = True
 

@@ -13,8 +13,8 @@ from crawlers.decode.frames import (
     donation_frames,
     internal_transfers,
     own_coin_calls,
+    own_frames,
     parity_frames,
-    returned_frames,
     transaction_frames,
 )
 
@@ -269,7 +269,7 @@ def test_eth_a_safe_like_address_gets_back_from_a_call_it_made_is_returned_not_d
     frames = call_tracer_frames(answer, [TX])
 
     assert donation_frames(frames, US) == []
-    assert [(m.tx_hash, m.asset, m.raw, m.kind) for m in returned_frames(frames, US)] == [
+    assert [(m.tx_hash, m.asset, m.raw, m.kind) for m in own_frames(frames, US)] == [
         (TX, "eth", 10**18, "returned to the address")
     ]
 
@@ -287,7 +287,7 @@ def test_a_donation_to_a_safe_like_address_stays_a_donation_though_it_delegateca
     frames = call_tracer_frames(answer, [TX])
 
     assert [(f.trace_address, f.sender) for f in donation_frames(frames, US)] == [("0", WALLET)]
-    assert returned_frames(frames, US) == []
+    assert own_frames(frames, US) == []
 
 
 HANDLER = "0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266"
@@ -310,7 +310,7 @@ def test_value_after_a_call_the_address_was_made_to_make_is_the_donors_not_the_a
     frames = call_tracer_frames(answer, [TX])
 
     assert [(f.trace_address, f.sender) for f in donation_frames(frames, US)] == [("1", WALLET)]
-    assert returned_frames(frames, US) == []
+    assert own_frames(frames, US) == []
     assert own_coin_calls(frames, US, [COIN]) == set()
 
 
@@ -318,7 +318,7 @@ def test_a_coin_its_own_call_brings_in_is_own_money_unless_the_coin_also_runs_ou
     inside = call(US, sender=OWNER, calls=[call(COIN, sender=US, calls=[call(US, ONE_ETH, sender=COIN)])])
     frames = call_tracer_frames([{"txHash": TX, "result": inside}], [TX])
     assert own_coin_calls(frames, US, [COIN]) == {(TX, COIN)}
-    assert [(m.raw, m.kind) for m in returned_frames(frames, US)] == [(10**18, "returned to the address")]
+    assert [(m.raw, m.kind) for m in own_frames(frames, US)] == [(10**18, "returned to the address")]
 
     both = call(WALLET, sender=OWNER, calls=[call(US, calls=[call(COIN, sender=US)]), call(COIN)])
     assert own_coin_calls(call_tracer_frames([{"txHash": TX, "result": both}], [TX]), US, [COIN]) == set()

@@ -2,7 +2,9 @@
 rules, so a sale crawled there matches on a node whose receipts say what was charged (the proxy writes
 op-geth's l1Fee and operator fee scalars), does not match on one whose receipts leave the L1 fee out (the
 address then lost more than its transactions say), and cannot check, naming the transaction, where a fee
-is unreadable."""
+is unreadable. It applies the crawler's rule for ETH bridged through the standard bridge too: the donor is
+the L1 account that bridged it (the relayed `finalizeBridgeETH`'s `_from`), so a sale listing the bridge
+contract as the donor does not match."""
 
 from __future__ import annotations
 
@@ -11,8 +13,16 @@ from django.core.management import call_command
 
 from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil
-from tests.crawlers.runs.test_verifier import verify
-from tests.op_stack import aliased, charge_l1_fees, deposit, op_geth_receipt_fields
+from tests.crawlers.runs.test_verifier import TamperingSite, verify
+from tests.op_stack import (
+    L2_STANDARD_BRIDGE,
+    aliased,
+    bridge_eth,
+    charge_l1_fees,
+    deposit,
+    install_bridge,
+    op_geth_receipt_fields,
+)
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eth_prices")]
@@ -70,3 +80,49 @@ def test_an_unreadable_fee_on_the_node_is_a_check_it_could_not_make(live_server,
     assert run.returncode == 4, run.stdout + run.stderr
     assert f"transaction {op_sale['paid_out']} (sent by the address in block" in run.stderr
     assert "its l1Fee is '-0x1', not a hex quantity" in run.stderr
+
+
+# --- ETH bridged through the standard bridge --------------------------------------------------------------
+
+
+@pytest.fixture
+def bridged_sale(op_node: Anvil, op_proxy: RpcProxy) -> dict[str, str]:
+    """A donor's ETH bridged to the address through the standard bridge, and the address's own ETH bridged to
+    itself (its own money: credited to nobody)."""
+    install_bridge(op_node)
+    txs = {
+        "donated": bridge_eth(op_node, ACCOUNTS[1], DONATION_ADDRESS, ETHER, source=51),
+        "own": bridge_eth(op_node, DONATION_ADDRESS, DONATION_ADDRESS, 2 * ETHER, source=52),
+    }
+    op_node.mine(3)
+    call_command("crawl", "finalized", "--once")
+    assert set(Donation.objects.values_list("tx_hash", "address", "trace_address")) == {
+        (txs["donated"], ACCOUNTS[1], "0.0.0.0")
+    }
+    return txs
+
+
+def test_bridged_eth_credited_to_its_l1_sender_matches(live_server, op_node, bridged_sale):
+    run = verify(live_server.url, op_node.url)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 donation(s)" in run.stdout.splitlines()[-1]
+
+
+def test_a_site_naming_the_bridge_contract_the_donor_does_not_match(live_server, op_node, bridged_sale):
+    donated = bridged_sale["donated"].encode()
+
+    def to_the_bridge(path: str, body: bytes) -> bytes:
+        if not path.startswith("/proof/donations.csv"):
+            return body
+        lines = body.splitlines(keepends=True)
+        return b"".join(
+            line.replace(ACCOUNTS[1].encode(), L2_STANDARD_BRIDGE.encode()) if donated in line else line
+            for line in lines
+        )
+
+    with TamperingSite(live_server.url, to_the_bridge) as site:
+        run = verify(site.url, op_node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"the listed donation {bridged_sale['donated']} (0.0.0.0) is not what its call trace says" in run.stdout
