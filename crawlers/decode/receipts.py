@@ -23,7 +23,7 @@ def receipt_succeeded(receipt: object, block_hash: str) -> bool | None:
 
 def receipt_fee(receipt: dict) -> int:
     """What a transaction cost its sender in wei, as its receipt says it was charged, on every chain we take
-    donations on (docs/detection.md, "What a transaction costs its sender"):
+    donations on (docs/detection.md, "What a transaction costs its sender, chain by chain"):
 
     * the gas: `gasUsed` x `effectiveGasPrice` (`gasPrice` from a node older than London). On Arbitrum
       `gasUsed` already holds the L1 part (`gasUsedForL1` only says how much of it): nothing is added;
