@@ -54,6 +54,7 @@ from typing import Any
 MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 BALANCE_OF = "0x70a08231"  # balanceOf(address)
+ZERO_ADDRESS = "0x" + "0" * 40  # a Transfer from it is a mint: no sender to credit
 PAGE = 500  # ranges per /proof.json request
 BATCH = 100  # calls per JSON-RPC batch
 LOG_SPAN = 2000  # blocks per eth_getLogs; halved when the node refuses a span
@@ -524,8 +525,9 @@ class Check:
         )
 
     def coin_rows(self, to_us: list[dict]) -> dict[str, int]:
-        """Every coin Transfer to the address is a listed donation (or too small to be one, or from the address
-        itself) and every listed coin donation is such a Transfer; what arrived, per coin."""
+        """Every coin Transfer to the address is a listed donation (or too small to be one, from the address
+        itself, or minted to it: from the zero address, no sender to credit) and every listed coin donation is
+        such a Transfer; what arrived, per coin."""
         by_contract = {c: a for a, c in self.coins}
         listed = {
             (r["tx_hash"].lower(), int(r["log_index"])): r for r in self.rows if r["asset"] in by_contract.values()
@@ -540,7 +542,7 @@ class Check:
             if row is None:
                 if (
                     value >= unit
-                    and sender.lower() != self.us
+                    and sender.lower() not in (self.us, ZERO_ADDRESS)
                     and not self.own_transaction(log["transactionHash"], log["address"].lower())
                 ):
                     raise Mismatch(

@@ -32,7 +32,9 @@ def chain_donations(anvil: Anvil, start: int, end: int) -> dict[tuple[str, int |
     assets = {address: asset for asset, address in anvil.coins.items()}
     logs = _transfers_to_the_address(anvil, start, end)
     for log in logs:
-        if int(log["data"], 16) > 0 and "0x" + log["topics"][1][-40:] != DONATION_ADDRESS:
+        sender = "0x" + log["topics"][1][-40:]
+        # neither the address's own coin (a self-transfer) nor a mint (no sender) is a donation
+        if int(log["data"], 16) > 0 and sender not in (DONATION_ADDRESS, "0x" + "0" * 40):
             found[(log["transactionHash"].lower(), int(log["logIndex"], 16))] = assets[log["address"].lower()]
     for block in blocks:
         if block["transactions"]:
@@ -97,7 +99,13 @@ def donation_units(anvil: Anvil, start: int, end: int) -> tuple[dict[tuple[str, 
     logs = _transfers_to_the_address(anvil, start, end)
     for log in logs:
         sender, tx_hash, coin = "0x" + log["topics"][1][-40:], log["transactionHash"].lower(), log["address"].lower()
-        if int(log["data"], 16) > 0 and sender != DONATION_ADDRESS and coin_runs.get(tx_hash, {}).get(coin, True):
+        minted = sender == "0x" + "0" * 40  # no sender to credit
+        if (
+            int(log["data"], 16) > 0
+            and sender != DONATION_ADDRESS
+            and not minted
+            and coin_runs.get(tx_hash, {}).get(coin, True)
+        ):
             found[(tx_hash, assets[coin], str(int(log["logIndex"], 16)))] = int(log["data"], 16)
     return {key: units for key, units in found.items() if key[0] not in signed}, signed
 

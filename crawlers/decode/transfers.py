@@ -15,9 +15,11 @@ record more than arrived. A transfer that is zero at that scale is not a donatio
 
 The donation address's own money is never a donation (DESIGN.md, "Crediting"): a transaction it signed
 and everything in it, a self-transfer, a Transfer whose `from` is the address, and the ETH a deposit it
-made on L1 minted to it (or the standard bridge relayed to it from its L1 account: frames.py). Such value
-still closes the balance identity, and is handed on as a `Movement` (recorded for the admin, never
-credited).
+made on L1 minted to it (or the standard bridge relayed to it from its L1 account: frames.py). Nor is a
+coin minted to it (a Transfer from the zero address: a bridge or Circle's CCTP bringing a coin in, the
+sale's own USDC moved to its rollup address as likely as anyone's): there is no sender to credit, and
+tokens issued to the zero address would count money nobody gave. Such value still closes the balance
+identity, and is handed on as a `Movement` (recorded for the admin, never credited).
 """
 
 from __future__ import annotations
@@ -34,17 +36,19 @@ from dws_project.config_values import StableCoin
 SELF_TRANSFER = "self-transfer"  # the address paid itself
 RETURNED = "returned to the address"  # value came back in a transaction the address signed or called out in
 BRIDGED = "bridged by the address"  # ETH it bridged from L1 itself: its deposit's mint, or relayed by the bridge
+MINTED = "minted to the address"  # a coin minted to it (Transfer from the zero address): no sender to credit
+ZERO_ADDRESS = "0x" + "0" * 40
 
 
 @dataclass(frozen=True)
 class Movement:
-    """Value that reached the donation address by its own doing: it closes the balance identity and is
-    shown as an internal movement, never credited."""
+    """Value that reached the donation address by its own doing, or minted to it with no sender: it closes
+    the balance identity and is shown as an internal movement, never credited."""
 
     tx_hash: str
     asset: str
     raw: int  # wei, or the coin's base units
-    kind: str  # SELF_TRANSFER, RETURNED or BRIDGED
+    kind: str  # SELF_TRANSFER, RETURNED, BRIDGED or MINTED
 
 
 @dataclass(frozen=True)
@@ -110,19 +114,23 @@ def _coin_arrivals(
 
 
 def _own_arrival(log: dict, donation_address: str, own_txs: Collection[str]) -> str | None:
-    """Why a coin arrival is the address's own money (a Movement kind), or None: a donation."""
-    if topic_address(log["topics"][1]) == donation_address:
+    """Why a coin arrival is not a donation (a Movement kind: the address's own money, or a mint with no
+    sender), or None: a donation."""
+    sender = topic_address(log["topics"][1])
+    if sender == donation_address:
         return SELF_TRANSFER
     if (log.get("transactionHash") or "").lower() in own_txs:
         return RETURNED
+    if sender == ZERO_ADDRESS:
+        return MINTED
     return None
 
 
 def token_movements(
     logs: Iterable[dict], coins: Sequence[StableCoin], donation_address: str, own_txs: Collection[str] = ()
 ) -> list[Movement]:
-    """The coin arrivals that are the address's own money: from itself, or in `own_txs` (transactions it
-    signed or, with code, called out in)."""
+    """The coin arrivals that are not donations: the address's own money (from itself, or in `own_txs`:
+    transactions it signed or, with code, called out in) and coins minted to it."""
     found = []
     for log, coin in _coin_arrivals(logs, coins, donation_address):
         kind = _own_arrival(log, donation_address, own_txs)

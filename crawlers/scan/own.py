@@ -3,8 +3,10 @@ coins that reached it inside a call it made itself are movements, not donations.
 
 from __future__ import annotations
 
+import dataclasses
+
 from crawlers.decode.balances import ETH
-from crawlers.decode.transfers import RETURNED, Movement
+from crawlers.decode.transfers import MINTED, RETURNED, Movement
 from crawlers.scan.results import ScannedBlock
 from dws_project.chain_settings import ChainSettings
 
@@ -20,3 +22,10 @@ def drop_own_coin_transfers(chain: ChainSettings, block: ScannedBlock, own_coin_
         block.transfers.remove(transfer)
         raw = int(transfer.amount.scaleb(decimals[transfer.asset]))  # at the column's scale, rounded down
         block.own.append(Movement(transfer.tx_hash, transfer.asset, raw, RETURNED))
+    # A coin minted to the address by its own call (it claimed, or bridged in, itself) is its own money.
+    block.own[:] = [
+        dataclasses.replace(m, kind=RETURNED)
+        if m.kind == MINTED and m.asset in contracts and (m.tx_hash, contracts[m.asset]) in own_coin_calls
+        else m
+        for m in block.own
+    ]

@@ -156,3 +156,27 @@ def test_a_donor_contract_that_makes_a_safe_call_out_before_paying_it_is_still_c
     assert not UnexplainedInflow.objects.exists()
     assert reconcile(start, node.finalized()).ok
     assert_ledger_invariants()
+
+
+def test_a_coin_minted_to_the_address_has_no_sender_to_credit_and_is_never_a_donation(node, settings):
+    """A coin bridged in by minting (Circle's CCTP bringing USDC to a rollup, a bridge's wrapped token) arrives
+    as a Transfer from the zero address: no donor to credit (tokens issued to 0x0 would count money nobody
+    gave, as when the sale moves its own USDC to its rollup address). It closes the identity, is an internal
+    movement for the operator to see, and the public verifier agrees."""
+    usdc = node.coins["usdc"]
+    start = start_after_head(settings, node)
+    minted = node.mint(usdc, DONATION_ADDRESS, 700 * USDT)
+    donation = node.transfer_token(usdc, node_donor(node, usdc), DONATION_ADDRESS, 25 * USDT)
+
+    crawl_to_final(node)
+
+    assert list(Donation.objects.values_list("tx_hash", "address", "asset")) == [(donation, DONOR, "usdc")]
+    assert (minted, "usdc", Decimal("700"), "minted to the address") in movements()
+    assert not UnexplainedInflow.objects.exists()
+    assert reconcile(start, node.finalized()).ok
+    assert_ledger_invariants()
+
+
+def node_donor(node, coin: str) -> str:
+    node.mint(coin, DONOR, 100 * USDT)
+    return DONOR

@@ -86,7 +86,8 @@ def campaign_row() -> None:
 @pytest.fixture
 def sale(node) -> dict:
     """A sale with history over several published ranges: ETH and coin donations, an ETH donation made by a
-    contract in an internal call, dust, and ETH and coins paid out."""
+    contract in an internal call, dust, a coin minted to the address (bridged in: no sender, not a donation),
+    and ETH and coins paid out."""
     donor, payee = ACCOUNTS[1], ACCOUNTS[5]
     node.mint(node.coins["usdt"], donor, 1000 * USDT)
     node.mint(node.coins["usdc"], ACCOUNTS[2], 1000 * USDT)
@@ -100,6 +101,7 @@ def sale(node) -> dict:
     txs["internal"] = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
     node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, 1)  # dust
     txs["usdc"] = node.transfer_token(node.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 50 * USDT)
+    node.mint(node.coins["usdc"], DONATION_ADDRESS, 40 * USDT)
     node.mine(3)
     call_command("crawl", "finalized", "--once")
 
