@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from crawlers.models import FINALIZED, LATEST
 from crawlers.runs.jobs import run_crawler, run_old_unconfirmed
@@ -19,24 +19,24 @@ logger = logging.getLogger("dws.crawlers")
 
 @shared_task(name="crawlers.crawl_latest", soft_time_limit=300, time_limit=360)
 def crawl_latest(chain: str | None = None) -> None:
-    try:
-        result = run_crawler(LATEST, chain=chain)
-    except UnknownChain as exc:
-        logger.warning("crawl latest: %s; the queued run is dropped", exc)
-        return
-    if result is not None and result.more_to_do:
-        crawl_latest.delay(chain=result.chain)  # behind: the next run starts now, not at the next beat tick
+    _crawl_and_follow(LATEST, chain, crawl_latest)
 
 
 @shared_task(name="crawlers.crawl_finalized", soft_time_limit=300, time_limit=360)
 def crawl_finalized(chain: str | None = None) -> None:
+    _crawl_and_follow(FINALIZED, chain, crawl_finalized)
+
+
+def _crawl_and_follow(label: str, chain: str | None, task: Task) -> None:
+    """One run of `chain`'s `label` crawler; behind (stopped at its per-run cap), the next run starts now, not
+    at the next beat tick. A chain no longer configured drops the queued run."""
     try:
-        result = run_crawler(FINALIZED, chain=chain)
+        result = run_crawler(label, chain=chain)
     except UnknownChain as exc:
-        logger.warning("crawl finalized: %s; the queued run is dropped", exc)
+        logger.warning("crawl %s: %s; the queued run is dropped", label, exc)
         return
     if result is not None and result.more_to_do:
-        crawl_finalized.delay(chain=result.chain)  # behind: the next run starts now, not 60 s later
+        task.delay(chain=result.chain)
 
 
 @shared_task(name="crawlers.crawl_old_unconfirmed", soft_time_limit=600, time_limit=720)

@@ -5,29 +5,15 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from crawlers.models import UnexplainedInflow
 from donations.models import Donation, DonationStats
+from tests.migrations import latest_schema_after, migrate  # noqa: F401 - latest_schema_after: a fixture
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("latest_schema_after")]
 
 BEFORE = [("donations", "0012_donation_confirmed_at"), ("crawlers", "0007_internal_movement")]
 AFTER = [("donations", "0013_chains"), ("crawlers", "0008_chains")]
-
-
-def migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-
-
-@pytest.fixture(autouse=True)
-def latest_schema_after():
-    yield
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_the_rows_from_before_several_chains_are_chain_eth_and_keep_their_identity():

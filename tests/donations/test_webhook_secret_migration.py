@@ -4,32 +4,16 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from donations.models import DonationStats
 from donations.webhook_models import WebhookEndpoint
+from tests.migrations import latest_schema_after, migrate  # noqa: F401 - latest_schema_after: a fixture
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("latest_schema_after")]
 
 BEFORE = [("donations", "0007_credit_eth_price")]
 AFTER = [("donations", "0008_webhook_secrets_sealed")]
 PLAIN = "whsec-plain-0123456789abcdef"
-
-
-def migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-
-
-@pytest.fixture(autouse=True)
-def latest_schema_after():
-    """Every later test needs the whole schema back: migrating "forward" to 0008 alone would leave every
-    later migration unapplied for the rest of the run."""
-    yield
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def test_plain_text_secrets_are_sealed_by_the_migration():

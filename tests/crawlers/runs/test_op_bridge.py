@@ -38,12 +38,13 @@ from crawlers.record.cursors import cursor_write
 from crawlers.runs.crawl import crawl
 from crawlers.runs.old_unconfirmed import crawl_old_unconfirmed
 from crawlers.runs.reconcile import reconcile
-from donations.models import Donation, DonationStats, DonationStatus
-from donations.totals import stats_recompute, user_data_refresh
+from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil, as_contract_wallet
 from tests.configs import configured
+from tests.crawlers.runs.test_op_stack import crawl_to_final
 from tests.invariants import assert_ledger_invariants
 from tests.op_stack import L2_STANDARD_BRIDGE, bridge_eth, install_bridge
+from tests.ops.test_earlier_rules import credited_the_old_way
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eth_prices")]
@@ -66,13 +67,6 @@ def trace_method(request, bridge, settings) -> str:
     """Each trace method alone: debug_traceBlockByNumber (callTracer) or trace_block."""
     settings.CONFIG = configured(settings.CONFIG, trace_mode=request.param)
     return request.param
-
-
-def crawl_to_final(node: Anvil) -> None:
-    assert crawl(LATEST).held is None
-    node.mine(2)
-    result = crawl(FINALIZED)
-    assert result.held is None, result.held
 
 
 def rows() -> set[tuple[str, str, Decimal, str | None, str]]:
@@ -238,25 +232,7 @@ def test_the_old_unconfirmed_judge_confirms_a_bridged_donation_by_its_trace(op_n
 
 def _credited_to_the_bridge(node: Anvil, tx: str, settings) -> Donation:
     """The row the earlier rule wrote for the frame: confirmed, 1 ETH from the bridge contract."""
-    receipt = node.receipt(tx)
-    row = Donation.objects.create(
-        tx_hash=tx,
-        trace_address=RELAYED_FRAME,
-        address=L2_STANDARD_BRIDGE,
-        asset="eth",
-        amount=Decimal(1),
-        usd_amount=Decimal("2000.00"),
-        price=Decimal("0.001"),
-        eth_price=Decimal(2000),
-        tokens=2_000_000,
-        status=DonationStatus.CONFIRMED,
-        block_number=int(receipt["blockNumber"], 16),
-        block_hash=receipt["blockHash"],
-        block_time=timezone.now(),
-    )
-    stats_recompute(stats=DonationStats.objects.get(), tiers=settings.CONFIG.sale_tiers)
-    user_data_refresh(addresses=[L2_STANDARD_BRIDGE])
-    return row
+    return credited_the_old_way(node, tx, settings, donor=L2_STANDARD_BRIDGE, frame=RELAYED_FRAME)
 
 
 @pytest.mark.parametrize("sender", [DONOR, DONATION_ADDRESS], ids=["a donor's", "its own"])
