@@ -139,8 +139,8 @@ def donation_record_unconfirmed(
     when the caller holds the stats lock, else the stored row). Tokens are never zeroed here: the closed
     rule is applied at confirmation, since the sale may reopen before then. A confirmed or failed row is
     left alone; an unconfirmed row from a block that is no longer canonical moves to where the transfer
-    is seen now (log index included, see `donations/identity.py`): that block's hash, time and minute's
-    ETH price, at the tier price it was first recorded with, so a re-org never makes a second row.
+    is seen now (log index included, see `donations/identity.py`), recorded anew there: that block's hash,
+    time and minute's ETH price, at the tier of the confirmed total now; a re-org never makes a second row.
     `rows`: the transaction's rows, already locked by the caller (`block_rows`).
     """
     if confirmed_tokens is None:
@@ -150,11 +150,11 @@ def donation_record_unconfirmed(
     with transaction.atomic(savepoint=False):
         match = sighting_match(sighting.chain, sighting.transfer, rows)
         if match.move:
-            # Re-orged into another block: that block's minute prices the ETH, the tier stays the one it
-            # was first recorded at (priced once), so only a changed ETH price moves its tokens.
+            # Re-orged into another block: recorded anew there (DESIGN, Crediting), at that block's minute's
+            # ETH price and the tier of the confirmed total now, as a first sighting there would be.
             moved = match.row
             assert moved is not None  # sighting_match moves only a row it found
-            _move_to(moved, sighting, _priced(sighting, moved.price))
+            _move_to(moved, sighting, _priced(sighting, state.token_price))
             webhook_donation_event(moved, "donation.moved")
             return moved, DonationOutcome.MOVED
         if match.row is not None:

@@ -249,7 +249,9 @@ def test_the_finalized_crawler_treats_a_row_from_an_orphaned_block_as_not_yet_se
     assert_ledger_invariants()
 
 
-def test_a_donation_remined_elsewhere_before_finality_keeps_the_tier_price_it_was_recorded_at(node, settings):
+def test_a_donation_remined_elsewhere_before_finality_is_priced_anew_at_the_tier_then(node, settings):
+    """DESIGN, Crediting: an unconfirmed donation a re-org moves into another block is recorded anew there,
+    at its new block's minute and the tier of the confirmed total at that moment; confirmation keeps that."""
     tx_hash = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     signed = node.rpc("eth_getRawTransactionByHash", tx_hash)
     crawl(LATEST)
@@ -264,9 +266,9 @@ def test_a_donation_remined_elsewhere_before_finality_keeps_the_tier_price_it_wa
 
     donation = Donation.objects.get()
     assert donation.block_hash == node.receipt(tx_hash)["blockHash"]
-    assert (donation.price, donation.eth_price, donation.tokens) == (Decimal("0.001"), Decimal("2000"), 2_000_000)
+    assert (donation.price, donation.eth_price, donation.tokens) == (Decimal("0.004"), Decimal("2000"), 500_000)
     finalize(node)
     crawl(FINALIZED)
     donation.refresh_from_db()
-    assert (donation.status, donation.tokens) == ("confirmed", 2_000_000)
+    assert (donation.status, donation.price, donation.tokens) == ("confirmed", Decimal("0.004"), 500_000)
     assert_ledger_invariants()
