@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -66,6 +68,10 @@ class Anvil:
     def __init__(self, *, port: int | None = None, slots_in_an_epoch: int = 1, extra_args: Sequence[str] = ()) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        # The states anvil moves out of memory (a chain of some hundred blocks; ~1.6 MB a block) go to a
+        # directory of this node's own, removed when it stops: under the shared ~/.foundry/anvil/tmp another
+        # run's clean-up took a running node's old states away, and a killed node's stayed behind.
+        self._states = tempfile.mkdtemp(prefix="dws-anvil-states-")
         self._args = [
             str(ANVIL),
             "--port",
@@ -75,6 +81,8 @@ class Anvil:
             "--slots-in-an-epoch",
             str(slots_in_an_epoch),
             "--silent",
+            "--cache-path",
+            self._states,
             *extra_args,
         ]
         self._process: subprocess.Popen | None = None
@@ -84,6 +92,7 @@ class Anvil:
 
     # --- lifecycle ---------------------------------------------------------------------------
     def start(self, timeout: float = 20.0) -> Anvil:
+        os.makedirs(self._states, exist_ok=True)  # a node stopped and started again
         self._process = subprocess.Popen(self._args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -106,6 +115,7 @@ class Anvil:
                 self._process.kill()
                 self._process.wait()
         self._process = None
+        shutil.rmtree(self._states, ignore_errors=True)
 
     def __enter__(self) -> Anvil:
         return self.start()
