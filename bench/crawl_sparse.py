@@ -17,6 +17,7 @@ crawler's own cost). --latency MS[,MS...] delays every post by MS (a provider ac
 delay sleeps in the post's own proxy thread, so concurrent posts wait side by side, as at a real
 provider): with a list, every way (and Ponder) runs at each latency in turn, anvil asked only once.
 --in-flight N sets DWS_RPC_MAX_IN_FLIGHT for the crawler (1: one post at a time, for comparison).
+BENCH_PROFILE_DIR=DIR runs each `--once` run under cProfile (DIR/run-N.prof), for where the CPU goes.
 --history off: the provider keeps no state older than 128 blocks (balances, nonces, balanceOf and code
 at an older block are refused with "missing trie node"): the balance proof's fallback, every block read
 with its call traces.
@@ -171,12 +172,15 @@ def stop(process: subprocess.Popen) -> None:
 def run_way(way: str, env: dict[str, str], tip: int, log: Path) -> float:
     """Catch up one way; returns the wall time. Child CPU is read by the caller (RUSAGE_CHILDREN)."""
     manage = [sys.executable, "manage.py"]
+    if os.environ.get("BENCH_PROFILE_DIR"):  # each --once run under cProfile, a file per run
+        manage = [sys.executable, "-m", "cProfile", "-o", f"{os.environ['BENCH_PROFILE_DIR']}/run-%d.prof", "manage.py"]
     began = time.monotonic()
     with log.open("ab") as out:
         if way == "once":
             runs = 0
             while cursor() < tip:
-                subprocess.run([*manage, "crawl", "finalized", "--once"], cwd=ROOT, env=env, stdout=out, stderr=out)
+                command = [part.replace("%d", str(runs)) for part in manage]
+                subprocess.run([*command, "crawl", "finalized", "--once"], cwd=ROOT, env=env, stdout=out, stderr=out)
                 runs += 1
                 if runs > 500:
                     raise SystemExit("more than 500 runs of --once")

@@ -12,8 +12,9 @@ which rounds down):
 with the fee by the chain's rules as its receipt states it (crawlers/decode/receipts.py: an OP-stack
 rollup's L1 and operator fees, nothing for a deposit), and the nonce must grow by the number of
 transactions we saw leave. A range that closes is *proven
-complete*. Where it does not, balances at midpoints (pinned by block hash) bisect it down to the single
-blocks where it breaks, and each is settled:
+complete*. Where it does not, balances at split points (pinned by block hash; each level splits every
+interval that does not close into up to 8 parts, all in one post) narrow it down to the single blocks
+where it breaks, and each is settled (a block found between two pinned answers is not asked again):
 
 * ETH that arrived unexplained: internal transfers from call traces (`crawlers/scan/traces.py`), credited like
   any ETH donation; what traces cannot show is an *unexplained inflow* (recorded for finalized blocks),

@@ -13,15 +13,18 @@ Transfer log, which the log filters see even where the balance nets out (almost:
 without one, see below).
 
 Where a balance moved by other than what the logs inside say (ETH and the nonce: at all), the range is
-bisected (balances at midpoints, every open interval of one level in one batch) down to the single
+bisected (balances at split points, every open interval of one level in one batch) down to the single
 blocks where it did; an interval is quiet only when its balance change equals what its logs explain
 (equal ends with a coin log inside are not quiet: a coin burnt without a log moved it back, and the
 block of the burn must be read, where the proof records it; where every coin's change over the whole
 range equals its logs, the bisection asks only ETH and the nonce, as the full scan bisects only an
 asset whose range residual is not zero). Those blocks, the blocks the logs name and
 the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
-transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py). Nothing
-here writes: the result says whether the whole range was proven.
+transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py), each
+against the change the bisection already holds for it (`_known_changes`: no balance is asked twice; a
+block that does not close on it is asked again pinned by hash, as every suspect block is). A level
+splits an interval into up to 8 parts, all of the level's in one post. Nothing here writes: the result
+says whether the whole range was proven.
 
 Never sparse (the caller scans in full): an address with code (a Safe, an EIP-7702 account can move
 value without its nonce), a provider without historical state, the genesis block, any answer short of
