@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from django.db import connection, transaction
@@ -15,10 +16,20 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from crawlers.scan.ranges import RANGE_BLOCKS
 from donations.models import Donation, DonationStats
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil, deploy_stable_coins
 from tests.configs import configured
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+
+
+@pytest.fixture
+def chain() -> Iterator[Anvil]:
+    """A node of its own per test: these tests mine hundreds of blocks, and anvil keeps the state of only
+    its recent blocks in memory, so on the session's node they would push out the state other tests'
+    balance proofs ask for (the block their crawl starts after)."""
+    with Anvil() as anvil:
+        anvil.coins = deploy_stable_coins(anvil)
+        yield anvil
 
 
 def _first_arrival(proxy, block: int) -> float:
