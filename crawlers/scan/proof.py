@@ -181,11 +181,13 @@ def without_history(
     range is published unproven with the balances the provider did give around it (the operator sees its
     span and ETH change); a trace answer short of evidence holds the block."""
     blocks, held, reason = read.blocks, read.held, NO_HISTORY
+    # Every block's trace in one post where the trace method is known; each is checked as it is used.
+    prefetched = traces.prefetch_traces(client, chain, [block.header.number for block in blocks])
     for i, block in enumerate(blocks):
         number = block.header.number
         try:
             traced_block = traces.traced_block(
-                client, chain, block_number=number, block_hash=block.header.hash, stateless=True
+                client, chain, block_number=number, block_hash=block.header.hash, stateless=True, prefetched=prefetched
             )
         except NoEvidenceError as exc:
             reason_held = f"no historical state for block {number}, and its call traces gave no evidence ({exc})"
