@@ -299,6 +299,15 @@ def measure_way(
         raise SystemExit(f"expected {expected} confirmed donations, see {log}")
 
 
+def compile_tree() -> None:
+    """Compile the project's modules as the image does (deploy/Dockerfile): with PYTHONDONTWRITEBYTECODE
+    set, as here and in the image, every crawler process would otherwise compile them again."""
+    import compileall
+
+    for package in ("dws_project", "crawlers", "donations", "prices", "affiliates", "web", "tests"):
+        compileall.compile_dir(str(ROOT / package), quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=20_000)
@@ -314,6 +323,7 @@ def main() -> None:
     parser.add_argument("--ponder-copies", type=int, default=64, help="RPC URL copies (Ponder's rate allowance)")
     args = parser.parse_args()
 
+    compile_tree()
     old_config = setup_databases(verbosity=0, interactive=False)
     log = Path(tempfile.mkdtemp(prefix="crawl_sparse_")) / "crawler.log"
     try:
