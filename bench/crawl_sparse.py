@@ -20,7 +20,8 @@ provider): with a list, every way (and Ponder) runs at each latency in turn, anv
 BENCH_PROFILE_DIR=DIR runs each `--once` run under cProfile (DIR/run-N.prof), for where the CPU goes.
 --history off: the provider keeps no state older than 128 blocks (balances, nonces, balanceOf and code
 at an older block are refused with "missing trie node"): the balance proof's fallback, every block read
-with its call traces.
+with its call traces. `--history on,off` runs the archive passes, then the same chain without history
+(at the first latency only; its traces asked of anvil once, then replayed).
 --safe installs a Safe-like wallet's code at the donation address first (tests/contracts/SafeLikeWallet.sol):
 the cost of a donation address with code, whose calls are read from call traces (crawlers/scan/with_code.py).
 --ponder blocks,logs then lets Ponder (bench/ponder/, bench/ponder_way.py) index the same chain through
@@ -317,7 +318,9 @@ def main() -> None:
     parser.add_argument("--replay", action="store_true", help="each way again, answered from the proxy's memory")
     parser.add_argument("--latency", default="0", help="milliseconds added to every post; a comma list runs each")
     parser.add_argument("--in-flight", type=int, default=None, help="DWS_RPC_MAX_IN_FLIGHT for the crawler")
-    parser.add_argument("--history", choices=("on", "off"), default="on", help="off: a provider without history")
+    parser.add_argument(
+        "--history", default="on", help="on, off (a provider without history, at the first latency only) or on,off"
+    )
     parser.add_argument("--safe", action="store_true", help="the donation address has code (a Safe-like wallet)")
     parser.add_argument("--ponder", default="", help="Ponder modes to run after ours: blocks,logs")
     parser.add_argument("--ponder-copies", type=int, default=64, help="RPC URL copies (Ponder's rate allowance)")
@@ -347,16 +350,18 @@ def main() -> None:
                 if args.in_flight is not None:
                     env["DWS_RPC_MAX_IN_FLIGHT"] = str(args.in_flight)
                 latencies = [float(ms) for ms in args.latency.split(",")]
-                asked_anvil = False
-                for latency in latencies:
-                    arm_provider(proxy, anvil, latency, history=args.history == "on")
-                    for way in args.ways.split(","):
-                        providers = ("replay",) if asked_anvil else ("anvil", "replay") if args.replay else ("",)
-                        for provider in providers:
-                            if provider == "anvil":
-                                proxy.forget_answers()  # this pass asks anvil; the replays after it answer from memory
-                            measure_way(proxy, way, provider, latency, env, start, tip, expected, log)
-                        asked_anvil = args.replay
+                for history in args.history.split(","):
+                    asked_anvil = False  # a provider without history: its traces are asked of anvil once too
+                    for latency in latencies if history == "on" else latencies[:1]:
+                        arm_provider(proxy, anvil, latency, history=history == "on")
+                        for way in args.ways.split(","):
+                            providers = ("replay",) if asked_anvil else ("anvil", "replay") if args.replay else ("",)
+                            for provider in providers:
+                                if provider == "anvil" and history == "on":
+                                    proxy.forget_answers()  # this pass asks anvil; the replays answer from memory
+                                shown = provider if history == "on" else f"{provider}, no history"
+                                measure_way(proxy, way, shown, latency, env, start, tip, expected, log)
+                            asked_anvil = args.replay
                 idle_run(env)
                 for latency in latencies:
                     arm_provider(proxy, anvil, latency, history=True)
