@@ -23,6 +23,10 @@ Concurrency: a process keeps at most DWS_RPC_MAX_IN_FLIGHT posts in flight to on
 (a semaphore per endpoint, shared by every client of it in the process: the crawl's threads proving
 ranges side by side, crawlers/scan/pipeline.py). Each post waits for its turn first and only then
 looks at the shared back-off window, so a 429 met by one post stops every post queued behind it.
+A provider that lets a post time out while others were in flight (one that answers them one after the
+another, slowly: the queue, not the post, took the time) is asked one post at a time by every worker
+for NARROW_SECONDS (`in_flight_allowed`), shared in Redis like the back-off: side by side would only
+time out again and hold the crawler on every run.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ LOG_SPAN_MAX = 2000
 LOG_SPAN_MIN = 1
 LOG_SPAN_PROBE_AFTER = 10  # accepted ranges before we try a span the provider refused earlier
 MAX_IN_FLIGHT = 4  # DWS_RPC_MAX_IN_FLIGHT's default
+NARROW_SECONDS = 600.0  # one post at a time for this long after a time-out with several in flight
 WEB_BACKOFF_SCOPE = "web"  # the web tier's clients (signature checks, /health): a back-off of their own
 
 _RATE_LIMIT_TEXT = re.compile(
@@ -154,6 +159,7 @@ class RpcClient:
         self.max_in_flight = max_in_flight
         self._turns = _in_flight_turns(self.endpoint, max_in_flight)
         self._counting = threading.Lock()
+        self._posting = 0  # posts of this client under way
         self.log_span_max = log_span
         self.log_span = log_span
         self._log_span_ceiling = log_span  # lowered by refusals, lifted again after a run of successes
@@ -172,6 +178,32 @@ class RpcClient:
         except RedisError:
             return 0.0  # Redis down: we cannot share the window, but asking is still allowed
         return max(ttl_ms, 0) / 1000.0
+
+    @property
+    def _narrow_key(self) -> str:
+        scope = f"{self._backoff_scope}:" if self._backoff_scope else ""
+        return f"dws:rpc-narrow:{scope}{self.origin}"
+
+    def in_flight_allowed(self) -> int:
+        """How many posts to keep in flight now: DWS_RPC_MAX_IN_FLIGHT, or 1 for a while after a post
+        timed out beside others."""
+        try:
+            narrowed = bool(get_redis().exists(self._narrow_key))
+        except RedisError:
+            narrowed = False
+        return 1 if narrowed else self.max_in_flight
+
+    def _narrow(self, beside: int) -> None:
+        try:
+            get_redis().set(self._narrow_key, str(beside), px=int(NARROW_SECONDS * 1000))
+        except RedisError as exc:
+            logger.warning("provider %s: could not share the narrowing: %s", self.origin, type(exc).__name__)
+        logger.warning(
+            "provider %s let a post time out with %d in flight; every worker asks it one post at a time for %.0f s",
+            self.origin,
+            beside,
+            NARROW_SECONDS,
+        )
 
     def _open_backoff(self, seconds: float, why: str) -> None:
         seconds = max(1.0, min(seconds, MAX_BACKOFF_SECONDS))
@@ -192,12 +224,18 @@ class RpcClient:
                 return None, NoEvidence(label, "backoff", f"{self.origin} backing off for {remaining:.0f} s more")
             with self._counting:
                 self.round_trips += 1
+                self._posting += 1
+                beside = self._posting
             started = time.monotonic()
             try:
                 reply = self._poster.post(data)
             except TransportError as exc:
+                if exc.kind == "timeout" and max(beside, self._posting) > 1:
+                    self._narrow(max(beside, self._posting))
                 return None, NoEvidence(label, exc.kind, f"{self.origin}: {exc}")
             finally:
+                with self._counting:
+                    self._posting -= 1
                 metrics.rpc_timed("batch" if isinstance(payload, list) else label, time.monotonic() - started)
             if reply.status == 429:  # the window opens before the next post in line looks at it
                 self._open_backoff(_retry_after_seconds(reply.retry_after), "HTTP 429")

@@ -153,15 +153,15 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
     budget = max_blocks if max_blocks is not None else float("inf")
     pace = Pace(tip, budget, span=client.log_span, sparse_below=_sparse_ceiling(client, job.mode, tip))
     prove = functools.partial(prove_planned, client, job.chain, job.mode)
-    pipeline = RangePipeline(prove, client.max_in_flight)
+    pipeline = RangePipeline(prove, client.in_flight_allowed())  # 1 for a while after a time-out beside others
     planned_to = position  # the last block of the last range planned
     try:
         while True:
             # Plan ahead while there is room: the next ranges are proven while the earliest is recorded.
             while planned_to < tip and pace.left() > 0 and pipeline.has_room() and not shutdown.requested():
                 planned_to = _plan(pipeline, pace, job, planned_to, client.log_span)
-            if not len(pipeline):
-                break
+            if not len(pipeline) or shutdown.requested():
+                break  # caught up, or asked to stop: what is planned and not recorded is dropped below
             found = pipeline.next()
             pace.release(found.planned)
             if found.end != found.planned.end or _rows_since_planned(job, found):
