@@ -158,7 +158,9 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
     try:
         while True:
             # Plan ahead while there is room: the next ranges are proven while the earliest is recorded.
-            while planned_to < tip and pace.left() > 0 and pipeline.has_room() and not shutdown.requested():
+            while (
+                planned_to < tip and pace.left() > 0 and pipeline.has_room(full=pace.dense) and not shutdown.requested()
+            ):
                 planned_to = _plan(pipeline, pace, job, planned_to, client.log_span)
             if not len(pipeline) or shutdown.requested():
                 break  # caught up, or asked to stop: what is planned and not recorded is dropped below

@@ -34,6 +34,8 @@ from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
 from crawlers.scan.sparse import TOO_BUSY, SparseScan, scan_sparse
 from dws_project.chain_settings import ChainSettings
 
+FULL_AHEAD = 2  # ranges read in full proven at once
+
 
 @dataclass(frozen=True)
 class Planned:
@@ -102,8 +104,11 @@ class RangePipeline:
     def __len__(self) -> int:
         return len(self._queue)
 
-    def has_room(self) -> bool:
-        return len(self._queue) < self.bound
+    def has_room(self, *, full: bool = False) -> bool:
+        """Whether another range may be planned: `bound` at once, FULL_AHEAD when the next is read in
+        full (a busy stretch: the answers are large, and decoding one holds the interpreter while the
+        recorder, busy too, waits on it; the provider's latency is then a small part of a range's cost)."""
+        return len(self._queue) < (min(self.bound, FULL_AHEAD) if full else self.bound)
 
     def planned(self) -> Iterable[Planned]:
         return [planned for planned, _, _ in self._queue]
