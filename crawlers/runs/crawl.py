@@ -2,7 +2,10 @@
 
 The stages live in the rooms below: `scan` reads a range (`ranges`, the sparse path) and proves it
 complete against the donation address's balances (`proof`); `record` writes the scanned blocks with the
-cursor, and what the proof established about completeness.
+cursor, and what the proof established about completeness. The loop plans its next ranges ahead and
+has up to DWS_RPC_MAX_IN_FLIGHT of them proven side by side (`scan.pipeline`), while it records them
+here, on its own thread, strictly in order: each only after every range before it, only if it builds on
+the block recorded last, and nothing after a hold.
 
 Both walk the chain from their cursor (`last_block`) in ranges: one batched request for the range's
 full blocks, one `eth_getLogs` for the coins' Transfer logs to the donation address, and one batched
