@@ -13,8 +13,15 @@ counting proxy), bytes of answers received, and the crawler processes' CPU time.
 
 --replay: every way runs twice, first against anvil through the proxy, which keeps every answer about a
 fixed block, then again answered from the proxy's memory (a provider that answers at once: the
-crawler's own cost). --latency MS delays every post by MS (a provider across the internet).
---read-ahead off runs the crawler without pipelining (TEST_CRAWLER_READ_AHEAD=0), for comparison.
+crawler's own cost). --latency MS[,MS...] delays every post by MS (a provider across the internet; the
+delay sleeps in the post's own proxy thread, so concurrent posts wait side by side, as at a real
+provider): with a list, every way (and Ponder) runs at each latency in turn, anvil asked only once.
+--in-flight N sets DWS_RPC_MAX_IN_FLIGHT for the crawler (1: one post at a time, for comparison).
+BENCH_PROFILE_DIR=DIR runs each `--once` run under cProfile (DIR/run-N.prof), for where the CPU goes.
+--history off: the provider keeps no state older than 128 blocks (balances, nonces, balanceOf and code
+at an older block are refused with "missing trie node"): the balance proof's fallback, every block read
+with its call traces. `--history on,off` runs the archive passes, then the same chain without history
+(at the first latency only; its traces asked of anvil once, then replayed).
 --safe installs a Safe-like wallet's code at the donation address first (tests/contracts/SafeLikeWallet.sol):
 the cost of a donation address with code, whose calls are read from call traces (crawlers/scan/with_code.py).
 --ponder blocks,logs then lets Ponder (bench/ponder/, bench/ponder_way.py) index the same chain through
@@ -166,12 +173,15 @@ def stop(process: subprocess.Popen) -> None:
 def run_way(way: str, env: dict[str, str], tip: int, log: Path) -> float:
     """Catch up one way; returns the wall time. Child CPU is read by the caller (RUSAGE_CHILDREN)."""
     manage = [sys.executable, "manage.py"]
+    if os.environ.get("BENCH_PROFILE_DIR"):  # each --once run under cProfile, a file per run
+        manage = [sys.executable, "-m", "cProfile", "-o", f"{os.environ['BENCH_PROFILE_DIR']}/run-%d.prof", "manage.py"]
     began = time.monotonic()
     with log.open("ab") as out:
         if way == "once":
             runs = 0
             while cursor() < tip:
-                subprocess.run([*manage, "crawl", "finalized", "--once"], cwd=ROOT, env=env, stdout=out, stderr=out)
+                command = [part.replace("%d", str(runs)) for part in manage]
+                subprocess.run([*command, "crawl", "finalized", "--once"], cwd=ROOT, env=env, stdout=out, stderr=out)
                 runs += 1
                 if runs > 500:
                     raise SystemExit("more than 500 runs of --once")
@@ -235,6 +245,70 @@ def run_ponder_way(
     )
 
 
+def arm_provider(proxy: CountingProxy, anvil: Anvil, latency: float, *, history: bool) -> None:
+    """The proxy as the provider of this pass: `latency` ms a post, and (history off) no old state."""
+    proxy.disarm()
+    if not history:
+        head = anvil.head()
+
+        def old(params: list) -> bool:
+            at = params[1] if len(params) > 1 else None
+            return isinstance(at, dict) or (isinstance(at, str) and at.startswith("0x") and int(at, 16) < head - 128)
+
+        for method in ("eth_getBalance", "eth_getTransactionCount", "eth_call", "eth_getCode"):
+            proxy.arm(method, "error", count=None, message="missing trie node", when=old)
+    if latency:
+        proxy.arm("*", "hang", count=None, seconds=latency / 1000)
+
+
+def measure_way(
+    proxy: CountingProxy,
+    way: str,
+    provider: str,
+    latency: float,
+    env: dict[str, str],
+    start: int,
+    tip: int,
+    expected: int,
+    log: Path,
+) -> None:
+    """Catch up one way from the first block and print what it cost."""
+    from donations.models import Donation
+    from dws_project.redis_client import get_redis
+
+    reset_ledger()
+    for key in get_redis().scan_iter("dws:*"):
+        get_redis().delete(key)
+    posts, received = len(proxy.seen), proxy.bytes_out
+    calls = sum(len(seen.methods) for seen in proxy.seen)
+    proxy.most_in_flight = 0
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = run_way(way, env, tip, log)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
+    trips, size = len(proxy.seen) - posts, proxy.bytes_out - received
+    calls = sum(len(seen.methods) for seen in proxy.seen) - calls
+    confirmed = Donation.objects.filter(status="confirmed").count()
+    blocks = tip - start + 1
+    print(
+        f"{way:6} {provider:6} {latency:3.0f} ms {blocks} blocks: wall {wall:.2f} s, {trips} round trips "
+        f"({trips / blocks:.4f}/block, {calls} calls, at most {proxy.most_in_flight} at once), "
+        f"{size / 1e6:.2f} MB received, CPU {cpu_s:.2f} s; {confirmed}/{expected} donations confirmed",
+        flush=True,
+    )
+    if confirmed != expected:
+        raise SystemExit(f"expected {expected} confirmed donations, see {log}")
+
+
+def compile_tree() -> None:
+    """Compile the project's modules as the image does (deploy/Dockerfile): with PYTHONDONTWRITEBYTECODE
+    set, as here and in the image, every crawler process would otherwise compile them again."""
+    import compileall
+
+    for package in ("dws_project", "crawlers", "donations", "prices", "affiliates", "web", "tests"):
+        compileall.compile_dir(str(ROOT / package), quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=20_000)
@@ -242,13 +316,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--ways", default="once,loop,worker")
     parser.add_argument("--replay", action="store_true", help="each way again, answered from the proxy's memory")
-    parser.add_argument("--latency", type=float, default=0.0, help="milliseconds added to every post")
-    parser.add_argument("--read-ahead", choices=("on", "off"), default="on")
+    parser.add_argument("--latency", default="0", help="milliseconds added to every post; a comma list runs each")
+    parser.add_argument("--in-flight", type=int, default=None, help="DWS_RPC_MAX_IN_FLIGHT for the crawler")
+    parser.add_argument(
+        "--history", default="on", help="on, off (a provider without history, at the first latency only) or on,off"
+    )
     parser.add_argument("--safe", action="store_true", help="the donation address has code (a Safe-like wallet)")
     parser.add_argument("--ponder", default="", help="Ponder modes to run after ours: blocks,logs")
     parser.add_argument("--ponder-copies", type=int, default=64, help="RPC URL copies (Ponder's rate allowance)")
     args = parser.parse_args()
 
+    compile_tree()
     old_config = setup_databases(verbosity=0, interactive=False)
     log = Path(tempfile.mkdtemp(prefix="crawl_sparse_")) / "crawler.log"
     try:
@@ -266,45 +344,29 @@ def main() -> None:
             tip = anvil.finalized()
             print(f"built in {time.monotonic() - t0:.0f} s; blocks {start}..{tip}", flush=True)
             add_prices(anvil, start)
-            from donations.models import Donation
 
             with CountingProxy(anvil.url, memoize=REPLAYABLE if args.replay else frozenset()) as proxy:
                 env = environment(proxy.url("/rpc"), start)
-                if args.read_ahead == "off":
-                    env["TEST_CRAWLER_READ_AHEAD"] = "0"
-                if args.latency:
-                    proxy.arm("*", "hang", count=None, seconds=args.latency / 1000)
-                ways = args.ways.split(",")
-                for way, provider in [(w, p) for w in ways for p in (("anvil", "replay") if args.replay else ("",))]:
-                    if provider == "anvil":
-                        proxy.forget_answers()  # this pass asks anvil; the replay after it answers from memory
-                    reset_ledger()
-                    from dws_project.redis_client import get_redis
-
-                    for key in get_redis().scan_iter("dws:*"):
-                        get_redis().delete(key)
-                    posts, received = len(proxy.seen), proxy.bytes_out
-                    calls = sum(len(seen.methods) for seen in proxy.seen)
-                    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    wall = run_way(way, env, tip, log)
-                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                    cpu_s = (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime)
-                    trips, size = len(proxy.seen) - posts, proxy.bytes_out - received
-                    calls = sum(len(seen.methods) for seen in proxy.seen) - calls
-                    confirmed = Donation.objects.filter(status="confirmed").count()
-                    blocks = tip - start + 1
-                    print(
-                        f"{way:6} {provider:6} {blocks} blocks: wall {wall:.2f} s, {trips} round trips "
-                        f"({trips / blocks:.4f}/block, {calls} calls), {size / 1e6:.2f} MB received, "
-                        f"CPU {cpu_s:.2f} s; "
-                        f"{confirmed}/{expected} donations confirmed",
-                        flush=True,
-                    )
-                    if confirmed != expected:
-                        raise SystemExit(f"expected {expected} confirmed donations, see {log}")
+                if args.in_flight is not None:
+                    env["DWS_RPC_MAX_IN_FLIGHT"] = str(args.in_flight)
+                latencies = [float(ms) for ms in args.latency.split(",")]
+                for history in args.history.split(","):
+                    asked_anvil = False  # a provider without history: its traces are asked of anvil once too
+                    for latency in latencies if history == "on" else latencies[:1]:
+                        arm_provider(proxy, anvil, latency, history=history == "on")
+                        for way in args.ways.split(","):
+                            providers = ("replay",) if asked_anvil else ("anvil", "replay") if args.replay else ("",)
+                            for provider in providers:
+                                if provider == "anvil" and history == "on":
+                                    proxy.forget_answers()  # this pass asks anvil; the replays answer from memory
+                                shown = provider if history == "on" else f"{provider}, no history"
+                                measure_way(proxy, way, shown, latency, env, start, tip, expected, log)
+                            asked_anvil = args.replay
                 idle_run(env)
-                for mode in filter(None, args.ponder.split(",")):
-                    run_ponder_way(proxy, anvil, mode, start, tip, args.donations, args.ponder_copies, log)
+                for latency in latencies:
+                    arm_provider(proxy, anvil, latency, history=True)
+                    for mode in filter(None, args.ponder.split(",")):
+                        run_ponder_way(proxy, anvil, mode, start, tip, args.donations, args.ponder_copies, log)
     finally:
         teardown_databases(old_config, verbosity=0)
 

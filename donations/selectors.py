@@ -15,7 +15,6 @@ from django.db import connection
 
 from donations.models import CampaignStatus, Donation, DonationStats, StakeStatus
 from donations.rules import SaleState, sale_state, tokens_beyond_cap
-from donations.staking import unstake_completes_at
 from donations.wire import campaign_public, donation_public
 from dws_project.chain_settings import ChainSettings
 from dws_project.wire import decimal_text, utc_text
@@ -74,6 +73,9 @@ def user_summary(*, address: str) -> dict[str, str | None]:
             "ts": None,
         }
     total, tokens, staked, reward, status, requested_at, modified_at = row
+    # Here, not at the top: staking brings DRF's error classes, which a crawler process never needs.
+    from donations.staking import unstake_completes_at
+
     completes = unstake_completes_at(requested_at) if status == StakeStatus.UNSTAKING and requested_at else None
     return {
         "total": total,

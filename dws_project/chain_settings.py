@@ -95,6 +95,7 @@ class ChainSettings:
     rpc_check_url: str | None = field(default=None, repr=False)
     # DWS_RPC_MAX_ANSWER_MB: a longer answer is no evidence
     rpc_max_answer_bytes: int = 32 * 2**20
+    rpc_max_in_flight: int = 4  # DWS_RPC_MAX_IN_FLIGHT: posts in flight at once to one provider endpoint
     label: str = ""  # what the page calls the chain ("Base"); `display_label` falls back
     # A public RPC URL the page may hand to a wallet that lacks the chain (never the provider URL)
     wallet_rpc_url: str | None = None
@@ -192,6 +193,7 @@ def read_chains(
     block_cache: str | None,
     debug_data_store: str | None,
     rpc_max_answer_bytes: int,
+    rpc_max_in_flight: int = 4,
 ) -> tuple[ChainSettings, ...]:
     """Every chain DWS_CHAINS lists, in its order; each bad setting is a problem on `env` (all of them are
     reported at once), and an empty tuple comes back when any chain's settings are unusable."""
@@ -212,6 +214,7 @@ def read_chains(
             block_cache=os.path.join(block_cache, c.name) if block_cache else None,
             debug_data_store=os.path.join(debug_data_store, c.name) if debug_data_store else None,
             rpc_max_answer_bytes=rpc_max_answer_bytes,
+            rpc_max_in_flight=rpc_max_in_flight,
         )
         for c in chains
     )

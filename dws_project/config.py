@@ -40,6 +40,8 @@ VENUES = ("BINANCE", "COINBASE", "KRAKEN", "KUCOIN", "BITFINEX", "CEXIO")
 DEFAULT_ADMIN_NETWORKS = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128"))
 RPC_MAX_ANSWER_MB_RANGE = range(1, 1025)  # DWS_RPC_MAX_ANSWER_MB: a provider's answer, in MB (2**20 bytes)
 DEFAULT_RPC_MAX_ANSWER_MB = 32  # a busy block's traces fit with room to spare
+RPC_MAX_IN_FLIGHT_RANGE = range(1, 65)  # DWS_RPC_MAX_IN_FLIGHT: concurrent posts to one provider endpoint
+DEFAULT_RPC_MAX_IN_FLIGHT = 4  # a handful: a hosted provider's latency overlapped, its rate limit respected
 VENUE_TIMEOUT_RANGE = (Decimal("0.5"), Decimal("30"))  # seconds; a price cycle runs every 60 s
 
 
@@ -103,6 +105,8 @@ class Config:
     webhook_allow_loopback: bool = False
     # DWS_RPC_MAX_ANSWER_MB: the largest provider answer read; a longer one is no evidence (a hold).
     rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
+    # DWS_RPC_MAX_IN_FLIGHT: posts in flight at once to one provider endpoint, per process.
+    rpc_max_in_flight: int = DEFAULT_RPC_MAX_IN_FLIGHT
 
     @property
     def first_chain(self) -> ChainSettings:
@@ -154,8 +158,13 @@ def load_config(environ_: Mapping[str, str]) -> Config:
     debug_data_store = env.optional("DWS_DEBUG_DATA_STORE", _parse_directory, None)
     block_cache = env.optional("DWS_BLOCK_CACHE", _parse_directory, None)
     rpc_max_answer_mb = env.optional("DWS_RPC_MAX_ANSWER_MB", _parse_answer_mb, DEFAULT_RPC_MAX_ANSWER_MB)
+    rpc_max_in_flight = env.optional("DWS_RPC_MAX_IN_FLIGHT", _parse_in_flight, DEFAULT_RPC_MAX_IN_FLIGHT)
     chains = read_chains(
-        env, block_cache=block_cache, debug_data_store=debug_data_store, rpc_max_answer_bytes=rpc_max_answer_mb * 2**20
+        env,
+        block_cache=block_cache,
+        debug_data_store=debug_data_store,
+        rpc_max_answer_bytes=rpc_max_answer_mb * 2**20,
+        rpc_max_in_flight=rpc_max_in_flight,
     )
     # A development deployment: every chain is a local one (no chain read: nothing to judge by).
     dev_chain = bool(chains) and all(c.dev for c in chains)
@@ -231,6 +240,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         secrets_key=secrets_key,
         webhook_allow_loopback=webhook_allow_loopback,
         rpc_max_answer_bytes=rpc_max_answer_mb * 2**20,
+        rpc_max_in_flight=rpc_max_in_flight,
     )
 
 
@@ -304,6 +314,14 @@ def _parse_answer_mb(value: str) -> int:
     if megabytes is None or megabytes not in RPC_MAX_ANSWER_MB_RANGE:
         raise ValueError(f"must be whole megabytes from {low} to {high}")
     return megabytes
+
+
+def _parse_in_flight(value: str) -> int:
+    low, high = RPC_MAX_IN_FLIGHT_RANGE.start, RPC_MAX_IN_FLIGHT_RANGE.stop - 1
+    posts = whole_number(value)
+    if posts is None or posts not in RPC_MAX_IN_FLIGHT_RANGE:
+        raise ValueError(f"must be a whole number of posts from {low} to {high}")
+    return posts
 
 
 def _parse_dev_eth_price(value: str) -> Decimal:

@@ -15,10 +15,9 @@ from decimal import Decimal, InvalidOperation
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from eth_hash.auto import keccak
-
 from dws_project.digits import whole_number
 from dws_project.ip import normalize_network
+from dws_project.keccak import keccak256
 from dws_project.redaction import redact_url
 
 # Stable coins the crawlers hold an ERC-20 ABI for; an asset outside this set is refused at start.
@@ -58,10 +57,11 @@ def _eip55(body: str) -> str:
     """The EIP-55 checksummed spelling of a 40-hex-digit address body.
 
     Written here on keccak alone: eth_utils would pull pydantic and friends into every process's start
-    (about 0.1 s), and the crawlers start once a minute.
+    (about 0.1 s), and the crawlers start once a minute; the hash is the plain-Python one, since loading
+    a compiled one costs more than this one hash (dws_project/keccak.py).
     """
     lower = body.lower()
-    digest = keccak(lower.encode("ascii")).hex()
+    digest = keccak256(lower.encode("ascii")).hex()
     return "".join(c.upper() if int(d, 16) >= 8 else c for c, d in zip(lower, digest[:40], strict=True))
 
 

@@ -12,7 +12,7 @@ from dws_project.config import Config
 
 CHAIN_FIELDS = {f.name for f in dataclasses.fields(ChainSettings)} - {"name"}
 # Kept on both: the whole configuration's value is every chain's.
-SHARED_FIELDS = {"block_cache", "debug_data_store", "rpc_max_answer_bytes"}
+SHARED_FIELDS = {"block_cache", "debug_data_store", "rpc_max_answer_bytes", "rpc_max_in_flight"}
 
 
 def configured(config: Config, *, chain: str | None = None, **changes: Any) -> Config:

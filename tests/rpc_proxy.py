@@ -22,7 +22,9 @@ load-balanced node that has not indexed the newest blocks answers them without l
 (a provider without any trace method) and ``amend_receipts`` (a rollup node's receipt fields anvil does
 not write).
 Every HTTP request is logged (path and the methods in it), so tests can count round trips and check
-that a back-off really stopped the traffic.
+that a back-off really stopped the traffic; ``most_in_flight`` is the most requests it was ever
+answering at once (a client's concurrency bound, seen from the provider's side). A ``hang`` sleeps in
+its request's own thread, so the delays of concurrent requests overlap as a real provider's latency does.
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ class RpcProxy:
         self.port = port or free_port()
         self.faults: list[Fault] = []
         self.seen: list[Seen] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
         self._lock = threading.Lock()
         self._upstream = requests.Session()
         proxy = self
@@ -260,6 +264,16 @@ class RpcProxy:
             pass  # the client gave up: what it should do
 
     def _handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            self._answer(handler, body)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         payload = json.loads(body)
         batch = payload if isinstance(payload, list) else [payload]
         with self._lock:

@@ -38,7 +38,6 @@ CRAWLER_RUN_MAX_BLOCKS = int(os.environ.get("TEST_CRAWL_RUN_MAX_BLOCKS", "1000")
 # The sparse path (crawlers/scan/sparse.py) is on; a test (or a test worker, through its environment) can force
 # the full scan of every block.
 CRAWLER_SPARSE = os.environ.get("TEST_CRAWLER_SPARSE", "1") != "0"
-CRAWLER_READ_AHEAD = os.environ.get("TEST_CRAWLER_READ_AHEAD", "1") != "0"  # benchmarks compare without it
 # Tests look at /health right after changing the chain; the cache has a test of its own.
 HEALTH_CACHE_SECONDS = int(os.environ.get("TEST_HEALTH_CACHE_SECONDS", "0"))
 # Likewise the public proof's shared cache (crawlers/proof_report.py); a test of its own turns it on.

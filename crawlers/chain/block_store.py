@@ -91,16 +91,6 @@ def _calls(numbers: Sequence[int], extra: Sequence[Call]) -> list[Call]:
     return block_calls(numbers) + list(extra)
 
 
-def block_batch(
-    chain: ChainSettings, numbers: Sequence[int], *, through_cache: bool, extra: Sequence[Call] = ()
-) -> list[Call]:
-    """The batch `fetch_blocks_with` would post, judging the cache by its files alone (a read-ahead: a
-    cached file found corrupt later only means the batch read ahead goes unused)."""
-    if through_cache and chain.block_cache:
-        numbers = [n for n in numbers if not (Path(chain.block_cache) / f"fb-{n}.json").exists()]
-    return _calls(numbers, extra)
-
-
 def block_well_formed(block: object, number: int) -> bool:
     return (
         isinstance(block, dict)

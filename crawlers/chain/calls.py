@@ -1,7 +1,6 @@
 """Request builders: the JSON-RPC calls the crawlers post, as plain `(method, params)` pairs.
 
-Pure: nothing here talks to the node. Building a batch in one place lets the scan post it and the
-crawl loop read the same batch ahead (`RpcClient.read_ahead` matches batches by their calls).
+Pure: nothing here talks to the node.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ def make_client(chain: ChainSettings) -> RpcClient:
         chain.rpc_url,
         read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT),
         max_answer_bytes=chain.rpc_max_answer_bytes,
+        max_in_flight=chain.rpc_max_in_flight,
     )
 
 
@@ -28,6 +29,7 @@ def make_check_client(chain: ChainSettings) -> RpcClient | None:
         chain.rpc_check_url,
         read_timeout=getattr(settings, "CRAWLER_RPC_READ_TIMEOUT", READ_TIMEOUT),
         max_answer_bytes=chain.rpc_max_answer_bytes,
+        max_in_flight=chain.rpc_max_in_flight,
     )
 
 
@@ -46,4 +48,5 @@ def make_probe_client(chain: ChainSettings) -> RpcClient:
         read_timeout=PROBE_TIMEOUT,
         backoff_scope=WEB_BACKOFF_SCOPE,
         max_answer_bytes=chain.rpc_max_answer_bytes,
+        max_in_flight=chain.rpc_max_in_flight,
     )

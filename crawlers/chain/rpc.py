@@ -19,10 +19,14 @@ the client's `backoff_scope`), and every worker on every machine asks nothing of
 has passed. The crawlers share the default scope; the web tier's signature checks have their own
 ("web"), so a rate limit they meet never pauses crawling.
 
-Read-ahead (pipelining): a crawler may ask for the next range's first requests while it writes the
-current one (`read_ahead`); the next `batch` of exactly those calls takes the answers. At most one
-read-ahead is in flight beside the caller's own request, it goes through the same back-off window, and
-an answer short of evidence is never taken from it: that batch is simply asked again.
+Concurrency: a process keeps at most DWS_RPC_MAX_IN_FLIGHT posts in flight to one provider endpoint
+(a semaphore per endpoint, shared by every client of it in the process: the crawl's threads proving
+ranges side by side, crawlers/scan/pipeline.py). Each post waits for its turn first and only then
+looks at the shared back-off window, so a 429 met by one post stops every post queued behind it.
+A provider that lets a post time out while others were in flight (one that answers them one after the
+another, slowly: the queue, not the post, took the time) is asked one post at a time by every worker
+for NARROW_SECONDS (`in_flight_allowed`), shared in Redis like the back-off: side by side would only
+time out again and hold the crawler on every run.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ from urllib.parse import urlsplit
 from redis.exceptions import RedisError
 
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, outcome_label, require
-from crawlers.chain.read_ahead import ReadAhead
 from crawlers.chain.transport import BoundedPoster, TransportError
 from dws_project import metrics
 from dws_project.digits import whole_number
@@ -66,6 +69,8 @@ MAX_BATCH = 200  # providers cap batch sizes; bigger batches are split into seve
 LOG_SPAN_MAX = 2000
 LOG_SPAN_MIN = 1
 LOG_SPAN_PROBE_AFTER = 10  # accepted ranges before we try a span the provider refused earlier
+MAX_IN_FLIGHT = 4  # DWS_RPC_MAX_IN_FLIGHT's default
+NARROW_SECONDS = 600.0  # one post at a time for this long after a time-out with several in flight
 WEB_BACKOFF_SCOPE = "web"  # the web tier's clients (signature checks, /health): a back-off of their own
 
 _RATE_LIMIT_TEXT = re.compile(
@@ -79,6 +84,16 @@ _RANGE_TEXT = re.compile(
     r"limited to a \d+ block range|up to a \d+ block range|log response size",
     re.IGNORECASE,
 )
+
+
+_turns: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_turns_lock = threading.Lock()
+
+
+def _in_flight_turns(endpoint: str, bound: int) -> threading.BoundedSemaphore:
+    """The process's one semaphore for posts to `endpoint` (every client of it shares it)."""
+    with _turns_lock:
+        return _turns.setdefault((endpoint, bound), threading.BoundedSemaphore(bound))
 
 
 def _decoded(body: bytes) -> Any:
@@ -123,6 +138,7 @@ class RpcClient:
         log_span: int = LOG_SPAN_MAX,
         backoff_scope: str | None = None,
         max_answer_bytes: int = MAX_ANSWER_BYTES,
+        max_in_flight: int = MAX_IN_FLIGHT,
     ) -> None:
         self._backoff_scope = backoff_scope
         self.origin = redact_url(url)
@@ -140,8 +156,10 @@ class RpcClient:
         )
         self._max_batch = max_batch
         self._ids = itertools.count(1)  # request ids, unique across threads
-        self._ahead: ReadAhead | None = None
+        self.max_in_flight = max_in_flight
+        self._turns = _in_flight_turns(self.endpoint, max_in_flight)
         self._counting = threading.Lock()
+        self._posting = 0  # posts of this client under way
         self.log_span_max = log_span
         self.log_span = log_span
         self._log_span_ceiling = log_span  # lowered by refusals, lifted again after a run of successes
@@ -161,6 +179,32 @@ class RpcClient:
             return 0.0  # Redis down: we cannot share the window, but asking is still allowed
         return max(ttl_ms, 0) / 1000.0
 
+    @property
+    def _narrow_key(self) -> str:
+        scope = f"{self._backoff_scope}:" if self._backoff_scope else ""
+        return f"dws:rpc-narrow:{scope}{self.origin}"
+
+    def in_flight_allowed(self) -> int:
+        """How many posts to keep in flight now: DWS_RPC_MAX_IN_FLIGHT, or 1 for a while after a post
+        timed out beside others."""
+        try:
+            narrowed = bool(get_redis().exists(self._narrow_key))
+        except RedisError:
+            narrowed = False
+        return 1 if narrowed else self.max_in_flight
+
+    def _narrow(self, beside: int) -> None:
+        try:
+            get_redis().set(self._narrow_key, str(beside), px=int(NARROW_SECONDS * 1000))
+        except RedisError as exc:
+            logger.warning("provider %s: could not share the narrowing: %s", self.origin, type(exc).__name__)
+        logger.warning(
+            "provider %s let a post time out with %d in flight; every worker asks it one post at a time for %.0f s",
+            self.origin,
+            beside,
+            NARROW_SECONDS,
+        )
+
     def _open_backoff(self, seconds: float, why: str) -> None:
         seconds = max(1.0, min(seconds, MAX_BACKOFF_SECONDS))
         try:
@@ -171,22 +215,31 @@ class RpcClient:
 
     # --- transport ---------------------------------------------------------------------------
     def _post(self, payload: Any, label: str) -> tuple[Any, NoEvidence | None]:
-        """One HTTP round trip; returns (decoded body, None) or (None, why not)."""
-        remaining = self.backoff_remaining()
-        if remaining > 0:
-            return None, NoEvidence(label, "backoff", f"{self.origin} backing off for {remaining:.0f} s more")
-        with self._counting:
-            self.round_trips += 1
-        started = time.monotonic()
-        try:
-            reply = self._poster.post(json.dumps(payload).encode())
-        except TransportError as exc:
-            return None, NoEvidence(label, exc.kind, f"{self.origin}: {exc}")
-        finally:
-            metrics.rpc_timed("batch" if isinstance(payload, list) else label, time.monotonic() - started)
-        if reply.status == 429:
-            self._open_backoff(_retry_after_seconds(reply.retry_after), "HTTP 429")
-            return None, NoEvidence(label, "rate-limited", f"{self.origin}: HTTP 429")
+        """One HTTP round trip, in its turn (DWS_RPC_MAX_IN_FLIGHT); returns (decoded body, None) or
+        (None, why not)."""
+        data = json.dumps(payload).encode()
+        with self._turns:
+            remaining = self.backoff_remaining()  # after waiting our turn: a 429 just met holds us too
+            if remaining > 0:
+                return None, NoEvidence(label, "backoff", f"{self.origin} backing off for {remaining:.0f} s more")
+            with self._counting:
+                self.round_trips += 1
+                self._posting += 1
+                beside = self._posting
+            started = time.monotonic()
+            try:
+                reply = self._poster.post(data)
+            except TransportError as exc:
+                if exc.kind == "timeout" and max(beside, self._posting) > 1:
+                    self._narrow(max(beside, self._posting))
+                return None, NoEvidence(label, exc.kind, f"{self.origin}: {exc}")
+            finally:
+                with self._counting:
+                    self._posting -= 1
+                metrics.rpc_timed("batch" if isinstance(payload, list) else label, time.monotonic() - started)
+            if reply.status == 429:  # the window opens before the next post in line looks at it
+                self._open_backoff(_retry_after_seconds(reply.retry_after), "HTTP 429")
+                return None, NoEvidence(label, "rate-limited", f"{self.origin}: HTTP 429")
         if 300 <= reply.status < 400:
             return None, NoEvidence(label, "http", f"{self.origin}: HTTP {reply.status}, a redirect, not followed")
         if reply.status != 200:
@@ -229,36 +282,8 @@ class RpcClient:
         return outcome
 
     def batch(self, calls: Sequence[Call], *, null_is_answer: bool = False) -> list[RpcOutcome]:
-        """Many requests in as few round trips as the batch limit allows; outcomes in call order.
-
-        Calls read ahead (`read_ahead`) are answered from there when every answer is evidence."""
-        ahead = self._ahead
-        if ahead is not None and not ahead.dropped and not null_is_answer:
-            taken = ahead.take(calls)
-            if taken is not None:
-                return taken
+        """Many requests in as few round trips as the batch limit allows; outcomes in call order."""
         return self._batch_now(calls, null_is_answer=null_is_answer)
-
-    def read_ahead(self, *batches: Sequence[Call]) -> bool:
-        """Start asking `batches` (in order, one post each) in the background, for a later `batch` of the
-        same calls. Skipped (False) while an earlier read-ahead is still in flight, so no more than two
-        requests (the caller's and this one) are ever in flight; an unclaimed earlier one is dropped."""
-        previous = self._ahead
-        if previous is not None and previous.running():
-            previous.dropped = True  # still posting what nobody took: not to be taken later either
-            return False
-        batches = tuple(b for b in batches if b)
-        if not batches:
-            self.drop_read_ahead()
-            return False
-        self._ahead = ReadAhead(lambda calls: self._batch_now(calls, null_is_answer=False), batches)
-        return True
-
-    def drop_read_ahead(self) -> None:
-        """Forget any answers read ahead (a crawl run ends, or went somewhere else). The thread is kept
-        in view until it ends, so that no new read-ahead starts beside it."""
-        if self._ahead is not None:
-            self._ahead.dropped = True
 
     def _batch_now(self, calls: Sequence[Call], *, null_is_answer: bool) -> list[RpcOutcome]:
         outcomes: list[RpcOutcome] = []

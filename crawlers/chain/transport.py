@@ -5,7 +5,7 @@ holds a crawler as long as it likes, it reads any body whole, and it follows a 3
 (the API key and all) to wherever the Location points. Here a request (connecting, TLS, sending, the
 headers and the body) ends by its deadline whatever blocks: a watchdog shuts the socket down when it
 passes. The body is read up to the cap (past it the answer is refused, not truncated), and a redirect is
-only its status. Connections stay open between requests (one per thread, as the read-ahead posts from
+only its status. Connections stay open between requests (one per thread, as the proving threads post from
 its own), so a crawl does not pay a TLS handshake per round trip; one the provider closed while it was
 idle is noticed before it is used (as urllib3 does), and a new one is opened.
 """

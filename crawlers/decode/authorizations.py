@@ -10,10 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from eth_keys import keys
-from eth_keys.exceptions import BadSignature, ValidationError
-from eth_utils import keccak
-
 SET_CODE_TX = "0x4"
 MAGIC = b"\x05"
 DELEGATION_PREFIX = "0xef0100"  # the code of an account delegated by EIP-7702: 0xef0100 || address
@@ -47,7 +43,12 @@ def _int(value: object) -> int:
 
 def authority(entry: dict) -> str | None:
     """The lower-case address that signed one authorization entry, or None if it cannot be recovered
-    (the EVM skips such an entry too)."""
+    (the EVM skips such an entry too). eth_keys (and the eth_utils and pydantic it brings, a third of a
+    second of every crawler process's start) is imported here, where a type-4 transaction needs it."""
+    from eth_keys import keys
+    from eth_keys.exceptions import BadSignature, ValidationError
+    from eth_utils import keccak
+
     try:
         chain_id, nonce = _int(entry["chainId"]), _int(entry["nonce"])
         target = bytes.fromhex(str(entry["address"]).removeprefix("0x"))

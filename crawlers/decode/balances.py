@@ -17,6 +17,7 @@ HISTORICAL_STATE = re.compile(
     r"missing trie node|header not found|state (is )?not available|historical state|state .*(pruned|not found)",
     re.IGNORECASE,
 )
+SPLIT_PARTS = 8  # a bisection level splits an interval into up to this many parts (one post per level)
 _METHODS = {ETH: "eth_getBalance", NONCE: "eth_getTransactionCount"}
 
 
@@ -60,6 +61,14 @@ def edge_balances(
     """The answers to `edge_calls(chain, start, end)`: the balances before the range and at its end."""
     half = len(outcomes) // 2
     return balances_from(chain, start - 1, outcomes[:half]), balances_from(chain, end, outcomes[half:])
+
+
+def split_points(low: int, high: int) -> list[int]:
+    """The blocks whose balances split the interval low+1..high (balances known at `low` and `high`) into
+    up to SPLIT_PARTS parts of near-equal length: 2,000 blocks take 4 levels instead of 11."""
+    size = high - low
+    parts = min(SPLIT_PARTS, size)
+    return [low + size * i // parts for i in range(1, parts)]
 
 
 def balances_in_batch(chain: ChainSettings) -> int:

@@ -197,6 +197,8 @@ def eth_moves(block: dict, donation_address: str) -> list[EthMove]:
         if not isinstance(tx, dict):
             continue
         sender, to = (tx.get("from") or "").lower(), (tx.get("to") or "").lower()
+        if donation_address not in (sender, to):
+            continue  # most of a busy block: nothing of ours, nothing more to decode
         wei = int(tx.get("value") or "0x0", 16)
         if sender == donation_address:
             # A deposit's mint lands at its `from` whether it succeeds or not; another's `from` gets it, never

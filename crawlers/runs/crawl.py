@@ -2,7 +2,10 @@
 
 The stages live in the rooms below: `scan` reads a range (`ranges`, the sparse path) and proves it
 complete against the donation address's balances (`proof`); `record` writes the scanned blocks with the
-cursor, and what the proof established about completeness.
+cursor, and what the proof established about completeness. The loop plans its next ranges ahead and
+has up to DWS_RPC_MAX_IN_FLIGHT of them proven side by side (`scan.pipeline`), while it records them
+here, on its own thread, strictly in order: each only after every range before it, only if it builds on
+the block recorded last, and nothing after a hold.
 
 Both walk the chain from their cursor (`last_block`) in ranges: one batched request for the range's
 full blocks, one `eth_getLogs` for the coins' Transfer logs to the donation address, and one batched
@@ -44,9 +47,9 @@ from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult, run_title
 from crawlers.runs.second_provider import agreed, run_tip
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
-from crawlers.scan.proof import ProvenRange, prove_range, proven_range_first_batches
+from crawlers.scan.pipeline import Planned, Proven, RangePipeline, prove_planned
+from crawlers.scan.proof import ProvenRange, prove_range
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock, stuck_message
-from crawlers.scan.sparse import TOO_BUSY, SparseScan, scan_sparse, sparse_first_batch
 from donations.selectors import recorded_block_numbers
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings
@@ -152,31 +155,49 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
     position, position_hash = cursor.value, cursor.block_hash
     budget = max_blocks if max_blocks is not None else float("inf")
     pace = Pace(tip, budget, span=client.log_span, sparse_below=_sparse_ceiling(client, job.mode, tip))
+    prove = functools.partial(prove_planned, client, job.chain, job.mode)
+    pipeline = RangePipeline(prove, client.in_flight_allowed())  # 1 for a while after a time-out beside others
+    planned_to = position  # the last block of the last range planned
     try:
-        while position < tip and pace.used < budget and not shutdown.requested():
-            end, sparse = pace.next_range(position, client.log_span)
-            scan = _scan_sparse(client, job, position + 1, end) if sparse else None
-            first_parent: str | None  # the parent hash of the range's first block, when one was read
-            if scan is not None and scan is not TOO_BUSY:
-                pace.after_sparse(end - position, len(scan.read), client.log_span)
-                if scan.proven:
-                    logger.info("balance proof: blocks %d..%d proven complete (%s)", position + 1, end, title)
-                    completeness_proven(chain=job.chain.name, label=label, through=end)
-                blocks, held, first_parent, reach = scan.blocks, scan.held, scan.first_parent, scan.reach
-                proof: SpanLedger | UnprovenSpan | None = scan.ledger
-            else:
-                # Read in full: no evidence for the sparse path, or a busy stretch (then the following
-                # ranges too are read in full, until one holds at most one block with something for us).
-                end = pace.full_range_end(position, end)
-                found = prove_range(client, job.chain, position + 1, end, job.mode)
-                _note_completeness(job, found)
-                blocks, held, proof = found.blocks, found.held, found.ledger
-                pace.after_full(end - position, blocks, busy=scan is TOO_BUSY, whole=held is None)
-                first_parent, reach = (blocks[0].header.parent_hash if blocks else None), None
+        while True:
+            # Plan ahead while there is room: the next ranges are proven while the earliest is recorded.
+            while (
+                planned_to < tip and pace.left() > 0 and pipeline.has_room(full=pace.dense) and not shutdown.requested()
+            ):
+                planned_to = _plan(pipeline, pace, job, planned_to, client.log_span)
+            if not len(pipeline) or shutdown.requested():
+                break  # caught up, or asked to stop: what is planned and not recorded is dropped below
+            found = pipeline.next()
+            pace.release(found.planned)
+            if found.end != found.planned.end or _rows_since_planned(job, found):
+                # Read in full (no evidence for the sparse path, a busy stretch: RANGE_BLOCKS of it), or our
+                # rows name a block that was not read: the ranges planned after it are planned again.
+                for dropped in pipeline.drop():
+                    pace.release(dropped)
+                if found.end == found.planned.end:
+                    found = prove(_replanned(job, found.planned))  # the blocks our rows name now, read too
+                planned_to = found.end
+            blocks, held, first_parent, reach, proof = (
+                found.blocks,
+                found.held,
+                found.first_parent,
+                found.reach,
+                found.proof,
+            )
+            if found.sparse is not None:
+                pace.after_sparse(found.end - position, len(found.sparse.read), client.log_span)
+                if found.sparse.proven:
+                    logger.info("balance proof: blocks %d..%d proven complete (%s)", position + 1, found.end, title)
+                    completeness_proven(chain=job.chain.name, label=label, through=found.end)
+            elif found.full is not None:
+                _note_completeness(job, found.full)
+                pace.after_full(found.end - position, blocks, busy=found.busy, whole=held is None)
             if first_parent and position_hash and first_parent != position_hash:
                 if not job.mode.final:
-                    client.drop_read_ahead()  # read before the re-org: never to be taken for the re-crawl
+                    for dropped in pipeline.drop():  # proven on a chain that no longer is: never recorded
+                        pace.release(dropped)
                     position, position_hash = _rewind_after_reorg(client, job, position)
+                    planned_to = position
                     result.cursor = position
                     continue
                 result.held = (
@@ -186,12 +207,10 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 return result
             if final_check is not None and not agreed(final_check, client, job.chain, blocks, reach, result):
                 return result
-            if held is None and end < tip and pace.used < budget:
-                _read_ahead(client, job, end, pace)  # fetched while this range is written
             level = _record(job, blocks, held, result, move_cursor=True, reach=reach, proof=proof)
             if level is not None:
                 logger.log(level, "crawl %s: %s", title, result.held)
-                return result
+                return result  # nothing planned after a hold is recorded (the pipeline is dropped below)
             last = reach or (blocks[-1].header if blocks else None)
             if last is None or result.cursor != last.number:
                 break  # stopped part-way (shutdown): the next run continues from the cursor
@@ -204,10 +223,36 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
         logger.exception("crawl %s: %s", title, result.held)
         return result
     finally:
-        client.drop_read_ahead()
+        pipeline.close()
     if shutdown.requested() and (result.cursor or 0) < tip:
         result.held = f"shutdown requested; stopped between blocks at {result.cursor}, the next run continues"
     return result
+
+
+def _plan(pipeline: RangePipeline, pace: Pace, job: _Job, position: int, log_span: int) -> int:
+    """Plan (and start proving) the range after `position`; returns its last block."""
+    end, sparse = pace.next_range(position, log_span)
+    pipeline.submit(_replanned(job, Planned(position + 1, end, sparse)))
+    pace.reserve(Planned(position + 1, end, sparse))
+    return end
+
+
+def _replanned(job: _Job, planned: Planned) -> Planned:
+    """`planned` with the blocks our rows name in it now (a final sparse read reads each in full)."""
+    if not (planned.sparse and job.mode.final):
+        return planned
+    named = frozenset(recorded_block_numbers(job.chain.name, planned.start, planned.end))
+    return dataclasses.replace(planned, recorded=named)
+
+
+def _rows_since_planned(job: _Job, found: Proven) -> bool:
+    """Whether our rows name a block of a final sparse range that they did not name when it was planned
+    (the latest crawler recorded it meanwhile): the range is then proven again, reading that block too."""
+    planned = found.planned
+    if not (planned.sparse and job.mode.final and found.sparse is not None):
+        return False
+    named = set(recorded_block_numbers(job.chain.name, planned.start, planned.end))
+    return bool(named - (planned.recorded or frozenset()))
 
 
 def _wrong_chain(result: CrawlResult, title: str, exc: ChainMismatchError) -> CrawlResult:
@@ -215,12 +260,6 @@ def _wrong_chain(result: CrawlResult, title: str, exc: ChainMismatchError) -> Cr
     result.held = exc.hold_reason()
     logger.critical("crawl %s: %s", title, result.held)
     return result
-
-
-def _scan_sparse(client: RpcClient, job: _Job, start: int, end: int) -> SparseScan | None:
-    """The sparse path over start..end; a final read also reads in full every block our rows name."""
-    recorded = functools.partial(recorded_block_numbers, job.chain.name) if job.mode.final else None
-    return scan_sparse(client, job.chain, start, end, job.mode, recorded_blocks=recorded)
 
 
 def _note_completeness(job: _Job, found: ProvenRange) -> None:
@@ -272,18 +311,6 @@ def _record(
         result.held = held.describe()
         return logging.ERROR
     return None
-
-
-def _read_ahead(client: RpcClient, job: _Job, position: int, pace: Pace) -> None:
-    """Ask for the next range's first batches now, so they arrive while this one is written (pipelining).
-    A Django setting (`CRAWLER_READ_AHEAD = False`, benchmarks comparing with and without) turns it off."""
-    if not getattr(settings, "CRAWLER_READ_AHEAD", True):
-        return
-    end, sparse = pace.next_range(position, client.log_span)
-    if sparse:
-        client.read_ahead(sparse_first_batch(client, job.chain, position + 1, end))
-    else:
-        client.read_ahead(*proven_range_first_batches(client, job.chain, position + 1, end, job.mode))
 
 
 def _sparse_ceiling(client: RpcClient, mode: ReadMode, tip: int) -> int:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from crawlers.scan.pipeline import Planned
 from crawlers.scan.ranges import RANGE_BLOCKS
 from crawlers.scan.results import ScannedBlock
 
@@ -24,7 +25,8 @@ class Pace:
     """How the loop reads its next range: sparse ranges grow while the chain is quiet (up to the
     provider's log span) and shrink where it is busy; a stretch busy even at the smallest span is read
     in full for a while. `used` counts the run's budget: a block read in full costs 1, a block a sparse
-    range skips 1 / SPARSE_BLOCKS_PER_UNIT."""
+    range skips 1 / SPARSE_BLOCKS_PER_UNIT. Ranges planned ahead (crawlers/scan/pipeline.py) hold their
+    share of the budget (`reserve`) until they are recorded or dropped (`release`)."""
 
     tip: int
     budget: float  # the run's cap (`max_blocks`)
@@ -32,10 +34,25 @@ class Pace:
     sparse_below: int  # the last block a sparse range may end at (see _sparse_ceiling)
     dense: bool = False
     used: float = 0.0
+    reserved: float = 0.0  # the nominal cost of the ranges planned and not yet recorded
+
+    def left(self) -> float:
+        return self.budget - self.used - self.reserved
+
+    def reserve(self, planned: Planned) -> None:
+        self.reserved += self._nominal(planned)
+
+    def release(self, planned: Planned) -> None:
+        self.reserved = max(0.0, self.reserved - self._nominal(planned))
+
+    @staticmethod
+    def _nominal(planned: Planned) -> float:
+        blocks = planned.end - planned.start + 1
+        return blocks / SPARSE_BLOCKS_PER_UNIT if planned.sparse else blocks
 
     def next_range(self, position: int, log_span: int) -> tuple[int, bool]:
         """The next range's end after `position`, and whether to try it the sparse way."""
-        left = self.budget - self.used
+        left = self.left()
         reach = min(self.span, log_span, left * SPARSE_BLOCKS_PER_UNIT)
         end = max(position + 1, int(min(self.tip, position + reach)))
         if position < self.sparse_below:
@@ -45,7 +62,7 @@ class Pace:
 
     def full_range_end(self, position: int, end: int) -> int:
         """`end` cut to a range read in full: RANGE_BLOCKS at most, and what the budget has left."""
-        return int(min(end, position + RANGE_BLOCKS, position + max(1, self.budget - self.used)))
+        return int(min(end, position + RANGE_BLOCKS, position + max(1, self.left())))
 
     def after_sparse(self, blocks: int, busy: int, log_span: int) -> None:
         self.used += blocks / SPARSE_BLOCKS_PER_UNIT + busy

@@ -12,8 +12,9 @@ which rounds down):
 with the fee by the chain's rules as its receipt states it (crawlers/decode/receipts.py: an OP-stack
 rollup's L1 and operator fees, nothing for a deposit), and the nonce must grow by the number of
 transactions we saw leave. A range that closes is *proven
-complete*. Where it does not, balances at midpoints (pinned by block hash) bisect it down to the single
-blocks where it breaks, and each is settled:
+complete*. Where it does not, balances at split points (pinned by block hash; each level splits every
+interval that does not close into up to 8 parts, all in one post) narrow it down to the single blocks
+where it breaks, and each is settled (a block found between two pinned answers is not asked again):
 
 * ETH that arrived unexplained: internal transfers from call traces (`crawlers/scan/traces.py`), credited like
   any ETH donation; what traces cannot show is an *unexplained inflow* (recorded for finalized blocks),
@@ -37,20 +38,29 @@ published proof. The proof writes nothing: it returns what it proved.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import balance_calls
-from crawlers.chain.outcomes import Call, NoEvidenceError, RpcOutcome
+from crawlers.chain.outcomes import NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import WEI_PER_ETH
-from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, balances_in_batch
+from crawlers.decode.balances import (
+    ETH,
+    NONCE,
+    Balances,
+    StateUnavailable,
+    balances_from,
+    balances_in_batch,
+    split_points,
+)
 from crawlers.decode.bloom import bloom_may_hold_transfer
 from crawlers.scan import history, traces, with_code
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan, ledger_from_blocks
 from crawlers.scan.own import drop_own_coin_transfers
-from crawlers.scan.ranges import first_batches, read_range
+from crawlers.scan.ranges import read_range
 from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
 from dws_project.chain_settings import ChainSettings
 
@@ -171,11 +181,13 @@ def without_history(
     range is published unproven with the balances the provider did give around it (the operator sees its
     span and ETH change); a trace answer short of evidence holds the block."""
     blocks, held, reason = read.blocks, read.held, NO_HISTORY
+    # Every block's trace in one post where the trace method is known; each is checked as it is used.
+    prefetched = traces.prefetch_traces(client, chain, [block.header.number for block in blocks])
     for i, block in enumerate(blocks):
         number = block.header.number
         try:
             traced_block = traces.traced_block(
-                client, chain, block_number=number, block_hash=block.header.hash, stateless=True
+                client, chain, block_number=number, block_hash=block.header.hash, stateless=True, prefetched=prefetched
             )
         except NoEvidenceError as exc:
             reason_held = f"no historical state for block {number}, and its call traces gave no evidence ({exc})"
@@ -211,13 +223,6 @@ def without_history(
     return ProvenRange(blocks, held, unproven=Unproven(last + 1, reason), ledger=ledger)
 
 
-def proven_range_first_batches(
-    client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode
-) -> list[list[Call]]:
-    """The batches `prove_range` posts first, for the crawl loop to read ahead."""
-    return first_batches(client, chain, start, end, mode, with_code.proof_calls(chain, start, end))
-
-
 def _residual(blocks: Sequence[ScannedBlock], before: Balances, after: Balances) -> dict[str, int]:
     """Per asset: the balance change no transaction or log of these blocks explains (0 = closes)."""
     return {
@@ -226,19 +231,44 @@ def _residual(blocks: Sequence[ScannedBlock], before: Balances, after: Balances)
     }
 
 
+Located = tuple[ScannedBlock, dict[str, int], bool]  # a block, what is unexplained there, asked pinned
+
+
 def _locate(
     client: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock], before: Balances, after: Balances
-) -> list[tuple[ScannedBlock, dict[str, int]]]:
-    """The single blocks where the identity breaks, with what is unexplained there, in block order."""
-    broken = {asset: r for asset, r in _residual(blocks, before, after).items() if r != 0}
-    if not broken:
-        return []
-    if len(blocks) == 1:
-        return [(blocks[0], broken)]
-    mid = len(blocks) // 2
-    header = blocks[mid - 1].header
-    middle = balances_at(client, chain, header.number, header.hash)
-    return _locate(client, chain, blocks[:mid], before, middle) + _locate(client, chain, blocks[mid:], middle, after)
+) -> list[Located]:
+    """The single blocks where the identity breaks, with what is unexplained there, in block order.
+
+    A level splits every interval that does not close into up to SPLIT_PARTS parts and asks the balances
+    at all their cuts in one batch, each pinned by its block's hash; a block found between two pinned
+    answers is marked so (its residual is then what `_pinned_residual` would ask again)."""
+    found: list[Located] = []
+    # Each interval: blocks[lo:hi], the balances before and after it, and whether each was asked pinned.
+    level = [(0, len(blocks), before, after, False, False)]
+    while level:
+        asks: list[tuple[int, int, Balances, Balances, bool, bool, list[int]]] = []
+        for lo, hi, low, high, low_pinned, high_pinned in level:
+            broken = {asset: r for asset, r in _residual(blocks[lo:hi], low, high).items() if r != 0}
+            if not broken:
+                continue
+            if hi - lo == 1:
+                found.append((blocks[lo], broken, low_pinned and high_pinned))
+            else:
+                asks.append((lo, hi, low, high, low_pinned, high_pinned, [lo + c for c in split_points(0, hi - lo)]))
+        if not asks:
+            break
+        cuts = [cut for *_, points in asks for cut in points]
+        outcomes = client.batch([call for cut in cuts for call in balance_calls(chain, blocks[cut - 1].header.hash)])
+        size = balances_in_batch(chain)
+        at = {
+            cut: balances_from(chain, blocks[cut - 1].header.number, outcomes[i * size : (i + 1) * size])
+            for i, cut in enumerate(cuts)
+        }
+        level = []
+        for lo, hi, low, high, low_pinned, high_pinned, points in asks:
+            edges = [(lo, low, low_pinned)] + [(cut, at[cut], True) for cut in points] + [(hi, high, high_pinned)]
+            level += [(a, b, x, y, xp, yp) for (a, x, xp), (b, y, yp) in itertools.pairwise(edges)]
+    return sorted(found, key=lambda located: located[0].header.number)
 
 
 def settle(
@@ -251,11 +281,21 @@ def settle(
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """Close the identity over `blocks` (balances `before` the first and `after` the last): each block
     where it breaks is explained (traces, bloom) or its inflow noted; a hold at the first it cannot."""
-    for block, suspect in _locate(client, chain, blocks, before, after):
+    return settle_located(client, chain, blocks, _locate(client, chain, blocks, before, after), mode)
+
+
+def settle_located(
+    client: RpcClient, chain: ChainSettings, blocks: list[ScannedBlock], located: Sequence[Located], mode: ReadMode
+) -> tuple[list[ScannedBlock], BlockHeld | None]:
+    """Settle each located block of `blocks` (in block order); a hold at the first that cannot be."""
+    for block, suspect, pinned in located:
+        if not suspect:
+            continue
         number = block.header.number
-        # The range's edges were asked by number; ask again pinned to this block and its parent, so an
-        # answer about another fork (a re-org between requests) is not taken for missing money.
-        broken = _pinned_residual(client, chain, block)
+        # Balances asked by number (the range's edges, a sparse range's bisection) are asked again pinned to
+        # this block and its parent, so an answer about another fork (a re-org between requests) is not
+        # taken for missing money; balances the bisection already asked pinned are not asked twice.
+        broken = suspect if pinned else _pinned_residual(client, chain, block)
         if not broken:
             logger.info("balance proof: block %d closes when pinned by hash (was %s)", number, suspect)
             continue

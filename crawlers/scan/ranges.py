@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crawlers.chain.block_store import block_batch, block_well_formed, fetch_blocks_with
-from crawlers.chain.calls import receipt_calls, transfer_log_calls
+from crawlers.chain.block_store import block_well_formed, fetch_blocks_with
+from crawlers.chain.calls import receipt_calls
 from crawlers.chain.files import debug_dump
-from crawlers.chain.logs import TransferLogs, logs_in_one_batch, transfer_logs
+from crawlers.chain.logs import TransferLogs, transfer_logs
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_block_number
@@ -127,16 +127,6 @@ def _receipts(client: RpcClient, chain: ChainSettings, moves: Sequence[EthMove])
     for tx_hash, outcome in receipts.items():
         debug_dump(chain, f"txr-{tx_hash}.json", outcome.value if isinstance(outcome, Answer) else None)
     return receipts
-
-
-def first_batches(
-    client: RpcClient, chain: ChainSettings, start: int, end: int, mode: ReadMode, extra: Sequence[Call]
-) -> list[list[Call]]:
-    """The batches `read_range(start, end, extra=extra)` posts first when nothing holds it (its blocks,
-    then its logs), for the crawl loop to read ahead; receipts depend on the blocks and are not here."""
-    blocks = block_batch(chain, range(start, end + 1), through_cache=mode.final, extra=extra)
-    logs = transfer_log_calls(chain, start, end) if logs_in_one_batch(client, chain, start, end) else []
-    return [blocks, logs]
 
 
 def _prefix(scanned: dict[int, ScannedBlock], stop: int) -> list[ScannedBlock]:

@@ -13,15 +13,18 @@ Transfer log, which the log filters see even where the balance nets out (almost:
 without one, see below).
 
 Where a balance moved by other than what the logs inside say (ETH and the nonce: at all), the range is
-bisected (balances at midpoints, every open interval of one level in one batch) down to the single
+bisected (balances at split points, every open interval of one level in one batch) down to the single
 blocks where it did; an interval is quiet only when its balance change equals what its logs explain
 (equal ends with a coin log inside are not quiet: a coin burnt without a log moved it back, and the
 block of the burn must be read, where the proof records it; where every coin's change over the whole
 range equals its logs, the bisection asks only ETH and the nonce, as the full scan bisects only an
 asset whose range residual is not zero). Those blocks, the blocks the logs name and
 the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
-transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py). Nothing
-here writes: the result says whether the whole range was proven.
+transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py), each
+against the change the bisection already holds for it (`_known_changes`: no balance is asked twice; a
+block that does not close on it is asked again pinned by hash, as every suspect block is). A level
+splits an interval into up to 8 parts, all of the level's in one post. Nothing here writes: the result
+says whether the whole range was proven.
 
 Never sparse (the caller scans in full): an address with code (a Safe, an EIP-7702 account can move
 value without its nonce), a provider without historical state, the genesis block, any answer short of
@@ -42,11 +45,20 @@ from crawlers.chain.logs import TransferLogs, answered_logs, logs_in_one_batch, 
 from crawlers.chain.outcomes import Answer, Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_amount, log_block_number
-from crawlers.decode.balances import ETH, NONCE, Balances, StateUnavailable, balances_from, edge_balances
+from crawlers.decode.balances import (
+    ETH,
+    NONCE,
+    Balances,
+    StateUnavailable,
+    balances_from,
+    balances_in_batch,
+    edge_balances,
+    split_points,
+)
 from crawlers.decode.blocks import BlockHeader, header_of
 from crawlers.scan import with_code
 from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
-from crawlers.scan.proof import settle
+from crawlers.scan.proof import settle, settle_located
 from crawlers.scan.ranges import read_range
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
 from dws_project.chain_settings import ChainSettings
@@ -124,8 +136,9 @@ def scan_sparse(
     moves = _log_moves(chain, logs)
     if moves is None:
         return None
+    coins_too = not _coins_close(chain, before, after, moves)
     try:
-        changed = _bisect(client, chain, before, after, moves, coins_too=not _coins_close(chain, before, after, moves))
+        changed = _bisect(client, chain, before, after, moves, coins_too=coins_too)
     except (StateUnavailable, NoEvidenceError):
         return None
     except _TooBusy:
@@ -136,7 +149,8 @@ def scan_sparse(
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
         return SparseScan([], None, first_header.parent_hash, end_header, proven=True, ledger=ledger)
-    blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs)
+    known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
+    blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known)
     reach = None if held else end_header
     ledger = ledger_from_blocks(start, before.values, blocks, None if held else end, None if held else after.values)
     proven = bool(blocks) and held is None
@@ -202,37 +216,81 @@ def _coins_close(chain: ChainSettings, before: Balances, after: Balances, moves:
 
 def _bisect(
     client: RpcClient, chain: ChainSettings, before: Balances, after: Balances, moves: dict, *, coins_too: bool
-) -> list[int]:
+) -> dict[int, tuple[Balances, Balances]]:
     """The blocks after `before` up to `after` where a balance or the nonce moved by other than what the
-    Transfer logs (`moves`, per block) explain (the coins only `coins_too`)."""
+    Transfer logs (`moves`, per block) explain (the coins only `coins_too`), each with the balances the
+    bisection holds before and after it (asked by number, as the range's edges are).
+
+    A level splits each open interval into up to SPLIT_PARTS parts (crawlers/decode/balances.py
+    `split_points`), every interval of the level in one batch: about a third of the levels halving
+    needs, each a round trip, for more calls in each."""
     if not coins_too:
         chain = dataclasses.replace(chain, stable_coins=())
         keep = (ETH, NONCE)
         before = Balances(before.block, {k: before.values[k] for k in keep})
         after = Balances(after.block, {k: after.values[k] for k in keep})
-    changed: list[int] = []
+    changed: dict[int, tuple[Balances, Balances]] = {}
+    size = balances_in_batch(chain)
     level = [(before, after)]
     while level:
-        split: list[tuple[Balances, int, Balances]] = []
+        split: list[tuple[Balances, list[int], Balances]] = []
         for low, high in level:
             if _quiet(low, high, moves):
                 continue
             if high.block - low.block == 1:
-                changed.append(high.block)
+                changed[high.block] = (low, high)
             else:
-                split.append((low, (low.block + high.block) // 2, high))
+                split.append((low, split_points(low.block, high.block), high))
         if not split:
             break
         if len(split) > max(BUSY_INTERVALS, (after.block - before.block) // 16):
             raise _TooBusy  # a busy stretch: reading every block costs fewer calls than bisecting it
-        calls = [call for _, mid, _ in split for call in balance_calls(chain, mid)]
-        outcomes = client.batch(calls)
-        size = len(calls) // len(split)
+        outcomes = client.batch(
+            [call for _, points, _ in split for point in points for call in balance_calls(chain, point)]
+        )
         level = []
-        for i, (low, mid, high) in enumerate(split):
-            middle = balances_from(chain, mid, outcomes[i * size : (i + 1) * size])
-            level += [(low, middle), (middle, high)]
-    return sorted(changed)
+        answered = iter(range(0, len(outcomes), size))
+        for low, points, high in split:
+            bounds = [low]
+            for point in points:
+                at = next(answered)
+                bounds.append(balances_from(chain, point, outcomes[at : at + size]))
+            level += list(zip(bounds, [*bounds[1:], high], strict=True))
+    return dict(sorted(changed.items()))
+
+
+def _known_changes(
+    chain: ChainSettings,
+    wanted: list[int],
+    changed: dict[int, tuple[Balances, Balances]],
+    moves: dict,
+    *,
+    coins_too: bool,
+) -> dict[int, dict[str, int]]:
+    """Per wanted block, each balance's change over it where the bisection and the range's closed identity
+    already prove it, so that no balance need be asked for the block again:
+
+    * ETH and the nonce: the bisection's balances around a block where they moved; zero in a quiet
+      interval (without a transaction it signed, ETH can only arrive at an address without code, so an
+      interval whose ETH and nonce did not move holds no block where they did);
+    * the coins, when the bisection left them out (their change over the range equals their logs): the
+      block's own logs, the full scan's verdict on a range whose residual is zero. When the bisection
+      asked them, only a block it narrowed down to alone (a changed one) has them.
+
+    A block missing here has its balances asked with its body, as before."""
+    coins = [coin.asset for coin in chain.stable_coins]
+    known: dict[int, dict[str, int]] = {}
+    for number in wanted:
+        if number in changed:
+            low, high = changed[number]
+            change = {asset: high.values[asset] - low.values[asset] for asset in high.values}
+        else:
+            change = {ETH: 0, NONCE: 0}
+        if not coins_too:
+            change.update({asset: moves.get(number, {}).get(asset, 0) for asset in coins})
+        if all(asset in change for asset in (ETH, NONCE, *coins)):
+            known[number] = change
+    return known
 
 
 def _read_proven(
@@ -243,19 +301,28 @@ def _read_proven(
     mode: ReadMode,
     wanted: list[int],
     logs: TransferLogs,
+    known: dict[int, dict[str, int]],
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
-    """The `wanted` blocks in full, each proven against its own balances; stops at the first it cannot prove."""
-    extra = [call for n in wanted for call in edge_calls(chain, n, n)]
+    """The `wanted` blocks in full, each proven against its own balances (`known` changes, or asked with
+    the bodies); stops at the first it cannot prove. A block that does not close on its known change is
+    asked again pinned by hash (crawlers/scan/proof.py `settle_located`), as every suspect block is."""
+    asked = [n for n in wanted if n not in known]
+    extra = [call for n in asked for call in edge_calls(chain, n, n)]
     read = read_range(client, chain, start, end, mode, extra=extra, numbers=wanted, logs=logs)
-    size = len(extra) // len(wanted) // 2
+    size = 2 * balances_in_batch(chain)
+    pairs = {n: read.extra[i * size : (i + 1) * size] for i, n in enumerate(asked)}
     proven: list[ScannedBlock] = []
-    for i, block in enumerate(read.blocks):
-        pair = read.extra[2 * i * size : 2 * (i + 1) * size]
+    for block in read.blocks:
+        number = block.header.number
         try:
-            before, after = edge_balances(chain, block.header.number, block.header.number, pair)
-            settled, held = settle(client, chain, [block], before, after, mode)
+            if number in known:
+                residual = {a: r - block.flows.get(a, 0) for a, r in known[number].items()}
+                broken = {a: r for a, r in residual.items() if r != 0}
+                settled, held = settle_located(client, chain, [block], [(block, broken, False)], mode)
+            else:
+                before, after = edge_balances(chain, number, number, pairs[number])
+                settled, held = settle(client, chain, [block], before, after, mode)
         except (StateUnavailable, NoEvidenceError) as exc:
-            number = block.header.number
             return proven, BlockHeld(number, f"no balance evidence for block {number} ({exc})")
         if held is not None:
             return proven, held

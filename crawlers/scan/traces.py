@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard, TypeVar
 
 from redis.exceptions import RedisError
 
 from crawlers.chain.calls import header_call
-from crawlers.chain.outcomes import NoEvidence, NoEvidenceError, RpcOutcome, require
+from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, require
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.frames import (
     Frame,
@@ -189,16 +189,56 @@ def _malformed(method: str, client: RpcClient, exc: Exception) -> NoEvidenceErro
 # --- a block ------------------------------------------------------------------------------------------
 
 
+def _block_calls(family: str, block_number: int) -> list[Call]:
+    """A block's trace by one method, and its header (to check the trace is of the block scanned)."""
+    method = _BLOCK_METHOD[family]
+    params: list[object] = [hex(block_number), _CALL_TRACER] if family == DEBUG else [hex(block_number)]
+    return [(method, params), header_call(block_number)]
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """Blocks' traces asked together, by the method known to answer: per block, [trace, header]."""
+
+    family: str
+    answers: dict[int, list[RpcOutcome]]
+
+    def of(self, family: str, block_number: int) -> list[RpcOutcome] | None:
+        """The block's answers when they are all evidence and by that method; else None (asked again)."""
+        found = self.answers.get(block_number) if family == self.family else None
+        return found if found is not None and all(isinstance(o, Answer) for o in found) else None
+
+
+def prefetch_traces(client: RpcClient, chain: ChainSettings, numbers: Sequence[int]) -> Prefetched | None:
+    """Every block's trace and header in as few posts as the batch limit allows, by the method configured
+    or remembered (None when none is known yet: the first block discovers it). A range read without
+    the balance proof (crawlers/scan/proof.py `without_history`) traces every block: one post for 50
+    blocks instead of one each. An answer short of evidence is never used: `block_frames` asks again."""
+    family = chain.trace_mode if chain.trace_mode in FAMILIES else remembered_family(client)
+    if family not in FAMILIES or not numbers:
+        return None
+    outcomes = client.batch([call for number in numbers for call in _block_calls(family, number)])
+    return Prefetched(family, {number: outcomes[2 * i : 2 * i + 2] for i, number in enumerate(numbers)})
+
+
 def block_frames(
-    client: RpcClient, family: str, *, block_number: int, block_hash: str, stateless: bool = False
+    client: RpcClient,
+    family: str,
+    *,
+    block_number: int,
+    block_hash: str,
+    stateless: bool = False,
+    prefetched: Prefetched | None = None,
 ) -> list[Frame]:
     """Every frame of the block, by one method, checked against the block the caller scanned.
 
     `stateless`: the provider is known to keep no state for the block (crawlers/scan/history.py), so an
-    error where a trace should be is that method's refusal for this block, not a passing failure."""
+    error where a trace should be is that method's refusal for this block, not a passing failure.
+    `prefetched`: the block's answers asked beforehand with others' (`prefetch_traces`), when they are
+    evidence."""
     method = _BLOCK_METHOD[family]
-    params: list[object] = [hex(block_number), _CALL_TRACER] if family == DEBUG else [hex(block_number)]
-    trace_outcome, header_outcome = client.batch([(method, params), header_call(block_number)])
+    in_hand = prefetched.of(family, block_number) if prefetched is not None else None
+    trace_outcome, header_outcome = in_hand or client.batch(_block_calls(family, block_number))
     result = _answer(trace_outcome, stateless=stateless)
     if stateless and (refused := _replay_refused(method, block_number, result)) is not None:
         raise _Refused(refused, lasting=False)
@@ -232,7 +272,13 @@ class TracedBlock:
 
 
 def traced_block(
-    client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str, stateless: bool = False
+    client: RpcClient,
+    chain: ChainSettings,
+    *,
+    block_number: int,
+    block_hash: str,
+    stateless: bool = False,
+    prefetched: Prefetched | None = None,
 ) -> TracedBlock:
     """The block's traces read for the balance proof; the same errors as `internal_eth_transfers`."""
     block_hash = block_hash.lower()
@@ -240,7 +286,12 @@ def traced_block(
         client,
         chain,
         lambda family: block_frames(
-            client, family, block_number=block_number, block_hash=block_hash, stateless=stateless
+            client,
+            family,
+            block_number=block_number,
+            block_hash=block_hash,
+            stateless=stateless,
+            prefetched=prefetched,
         ),
     )
     us, scale = chain.donation_address, amount_scale("eth")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 
 import pytest
@@ -82,6 +83,36 @@ def test_a_429_makes_every_worker_back_off_for_the_providers_window(proxy):
     assert len(proxy.seen) == asked  # worker B did not ask at all
     time.sleep(1.1)
     assert isinstance(worker_b.call("eth_blockNumber"), Answer)
+
+
+def test_posts_in_flight_to_one_provider_never_exceed_the_bound_shared_by_its_clients(proxy):
+    proxy.arm("*", "hang", count=None, seconds=0.2)
+    clients = [RpcClient(proxy.url(), max_in_flight=3), RpcClient(proxy.url(), max_in_flight=3)]
+    threads = [threading.Thread(target=clients[i % 2].call, args=("eth_blockNumber",)) for i in range(9)]
+
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    assert len(proxy.seen) == 9
+    assert proxy.most_in_flight == 3  # side by side, never more, whichever client of the endpoint posts
+
+
+def test_a_429_stops_the_posts_queued_behind_it_in_the_process(proxy):
+    proxy.arm("*", "status", count=None, status=429, retry_after=1)
+    client = RpcClient(proxy.url(), max_in_flight=2)
+    outcomes: list = []
+    threads = [threading.Thread(target=lambda: outcomes.append(client.call("eth_blockNumber"))) for _ in range(8)]
+
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    assert proxy.most_in_flight <= 2
+    assert len(proxy.seen) <= 2  # those in flight when the first 429 came back; the rest waited and saw the window
+    assert sorted({outcome_label(o) for o in outcomes}) == ["backoff", "rate-limited"]
 
 
 def test_a_rate_limit_error_object_opens_the_shared_window_too(proxy):

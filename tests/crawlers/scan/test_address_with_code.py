@@ -170,5 +170,7 @@ def test_without_trace_filter_every_block_of_the_range_is_traced_and_health_says
     shown = health_report()["donation_address"]
     assert (shown["mode"], shown["calls_found_by"]) == ("contract", "the traces of every block")
     assert shown["last_range_traced"] == shown["last_range_blocks"] > 0
-    assert proxy.requests_for("trace_filter") == 2  # refused once (both filters), remembered for every range
+    # Refused once (both filters) by each range proven before the refusal was remembered (the latest crawler
+    # proves its sparse range up to the finalized block and the one after it side by side), never again.
+    assert proxy.requests_for("trace_filter") in (2, 4)
     assert_ledger_invariants()

@@ -105,6 +105,19 @@ def test_started_at_block_0_the_crawler_moves_and_credits_the_internal_donation_
     assert_ledger_invariants()
 
 
+def test_the_traces_of_a_range_without_history_come_in_one_post_once_the_method_is_known(dumped):
+    node = dumped.node
+
+    held = crawl_until_caught_up(node)
+
+    assert held[-1] is None, held
+    traced = [s for s in dumped.proxy.seen if {"debug_traceBlockByNumber", "trace_block"} & set(s.methods)]
+    blocks = sum(s.methods.count("debug_traceBlockByNumber") + s.methods.count("trace_block") for s in traced)
+    assert blocks >= dumped.dump_head  # every block before the dump is traced (and its header asked with it)
+    # Many blocks a post, not one each (a block whose trace in the batch is refused is asked again alone).
+    assert len(traced) < blocks / 3, (len(traced), blocks)
+
+
 def test_where_the_traces_are_refused_too_the_range_is_published_unproven_with_the_eth_change(dumped):
     node = dumped.node
     dumped.proxy.refuse_traces()
