@@ -22,7 +22,7 @@ def test_a_crawler_behind_runs_again_at_once_until_it_is_current(stack_factory):
     stack = stack_factory(workers=0)
     stack.env["TEST_CRAWL_RUN_MAX_BLOCKS"] = str(RUN_BLOCKS)
     # Every block read in full, so each run stops at the cap (a sparse range's skipped blocks cost a
-    # twentieth of one: tests/crawlers/scan/test_sparse.py checks the cap there).
+    # fortieth of one: tests/crawlers/scan/test_sparse.py checks the cap there).
     stack.env["TEST_CRAWLER_SPARSE"] = "0"
     stack.start_workers(1)
     donation = stack.donate_eth(ACCOUNTS[1], ETHER // 4)

@@ -99,7 +99,7 @@ def test_a_quiet_range_costs_a_few_round_trips(node, proxy, settings):
     assert proxy.requests_for("eth_getBlockByNumber") <= 3  # the tip and two headers: no block bodies
 
 
-def test_the_per_run_cap_counts_a_skipped_block_as_a_twentieth_of_one_read(node, settings):
+def test_the_per_run_cap_counts_a_skipped_block_as_a_fortieth_of_one_read(node, settings):
     start = node.head() + 1
     settings.CONFIG = configured(settings.CONFIG, start_block=start)
     node.mine(502)
@@ -107,9 +107,9 @@ def test_the_per_run_cap_counts_a_skipped_block_as_a_twentieth_of_one_read(node,
     first = crawl(FINALIZED, max_blocks=10)
 
     assert first.held is None
-    assert first.blocks == 200
+    assert first.blocks == 400
     assert first.more_to_do
-    assert cursor_get(chain=CHAIN, label=FINALIZED).value == start + 199
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == start + 399
     assert crawl(FINALIZED).cursor == node.finalized()
 
 
