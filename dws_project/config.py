@@ -10,7 +10,7 @@ secret key. The chains (DWS_CHAINS and each chain's variables) are read by dws_p
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TypedDict
@@ -308,20 +308,20 @@ def _parse_private_key(value: str) -> str:
     return "0x" + body
 
 
-def _parse_answer_mb(value: str) -> int:
-    low, high = RPC_MAX_ANSWER_MB_RANGE.start, RPC_MAX_ANSWER_MB_RANGE.stop - 1
-    megabytes = whole_number(value)
-    if megabytes is None or megabytes not in RPC_MAX_ANSWER_MB_RANGE:
-        raise ValueError(f"must be whole megabytes from {low} to {high}")
-    return megabytes
+def _whole_in(allowed: range, what: str) -> Callable[[str], int]:
+    """A parser of a whole number of `what` within `allowed`."""
+
+    def parse(value: str) -> int:
+        number = whole_number(value)
+        if number is None or number not in allowed:
+            raise ValueError(f"must be {what} from {allowed.start} to {allowed.stop - 1}")
+        return number
+
+    return parse
 
 
-def _parse_in_flight(value: str) -> int:
-    low, high = RPC_MAX_IN_FLIGHT_RANGE.start, RPC_MAX_IN_FLIGHT_RANGE.stop - 1
-    posts = whole_number(value)
-    if posts is None or posts not in RPC_MAX_IN_FLIGHT_RANGE:
-        raise ValueError(f"must be a whole number of posts from {low} to {high}")
-    return posts
+_parse_answer_mb = _whole_in(RPC_MAX_ANSWER_MB_RANGE, "whole megabytes")
+_parse_in_flight = _whole_in(RPC_MAX_IN_FLIGHT_RANGE, "a whole number of posts")
 
 
 def _parse_dev_eth_price(value: str) -> Decimal:
