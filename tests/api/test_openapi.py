@@ -57,6 +57,11 @@ def test_the_schema_marks_amounts_as_strings_and_donations_as_a_required_array(a
     assert receipt["eth_price"]["type"] == receipt["confirmed_at"]["type"] == "string"
     assert receipt["eth_price"]["nullable"] is receipt["confirmed_at"]["nullable"] is True
     assert set(spec["paths"]) >= SIGNED_PATHS | {"/user/data/{address}", "/donation/data", "/price/eth", "/price/token"}
+    # several chains (DESIGN, Chains): every chain of the campaign, and the chain a claim names
+    assert "chains" in components["DonationDataOutput"]["required"]
+    assert set(components["Chain"]["required"]) == {"chain", "chain_id", "label", "donation_address", "stable_coins"}
+    assert "chain" in components["AffiliateDonationInput"]["properties"]
+    assert "chain" not in components["AffiliateDonationInput"].get("required", [])  # default: the first chain
 
 
 @pytest.fixture
