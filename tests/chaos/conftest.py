@@ -6,9 +6,13 @@ depth 1..5 never touch a finalized block). Workers are `celery -A dws_project wo
 this test run's Redis db and test database; the test plays beat, sending the crawler tasks with
 `.delay()` while it mines, re-orgs and injects faults.
 
-After every scenario `Stack.verify()` checks what the matrix exists for: every donation transfer on
-the final chain is confirmed exactly once, nothing else is, the ledger invariants hold, and
-`reconcile` over the scenario's blocks reports no drift.
+`stack_factory(chains=2)` adds a second chain, `rollup` (chain id 1337), on an anvil of its own (the same clock
+and finality) with its own USDC and fault proxy; each worker then has a process per chain, as `make run` starts
+it, and the test plays beat for both chains.
+
+After every scenario `Stack.verify()` checks, on every chain, what the matrix exists for: every donation transfer on
+its final history is confirmed exactly once, nothing else is, its balances are accounted for and
+`reconcile` over the scenario's blocks reports no drift; then the campaign's ledger invariants hold.
 """
 
 from __future__ import annotations
