@@ -29,11 +29,16 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -251,6 +256,21 @@ def report(title: str, result: dict) -> None:
     print(f"    {result['locks']}", flush=True)
 
 
+@contextmanager
+def private_home(home: Path) -> Iterator[None]:
+    """HOME for the processes started inside: an anvil keeps its persisted states under $HOME/.foundry."""
+    home.mkdir(exist_ok=True)
+    before = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["HOME"]
+        else:
+            os.environ["HOME"] = before
+
+
 def forget(proxies: list[CountingProxy], provider: str) -> None:
     """Before a pass against anvil: every answer asked again (a replay pass answers from the last one's)."""
     if provider == "anvil":
@@ -267,29 +287,39 @@ def main() -> None:
     parser.add_argument("--replay", action="store_true", help="both passes again, answered from the proxies' memory")
     parser.add_argument("--rounds", type=int, default=1, help="how many times to run each pass")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # the clean-up below runs (anvils, database)
 
     old_config = setup_databases(verbosity=0, interactive=False)
     dbname = connection.settings_dict["NAME"]
-    log = Path(tempfile.mkdtemp(prefix="crawl_chains_")) / "worker.log"
+    scratch = Path(tempfile.mkdtemp(prefix="crawl_chains_"))
+    log, home = scratch / "worker.log", scratch / "home"
     print(f"worker log: {log}", flush=True)
     anvils: list[Anvil] = []
     proxies: list[CountingProxy] = []
     try:
         chains: list[Chain] = []
-        for n, (name, chain_id) in enumerate(CHAINS[: args.chains]):
-            # every block's state kept (on disk), as an archive provider: the balance proof reads old blocks
+        for name, chain_id in CHAINS[: args.chains]:
+            # Every block's state kept, as an archive provider (the balance proof reads old blocks): on disk,
+            # under this run's own HOME (anvil writes them to ~/.foundry/anvil/tmp, which another run's
+            # clean-up may empty under a running anvil).
             anvil = Anvil(extra_args=["--chain-id", str(chain_id), "--max-persisted-states", str(args.blocks + 1000)])
-            anvils.append(anvil.start())
+            with private_home(home):
+                anvils.append(anvil.start())
             anvil.coins = deploy_stable_coins(anvil)
-            chain = Chain(name, chain_id, anvil, start=anvil.head() + 1)
-            t0 = time.monotonic()
-            print(f"{name}: building {args.blocks} blocks ({2 * args.donations} donations) ...", flush=True)
-            chain.expected = build_chain(anvil, args.blocks, args.donations, args.seed + n)
-            chain.tip = anvil.finalized()
-            print(f"{name}: built in {time.monotonic() - t0:.0f} s; blocks {chain.start}..{chain.tip}", flush=True)
-            chain.proxy = CountingProxy(anvil.url, memoize=REPLAYABLE if args.replay else frozenset()).start()
+            chains.append(Chain(name, chain_id, anvil, start=anvil.head() + 1))
+        t0 = time.monotonic()
+        print(f"building {args.blocks} blocks ({2 * args.donations} donations) on each chain at once ...", flush=True)
+        with ThreadPoolExecutor(len(chains)) as pool:
+            built = pool.map(lambda nc: build_chain(nc[1].anvil, args.blocks, args.donations, args.seed + nc[0]),
+                             enumerate(chains))  # fmt: skip
+            for chain, expected in zip(chains, built, strict=True):
+                chain.expected = expected
+                chain.tip = chain.anvil.finalized()
+                print(f"{chain.name}: blocks {chain.start}..{chain.tip}", flush=True)
+        print(f"built in {time.monotonic() - t0:.0f} s", flush=True)
+        for chain in chains:
+            chain.proxy = CountingProxy(chain.anvil.url, memoize=REPLAYABLE if args.replay else frozenset()).start()
             proxies.append(chain.proxy)
-            chains.append(chain)
         add_prices(anvils, min(c.start for c in chains))
 
         providers = ("anvil", "replay") if args.replay else ("anvil",)
@@ -311,6 +341,7 @@ def main() -> None:
             proxy.stop()
         for anvil in anvils:
             anvil.stop()
+        shutil.rmtree(home, ignore_errors=True)  # what the anvils persisted, should one not have removed it
         teardown_databases(old_config, verbosity=0)
 
 
