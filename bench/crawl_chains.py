@@ -19,7 +19,11 @@ lock (the campaign's donation_stats row lock is the one every chain's confirmati
 crawlers' own cost, where anvil's is left out).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/dws_chains_bench REDIS_URL=redis://127.0.0.1:6379/9 \\
-        .venv/bin/python bench/crawl_chains.py --chains 3 --blocks 20000 --donations 100 --replay
+        .venv/bin/python bench/crawl_chains.py --chains 3 --blocks 6000 --donations 30 --replay
+
+Disk: an anvil keeping every block's state writes ~1.6 MB a block of this chain to disk (under this run's
+own HOME, removed at the end): three chains of 20,000 blocks need ~100 GB. The script refuses to start
+when the disk would keep less than 15 GB free.
 
 Runs against a throw-away test database (test_<name>), created and dropped by the script.
 """
@@ -60,6 +64,8 @@ from tests.chain import Anvil, deploy_stable_coins  # noqa: E402
 from tests.ops.processes import celery_worker_command, process_environment  # noqa: E402
 from tests.rpc_proxy import REPLAYABLE  # noqa: E402
 
+STATE_BYTES_PER_BLOCK = 2 * 10**6  # what anvil persists per block of these chains (measured ~1.6 MB)
+DISK_RESERVE = 15 * 10**9
 # name, chain id: eth and the local rollup of `make run`, then ids no real chain uses.
 CHAINS = [("eth", 31337), ("rollup", 1337), ("side", 31338), ("fourth", 31339)]
 
@@ -281,13 +287,16 @@ def forget(proxies: list[CountingProxy], provider: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chains", type=int, default=3, choices=range(2, len(CHAINS) + 1))
-    parser.add_argument("--blocks", type=int, default=20_000)
-    parser.add_argument("--donations", type=int, default=100, help="ETH donations per chain, and as many USDT ones")
+    parser.add_argument("--blocks", type=int, default=6000)
+    parser.add_argument("--donations", type=int, default=30, help="ETH donations per chain, and as many USDT ones")
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--replay", action="store_true", help="both passes again, answered from the proxies' memory")
     parser.add_argument("--rounds", type=int, default=1, help="how many times to run each pass")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # the clean-up below runs (anvils, database)
+    needed, free = args.chains * args.blocks * STATE_BYTES_PER_BLOCK, shutil.disk_usage(tempfile.gettempdir()).free
+    if free - needed < DISK_RESERVE:
+        raise SystemExit(f"the anvils' states need ~{needed / 1e9:.0f} GB; {free / 1e9:.0f} GB free leaves too little")
 
     old_config = setup_databases(verbosity=0, interactive=False)
     dbname = connection.settings_dict["NAME"]
