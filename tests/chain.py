@@ -274,6 +274,17 @@ def deploy_stable_coins(anvil: Anvil) -> dict[str, str]:
     return {"usdt": usdt, "usdc": usdc}
 
 
+# The second chain of the multi-chain tests: a local "rollup" on the other development chain id, with its own
+# coin contracts (USDC at the deployer's first nonce, so not where the first chain has it).
+ROLLUP = "rollup"
+ROLLUP_CHAIN_ID = 1337
+
+
+def deploy_rollup_coins(anvil: Anvil) -> dict[str, str]:
+    """The rollup's own USDC, from the deployer's first nonce (where the first chain has its USDT)."""
+    return {"usdc": anvil.deploy("TestStableCoin", ["string", "string"], ["USD Coin (rollup test)", "USDC"])}
+
+
 def as_contract_wallet(anvil: Anvil, address: str, owner: str) -> None:
     """Give `address` an OwnedWallet's code (a Safe stand-in: its owner signs, the wallet calls) with
     `owner` as its owner (storage slot 0)."""

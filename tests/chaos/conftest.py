@@ -6,13 +6,18 @@ depth 1..5 never touch a finalized block). Workers are `celery -A dws_project wo
 this test run's Redis db and test database; the test plays beat, sending the crawler tasks with
 `.delay()` while it mines, re-orgs and injects faults.
 
-After every scenario `Stack.verify()` checks what the matrix exists for: every donation transfer on
-the final chain is confirmed exactly once, nothing else is, the ledger invariants hold, and
-`reconcile` over the scenario's blocks reports no drift.
+`stack_factory(chains=2)` adds a second chain, `rollup` (chain id 1337), on an anvil of its own (the same clock
+and finality) with its own USDC and fault proxy; each worker then has a process per chain, as `make run` starts
+it, and the test plays beat for both chains.
+
+After every scenario `Stack.verify()` checks, on every chain, what the matrix exists for: every donation transfer on
+its final history is confirmed exactly once, nothing else is, its balances are accounted for and
+`reconcile` over the scenario's blocks reports no drift; then the campaign's ledger invariants hold.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import signal
@@ -28,16 +33,27 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlers.models import CHAIN, FINALIZED, InflowStatus, UnexplainedInflow
+from crawlers.models import FINALIZED, InflowStatus, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.reconcile import reconcile
 from crawlers.tasks import crawl_finalized, crawl_latest, crawl_old_unconfirmed_task
 from donations.models import Donation, DonationStats, DonationStatus
-from dws_project.config_values import parse_sale_params
+from dws_project.chain_settings import FIRST_CHAIN, ChainSettings, chain_variable
+from dws_project.config_values import StableCoin, parse_sale_params
 from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, ROOT, Anvil, deploy_stable_coins
-from tests.configs import configured
+from tests.chain import (
+    ACCOUNTS,
+    DONATION_ADDRESS,
+    ETHER,
+    ROLLUP,
+    ROLLUP_CHAIN_ID,
+    ROOT,
+    Anvil,
+    deploy_rollup_coins,
+    deploy_stable_coins,
+)
+from tests.configs import configured, with_chains
 from tests.detection_oracle import chain_donations
 from tests.invariants import assert_ledger_invariants
 from tests.ops.processes import celery_worker_command, process_environment
@@ -50,6 +66,7 @@ ALL_TASKS = (crawl_latest, crawl_finalized, crawl_old_unconfirmed_task)
 SMALL_SALE = "3000000:0.001,5000000:0.002"
 LARGE_SALE = "100000000:0.001,250000000:0.0015"
 USDT = 10**6
+DEV_CHAIN_ID = 31337  # anvil's own, deploy/env.local's DWS_CHAIN_ID
 
 
 @pytest.fixture(scope="session")
@@ -60,12 +77,12 @@ def chaos_seed() -> int:
 
 
 class Worker:
-    def __init__(self, name: str, env: dict[str, str], log: Path) -> None:
+    def __init__(self, name: str, env: dict[str, str], log: Path, *, concurrency: int = 1) -> None:
         self.name = name
         self.log = log
         self._out = log.open("ab")
         self.process = subprocess.Popen(
-            celery_worker_command(f"{name}@chaos", "crawlers,prices,celery"),
+            celery_worker_command(f"{name}@chaos", "crawlers,prices,celery", concurrency=concurrency),
             cwd=ROOT,
             env=env,
             stdout=self._out,
@@ -100,52 +117,40 @@ class Worker:
         self._out.close()
 
 
-class Stack:
-    def __init__(self, anvil: Anvil, proxy: RpcProxy, settings, tmp_path: Path, sale: str) -> None:
+class ChainUnderTest:
+    """One chain of the stack: its anvil, the fault proxy the workers reach it through, the scenario's first
+    block on it and every donation the scenario sent there."""
+
+    def __init__(self, name: str, chain_id: int, anvil: Anvil, proxy: RpcProxy) -> None:
+        self.name = name
+        self.chain_id = chain_id
         self.anvil = anvil
         self.proxy = proxy
-        self.tmp_path = tmp_path
         self.start_block = anvil.head() + 1
-        self.workers: list[Worker] = []
-        self.sent: dict[str, str] = {}  # tx hash -> asset, every donation this scenario sent
-        self.settings = settings
-        self.env = process_environment(
-            ETH_RPC_URL=proxy.url("/rpc"),
-            DWS_START_BLOCK=str(self.start_block),
-            DWS_SALE_PARAMS=sale,
-            DWS_STABLE_COINS=os.environ.get("DWS_STABLE_COINS", ""),
-            TEST_RPC_READ_TIMEOUT="1",
-            TEST_CRAWLER_LOCK_TTL="6",
-        )
-        if not self.env["DWS_STABLE_COINS"]:
-            del self.env["DWS_STABLE_COINS"]  # tests.settings fills in deploy/env.local's
-        self.use_sale(sale)
+        self.sent: dict[str, str] = {}  # tx hash -> asset, every donation this scenario sent on this chain
 
-    # --- processes ------------------------------------------------------------------------------
-    def start_workers(self, count: int) -> list[Worker]:
-        new = [
-            Worker(f"w{len(self.workers) + i}", self.env, self.tmp_path / f"worker-{len(self.workers) + i}.log")
-            for i in range(count)
-        ]
-        for worker in new:
-            worker.wait_ready()
-        self.workers += new
-        return new
+    def variables(self) -> dict[str, str]:
+        """This chain's part of the workers' environment (DESIGN "Chains": chain eth by today's names)."""
+        coins = ",".join(f"{asset}:{address}:6" for asset, address in self.anvil.coins.items())
+        return {
+            chain_variable(self.name, "RPC_URL"): self.proxy.url("/rpc"),
+            chain_variable(self.name, "CHAIN_ID"): str(self.chain_id),
+            chain_variable(self.name, "START_BLOCK"): str(self.start_block),
+            chain_variable(self.name, "STABLE_COINS"): coins,
+        }
 
-    def worker_logs(self) -> str:
-        return "".join(w.log.read_text(errors="replace") for w in self.workers)
-
-    def use_sale(self, sale: str) -> None:
-        """The same tiers for this process (the operator's commands, reconcile) as for the workers."""
-        self.env["DWS_SALE_PARAMS"] = sale
-        self.settings.CONFIG = configured(
-            django_settings.CONFIG,
+    def settings(self, first: ChainSettings) -> ChainSettings:
+        """This chain as this process (reconcile, the operator's commands) reads it: anvil itself, no proxy."""
+        return dataclasses.replace(
+            first,
+            name=self.name,
+            chain_id=self.chain_id,
             rpc_url=self.anvil.url,
             start_block=self.start_block,
-            sale_tiers=parse_sale_params(sale),
+            stable_coins=tuple(StableCoin(asset, address, 6) for asset, address in self.anvil.coins.items()),
+            rpc_check_url=None,
         )
 
-    # --- donations ------------------------------------------------------------------------------
     def donate_eth(self, donor: str, wei: int = ETHER) -> str:
         tx = self.anvil.send_eth(donor, DONATION_ADDRESS, wei)
         self.sent[tx] = "eth"
@@ -158,86 +163,55 @@ class Stack:
         self.sent[tx] = asset
         return tx
 
-    # --- beat ------------------------------------------------------------------------------------
-    def drive(
-        self,
-        until: Callable[[], bool],
-        *,
-        timeout: float = 60.0,
-        tasks=ALL_TASKS,
-        mine: bool = True,
-        copies: int = 1,
-    ) -> None:
-        """Play beat: send the tasks (and mine a block) every few hundred ms until `until()` holds."""
-        deadline = time.monotonic() + timeout
-        redis = get_redis()
-        while not until():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the stack did not converge in {timeout:.0f} s; {self.describe()}")
-            if redis.llen("crawlers") < 2 * len(tasks) * copies:
-                for task in tasks:
-                    for _ in range(copies):
-                        task.delay()
-            if mine:
-                self.anvil.mine(1)
-            time.sleep(0.3)
-
-    def beat(self, rounds: int = 1, *, copies: int = 1, mine: bool = True) -> None:
-        """`rounds` rounds of beat, whatever the state."""
-        count = iter(range(rounds))
-        self.drive(lambda: next(count, None) is None, timeout=30 + rounds, copies=copies, mine=mine)
-
-    def describe(self) -> str:
-        rows = list(Donation.objects.values_list("tx_hash", "log_index", "status", "block_number"))
-        cursor = cursor_get(chain=CHAIN, label=FINALIZED)
-        return (
-            f"head {self.anvil.head()}, finalized {self.anvil.finalized()}, "
-            f"finalized cursor {cursor.value if cursor else None}, rows {rows}\n"
-            f"worker log tail:\n{self.worker_logs()[-4000:]}"
-        )
+    def cursor(self) -> int | None:
+        row = cursor_get(chain=self.name, label=FINALIZED)
+        return row.value if row else None
 
     def expected(self, up_to: int) -> dict[tuple[str, int | None], str]:
-        """The donation transfers on the current chain in the scenario's blocks, read straight from anvil."""
+        """The donation transfers on this chain's current history in the scenario's blocks, read from anvil."""
         return chain_donations(self.anvil, self.start_block, up_to)
 
     def confirmed(self) -> dict[tuple[str, int | None], int]:
         keys: dict[tuple[str, int | None], int] = {}
-        for tx, index in Donation.objects.filter(status=DonationStatus.CONFIRMED).values_list("tx_hash", "log_index"):
+        rows = Donation.objects.filter(chain=self.name, status=DonationStatus.CONFIRMED)
+        for tx, index in rows.values_list("tx_hash", "log_index"):
             keys[(tx, index)] = keys.get((tx, index), 0) + 1
         return keys
-
-    def settled(self) -> bool:
-        cursor = cursor_get(chain=CHAIN, label=FINALIZED)
-        if cursor is None or cursor.value < self.last_donation_block():
-            return False
-        return set(self.confirmed()) == set(self.expected(cursor.value))
 
     def last_donation_block(self) -> int:
         blocks = [self.anvil.receipt(tx) for tx in self.sent]
         return max((int(r["blockNumber"], 16) for r in blocks if r), default=self.start_block)
 
-    def settle(self, timeout: float = 90.0) -> None:
-        self.proxy.disarm()
-        self.anvil.mine(2 * SLOTS_IN_AN_EPOCH + 1)
-        self.drive(self.settled, timeout=timeout)
+    def settled(self) -> bool:
+        cursor = self.cursor()
+        if cursor is None or cursor < self.last_donation_block():
+            return False
+        return set(self.confirmed()) == set(self.expected(cursor))
 
-    # --- the checks after every scenario ----------------------------------------------------------
+    def describe(self) -> str:
+        rows = list(
+            Donation.objects.filter(chain=self.name).values_list("tx_hash", "log_index", "status", "block_number")
+        )
+        return (
+            f"{self.name}: head {self.anvil.head()}, finalized {self.anvil.finalized()}, "
+            f"finalized cursor {self.cursor()}, rows {rows}"
+        )
+
     def verify(self) -> None:
-        self.settle()
-        cursor = cursor_get(chain=CHAIN, label=FINALIZED).value
+        """Invariants 3 and 5 on this chain, and `reconcile` of its blocks."""
+        cursor = self.cursor()
+        assert cursor is not None, f"{self.name}: no finalized cursor"
         expected = self.expected(cursor)
         confirmed = self.confirmed()
-        assert set(confirmed) == set(expected), "lost or extra confirmations"
-        assert all(n == 1 for n in confirmed.values()), "a donation confirmed twice"
-        assert all(tx in self.sent or self._remined(tx) for tx, _ in expected), "a donation nobody sent"
+        assert set(confirmed) == set(expected), f"{self.name}: lost or extra confirmations"
+        assert all(n == 1 for n in confirmed.values()), f"{self.name}: a donation confirmed twice"
+        assert all(tx in self.sent or self._remined(tx) for tx, _ in expected), f"{self.name}: a donation nobody sent"
         for tx in self.sent:  # every donation we sent: confirmed if it is on the final chain, else not
             on_chain = any(key[0] == tx for key in expected)
-            assert on_chain == any(key[0] == tx for key in confirmed), f"donation {tx} on chain {on_chain}"
-        assert_ledger_invariants()
+            assert on_chain == any(key[0] == tx for key in confirmed), f"{self.name}: donation {tx} on chain {on_chain}"
         self.assert_balances_accounted_for(cursor)
-        report = reconcile(self.start_block, cursor)
+        report = reconcile(self.start_block, cursor, chain=self.name)
         assert report.ok, "\n".join(report.discrepancies)
-        assert "Traceback" not in self.worker_logs()
 
     def assert_balances_accounted_for(self, cursor: int) -> None:
         """The chain's own balances: what the donation address gained over the scenario's blocks is what
@@ -252,15 +226,17 @@ class Stack:
         units = {"eth": 10**18, "usdt": USDT, "usdc": USDT}
         recorded = dict.fromkeys(gained, 0)
         rows = dict.fromkeys(gained, 0)
-        for asset, amount in Donation.objects.filter(status=DonationStatus.CONFIRMED).values_list("asset", "amount"):
+        confirmed = Donation.objects.filter(chain=self.name, status=DonationStatus.CONFIRMED)
+        for asset, amount in confirmed.values_list("asset", "amount"):
             recorded[asset] += int(amount * units[asset])
             rows[asset] += 1
-        for inflow in UnexplainedInflow.objects.exclude(status=InflowStatus.CREDITED):
+        for inflow in UnexplainedInflow.objects.filter(chain=self.name).exclude(status=InflowStatus.CREDITED):
             recorded[inflow.asset] += int(inflow.amount_raw)
         for asset, raw in gained.items():
             rounding = 10**10 * (rows[asset] + 1) if asset == "eth" else 1  # ETH is recorded rounded down
             assert 0 <= raw - recorded[asset] < rounding, (
-                f"{asset}: the donation address gained {raw} raw units, the records account for {recorded[asset]}"
+                f"{self.name} {asset}: the donation address gained {raw} raw units, "
+                f"the records account for {recorded[asset]}"
             )
 
     def _coin_balance(self, token: str, data: str, block: str) -> int:
@@ -278,11 +254,172 @@ class Stack:
         return sender in ACCOUNTS
 
 
+class Stack:
+    """The workers and the chains they crawl (the first is `eth`; a second is `rollup`, chain id 1337, on an
+    anvil of its own). `anvil`, `proxy`, `sent` and the donation helpers are the first chain's."""
+
+    def __init__(self, chains: list[ChainUnderTest], settings, tmp_path: Path, sale: str) -> None:
+        self.chains = chains
+        self.tmp_path = tmp_path
+        self.workers: list[Worker] = []
+        self.settings = settings
+        variables: dict[str, str] = {}
+        for chain in chains:
+            variables.update(chain.variables())
+        if len(chains) > 1:
+            variables["DWS_CHAINS"] = ",".join(c.name for c in chains)
+        self.env = process_environment(
+            **variables,
+            DWS_SALE_PARAMS=sale,
+            TEST_RPC_READ_TIMEOUT="1",
+            TEST_CRAWLER_LOCK_TTL="6",
+        )
+        self.use_sale(sale)
+
+    # --- the first chain ------------------------------------------------------------------------
+    @property
+    def anvil(self) -> Anvil:
+        return self.chains[0].anvil
+
+    @property
+    def proxy(self) -> RpcProxy:
+        return self.chains[0].proxy
+
+    @property
+    def start_block(self) -> int:
+        return self.chains[0].start_block
+
+    @property
+    def sent(self) -> dict[str, str]:
+        return self.chains[0].sent
+
+    def chain(self, name: str) -> ChainUnderTest:
+        (found,) = [c for c in self.chains if c.name == name]
+        return found
+
+    # --- processes ------------------------------------------------------------------------------
+    def start_workers(self, count: int, *, concurrency: int = 1) -> list[Worker]:
+        new = [
+            Worker(
+                f"w{len(self.workers) + i}",
+                self.env,
+                self.tmp_path / f"worker-{len(self.workers) + i}.log",
+                concurrency=concurrency,
+            )
+            for i in range(count)
+        ]
+        for worker in new:
+            worker.wait_ready()
+        self.workers += new
+        return new
+
+    def worker_logs(self) -> str:
+        return "".join(w.log.read_text(errors="replace") for w in self.workers)
+
+    def use_sale(self, sale: str) -> None:
+        """The same tiers and chains for this process (the operator's commands, reconcile) as for the workers."""
+        self.env["DWS_SALE_PARAMS"] = sale
+        config = configured(
+            django_settings.CONFIG,
+            rpc_url=self.anvil.url,
+            start_block=self.start_block,
+            sale_tiers=parse_sale_params(sale),
+        )
+        if len(self.chains) > 1:
+            first = config.first_chain
+            config = with_chains(config, first, *(c.settings(first) for c in self.chains[1:]))
+        self.settings.CONFIG = config
+
+    # --- donations (on the first chain) -----------------------------------------------------------
+    def donate_eth(self, donor: str, wei: int = ETHER) -> str:
+        return self.chains[0].donate_eth(donor, wei)
+
+    def donate_token(self, asset: str, donor: str, units: int) -> str:
+        return self.chains[0].donate_token(asset, donor, units)
+
+    # --- beat ------------------------------------------------------------------------------------
+    def drive(
+        self,
+        until: Callable[[], bool],
+        *,
+        timeout: float = 60.0,
+        tasks=ALL_TASKS,
+        mine: bool = True,
+        copies: int = 1,
+    ) -> None:
+        """Play beat: send the tasks of every chain (and mine a block on each) every few hundred ms until
+        `until()` holds."""
+        deadline = time.monotonic() + timeout
+        redis = get_redis()
+        while not until():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the stack did not converge in {timeout:.0f} s; {self.describe()}")
+            if redis.llen("crawlers") < 2 * len(tasks) * copies * len(self.chains):
+                for task in tasks:
+                    for chain in self.chains:
+                        for _ in range(copies):
+                            task.delay(chain=chain.name)
+            if mine:
+                for chain in self.chains:
+                    chain.anvil.mine(1)
+            time.sleep(0.3)
+
+    def beat(self, rounds: int = 1, *, copies: int = 1, mine: bool = True) -> None:
+        """`rounds` rounds of beat, whatever the state."""
+        count = iter(range(rounds))
+        self.drive(lambda: next(count, None) is None, timeout=30 + rounds, copies=copies, mine=mine)
+
+    def describe(self) -> str:
+        chains = "\n".join(c.describe() for c in self.chains)
+        return f"{chains}\nworker log tail:\n{self.worker_logs()[-4000:]}"
+
+    def expected(self, up_to: int) -> dict[tuple[str, int | None], str]:
+        return self.chains[0].expected(up_to)
+
+    def confirmed(self) -> dict[tuple[str, int | None], int]:
+        return self.chains[0].confirmed()
+
+    def settled(self) -> bool:
+        return all(chain.settled() for chain in self.chains)
+
+    def last_donation_block(self) -> int:
+        return self.chains[0].last_donation_block()
+
+    def settle(self, timeout: float = 90.0) -> None:
+        for chain in self.chains:
+            chain.proxy.disarm()
+            chain.anvil.mine(2 * SLOTS_IN_AN_EPOCH + 1)
+        self.drive(self.settled, timeout=timeout)
+
+    # --- the checks after every scenario ----------------------------------------------------------
+    def verify(self) -> None:
+        """On every chain: every donation transfer on its final history confirmed exactly once, nothing
+        else, its balances accounted for, `reconcile` clean; then the campaign's ledger invariants."""
+        self.settle()
+        for chain in self.chains:
+            chain.verify()
+        assert_ledger_invariants()
+        assert "Traceback" not in self.worker_logs()
+
+
+def chaos_node(*extra_args: str) -> Anvil:
+    """An anvil whose clock runs CHAIN_LAG behind and whose finalized block trails its head by 8."""
+    clock = int(time.time() - CHAIN_LAG.total_seconds())
+    return Anvil(slots_in_an_epoch=SLOTS_IN_AN_EPOCH, extra_args=["--timestamp", str(clock), *extra_args])
+
+
 @pytest.fixture
 def chaos_anvil() -> Iterator[Anvil]:
-    clock = int(time.time() - CHAIN_LAG.total_seconds())
-    with Anvil(slots_in_an_epoch=SLOTS_IN_AN_EPOCH, extra_args=["--timestamp", str(clock)]) as anvil:
+    with chaos_node() as anvil:
         anvil.coins = deploy_stable_coins(anvil)
+        yield anvil
+
+
+@pytest.fixture
+def chaos_rollup() -> Iterator[Anvil]:
+    """The second chain of the two-chain scenarios: a local rollup (chain id 1337) with its own USDC."""
+    with chaos_node("--chain-id", str(ROLLUP_CHAIN_ID)) as anvil:
+        anvil.coins = deploy_rollup_coins(anvil)
         yield anvil
 
 
@@ -303,17 +440,27 @@ def campaign_row() -> None:
 
 
 @pytest.fixture
-def stack_factory(chaos_anvil, settings, tmp_path, chain_prices, campaign_row) -> Iterator[Callable[..., Stack]]:
+def stack_factory(
+    request, chaos_anvil, settings, tmp_path, chain_prices, campaign_row
+) -> Iterator[Callable[..., Stack]]:
     get_redis().flushdb()  # this run's own Redis db: locks, back-off windows and the task queue
     stacks: list[Stack] = []
     proxies: list[RpcProxy] = []
 
-    def make(*, sale: str = LARGE_SALE, workers: int = 2) -> Stack:
-        proxy = RpcProxy(chaos_anvil.url).start()
-        proxies.append(proxy)
-        stack = Stack(chaos_anvil, proxy, settings, tmp_path, sale)
+    def make(*, sale: str = LARGE_SALE, workers: int = 2, chains: int = 1) -> Stack:
+        """A stack of `workers` workers on `chains` chains; with two chains one worker has a process per
+        chain, as `make run` starts it (deploy/run-local.sh)."""
+        nodes = [(FIRST_CHAIN, DEV_CHAIN_ID, chaos_anvil)]
+        if chains == 2:
+            nodes.append((ROLLUP, ROLLUP_CHAIN_ID, request.getfixturevalue("chaos_rollup")))
+        under_test = []
+        for name, chain_id, anvil in nodes:
+            proxy = RpcProxy(anvil.url).start()
+            proxies.append(proxy)
+            under_test.append(ChainUnderTest(name, chain_id, anvil, proxy))
+        stack = Stack(under_test, settings, tmp_path, sale)
         stacks.append(stack)
-        stack.start_workers(workers)
+        stack.start_workers(workers, concurrency=chains)
         return stack
 
     yield make

@@ -14,7 +14,7 @@ from django.utils import timezone
 from dws_project.config_values import StableCoin
 from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
-from tests.chain import Anvil, deploy_stable_coins
+from tests.chain import ROLLUP, ROLLUP_CHAIN_ID, Anvil, deploy_rollup_coins, deploy_stable_coins
 from tests.configs import configured, with_chains
 from tests.rpc_proxy import RpcProxy
 
@@ -74,17 +74,11 @@ def crawl_config(settings, node: Anvil):
     return settings
 
 
-# The second chain of the multi-chain tests: a local "rollup" on the other development chain id, with its own
-# coin contracts (USDC at the deployer's first nonce, so not where the first chain has it).
-ROLLUP = "rollup"
-ROLLUP_CHAIN_ID = 1337
-
-
+# The second chain of the multi-chain tests (tests/chain.py): a local "rollup", chain id 1337, its own USDC.
 @pytest.fixture(scope="session")
 def second_chain() -> Iterator[Anvil]:
     with Anvil(extra_args=["--chain-id", str(ROLLUP_CHAIN_ID)]) as anvil:
-        usdc = anvil.deploy("TestStableCoin", ["string", "string"], ["USD Coin (rollup test)", "USDC"])
-        anvil.coins = {"usdc": usdc}
+        anvil.coins = deploy_rollup_coins(anvil)
         yield anvil
 
 
