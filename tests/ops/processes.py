@@ -16,6 +16,10 @@ from django.conf import settings as django_settings
 
 from tests.chain import ROOT
 
+# A crawl proving ranges side by side (DWS_RPC_MAX_IN_FLIGHT) and skipping quiet blocks is done in a
+# second or two; the tests of a long crawl need one that lasts: every block read in full, one post at a time.
+ONE_POST_AT_A_TIME = {"DWS_RPC_MAX_IN_FLIGHT": "1", "TEST_CRAWLER_SPARSE": "0"}
+
 
 def process_environment(**extra: str) -> dict[str, str]:
     """This run's test database and Redis db, the test settings, and `extra` on top."""

@@ -22,7 +22,7 @@ from donations.models import Donation, DonationStats
 from dws_project.locks import ADVISORY_NAMESPACE, _advisory_key, is_running
 from dws_project.redis_client import get_redis
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.ops.processes import process_environment, worker
+from tests.ops.processes import ONE_POST_AT_A_TIME, process_environment, worker
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -59,7 +59,10 @@ def test_a_flushed_redis_lock_does_not_let_a_second_run_write_beside_the_first(
     node.mine(1000)
     late = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
     env = process_environment(
-        ETH_RPC_URL=slow_provider.url("/rpc"), DWS_START_BLOCK=str(start), DWS_HEARTBEAT_DIR=str(tmp_path / "hb")
+        ETH_RPC_URL=slow_provider.url("/rpc"),
+        **ONE_POST_AT_A_TIME,
+        DWS_START_BLOCK=str(start),
+        DWS_HEARTBEAT_DIR=str(tmp_path / "hb"),
     )
     first = worker("first", "crawlers", env, tmp_path)
     try:

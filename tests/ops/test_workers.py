@@ -22,7 +22,7 @@ from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
 from prices.tasks import fetch_prices
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.ops.processes import process_environment, worker
+from tests.ops.processes import ONE_POST_AT_A_TIME, process_environment, worker
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -61,6 +61,7 @@ def test_the_minute_price_runs_while_a_long_crawl_holds_the_crawler_queue(node, 
     node.mine(CATCH_UP)
     env = process_environment(
         ETH_RPC_URL=slow_provider.url("/rpc"),
+        **ONE_POST_AT_A_TIME,
         DWS_START_BLOCK=str(start),
         DWS_CHAIN_ID="31337",
         DWS_DEV_ETH_PRICE="2000",
@@ -94,6 +95,7 @@ def test_sigterm_stops_a_long_crawl_between_blocks_and_the_worker_exits(
     late = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
     env = process_environment(
         ETH_RPC_URL=slow_provider.url("/rpc"),
+        **ONE_POST_AT_A_TIME,
         DWS_START_BLOCK=str(start),
         DWS_HEARTBEAT_DIR=str(tmp_path / "heartbeat"),
     )
