@@ -232,8 +232,9 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
 def _plan(pipeline: RangePipeline, pace: Pace, job: _Job, position: int, log_span: int) -> int:
     """Plan (and start proving) the range after `position`; returns its last block."""
     end, sparse = pace.next_range(position, log_span)
-    pipeline.submit(_replanned(job, Planned(position + 1, end, sparse)))
-    pace.reserve(Planned(position + 1, end, sparse))
+    planned = Planned(position + 1, end, sparse)
+    pipeline.submit(_replanned(job, planned))
+    pace.reserve(planned)
     return end
 
 

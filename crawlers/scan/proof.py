@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import balance_calls
@@ -223,12 +223,15 @@ def without_history(
     return ProvenRange(blocks, held, unproven=Unproven(last + 1, reason), ledger=ledger)
 
 
-def _residual(blocks: Sequence[ScannedBlock], before: Balances, after: Balances) -> dict[str, int]:
-    """Per asset: the balance change no transaction or log of these blocks explains (0 = closes)."""
-    return {
-        asset: after.values[asset] - before.values[asset] - sum(b.flows.get(asset, 0) for b in blocks)
-        for asset in before.values
-    }
+def balance_change(before: Balances, after: Balances) -> dict[str, int]:
+    """Per asset: how far its balance (or the nonce) moved from `before` to `after`."""
+    return {asset: after.values[asset] - before.values[asset] for asset in before.values}
+
+
+def unexplained(blocks: Sequence[ScannedBlock], change: Mapping[str, int]) -> dict[str, int]:
+    """Per asset: the part of `change` no transaction or log of these blocks explains, where it is not 0."""
+    residual = {asset: moved - sum(b.flows.get(asset, 0) for b in blocks) for asset, moved in change.items()}
+    return {asset: r for asset, r in residual.items() if r != 0}
 
 
 Located = tuple[ScannedBlock, dict[str, int], bool]  # a block, what is unexplained there, asked pinned
@@ -248,7 +251,7 @@ def _locate(
     while level:
         asks: list[tuple[int, int, Balances, Balances, bool, bool, list[int]]] = []
         for lo, hi, low, high, low_pinned, high_pinned in level:
-            broken = {asset: r for asset, r in _residual(blocks[lo:hi], low, high).items() if r != 0}
+            broken = unexplained(blocks[lo:hi], balance_change(low, high))
             if not broken:
                 continue
             if hi - lo == 1:
@@ -314,7 +317,7 @@ def _pinned_residual(client: RpcClient, chain: ChainSettings, block: ScannedBloc
     half = len(calls) // 2
     before = balances_from(chain, header.number - 1, outcomes[:half])
     after = balances_from(chain, header.number, outcomes[half:])
-    return {asset: r for asset, r in _residual([block], before, after).items() if r != 0}
+    return unexplained([block], balance_change(before, after))
 
 
 def _settle_block(

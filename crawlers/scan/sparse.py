@@ -58,7 +58,7 @@ from crawlers.decode.balances import (
 from crawlers.decode.blocks import BlockHeader, header_of
 from crawlers.scan import with_code
 from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
-from crawlers.scan.proof import settle, settle_located
+from crawlers.scan.proof import balance_change, settle, settle_located, unexplained
 from crawlers.scan.ranges import read_range
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
 from dws_project.chain_settings import ChainSettings
@@ -283,7 +283,7 @@ def _known_changes(
     for number in wanted:
         if number in changed:
             low, high = changed[number]
-            change = {asset: high.values[asset] - low.values[asset] for asset in high.values}
+            change = balance_change(low, high)
         else:
             change = {ETH: 0, NONCE: 0}
         if not coins_too:
@@ -316,8 +316,7 @@ def _read_proven(
         number = block.header.number
         try:
             if number in known:
-                residual = {a: r - block.flows.get(a, 0) for a, r in known[number].items()}
-                broken = {a: r for a, r in residual.items() if r != 0}
+                broken = unexplained([block], known[number])
                 settled, held = settle_located(client, chain, [block], [(block, broken, False)], mode)
             else:
                 before, after = edge_balances(chain, number, number, pairs[number])
