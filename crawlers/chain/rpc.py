@@ -283,9 +283,6 @@ class RpcClient:
 
     def batch(self, calls: Sequence[Call], *, null_is_answer: bool = False) -> list[RpcOutcome]:
         """Many requests in as few round trips as the batch limit allows; outcomes in call order."""
-        return self._batch_now(calls, null_is_answer=null_is_answer)
-
-    def _batch_now(self, calls: Sequence[Call], *, null_is_answer: bool) -> list[RpcOutcome]:
         outcomes: list[RpcOutcome] = []
         for start in range(0, len(calls), self._max_batch):
             chunk = calls[start : start + self._max_batch]
