@@ -160,6 +160,7 @@ class RpcClient:
         self._turns = _in_flight_turns(self.endpoint, max_in_flight)
         self._counting = threading.Lock()
         self._posting = 0  # posts of this client under way
+        self._posted = 0  # posts of this client started, ever: one started during another overlapped it
         self.log_span_max = log_span
         self.log_span = log_span
         self._log_span_ceiling = log_span  # lowered by refusals, lifted again after a run of successes
@@ -225,13 +226,16 @@ class RpcClient:
             with self._counting:
                 self.round_trips += 1
                 self._posting += 1
-                beside = self._posting
+                self._posted += 1
+                beside, posted_before = self._posting, self._posted
             started = time.monotonic()
             try:
                 reply = self._poster.post(data)
             except TransportError as exc:
-                if exc.kind == "timeout" and max(beside, self._posting) > 1:
-                    self._narrow(max(beside, self._posting))
+                # Others in flight at any moment of this post: there when it started, or started since.
+                overlapped = beside - 1 + self._posted - posted_before
+                if exc.kind == "timeout" and overlapped > 0:
+                    self._narrow(overlapped + 1)
                 return None, NoEvidence(label, exc.kind, f"{self.origin}: {exc}")
             finally:
                 with self._counting:
