@@ -27,8 +27,21 @@ from web.dev_chain import DEV_ACCOUNTS
 ROOT = Path(__file__).resolve().parent.parent
 ANVIL = ROOT / "node_modules" / ".bin" / "anvil"
 ARTIFACTS = Path(__file__).resolve().parent / "contracts" / "artifacts"
-# TEST_PORT_RANGE="18900-19000" keeps parallel checkouts on their own ports.
-PORT_RANGE = range(*(int(p) for p in os.environ.get("TEST_PORT_RANGE", "18500-18600").split("-")))
+
+
+def worker_share(ports: range) -> range:
+    """This pytest-xdist worker's slice of `ports` (all of them outside xdist): workers never race for one."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return ports
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    size = len(ports) // count
+    start = ports.start + int(worker.removeprefix("gw")) * size
+    return range(start, start + size)
+
+
+# TEST_PORT_RANGE="19000-19400" keeps parallel checkouts on their own ports; each xdist worker takes a slice.
+PORT_RANGE = worker_share(range(*(int(p) for p in os.environ.get("TEST_PORT_RANGE", "18500-18900").split("-"))))
 
 # anvil's well-known development accounts, lower case (one list, shared with `make run`'s setup).
 ACCOUNTS = DEV_ACCOUNTS

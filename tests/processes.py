@@ -28,7 +28,8 @@ def base_environment() -> dict[str, str]:
             # trust auth ignores the password, so a real connection still works with it
             "DATABASE_URL": f"postgres://postgres:{quote(DB_PASSWORD, safe='')}@127.0.0.1:5432/postgres",
             "DWS_DB_SSLMODE": "disable",
-            "REDIS_URL": "redis://127.0.0.1:6379/15",
+            # This test run's Redis db (tests/settings.py: one per xdist worker).
+            "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"),
             "DWS_DONATION_ADDRESS": "0xa0Ee7A142d267C1f36714E4a8F75612F20a79720",
             "DWS_STABLE_COINS": "usdt:0xdAC17F958D2ee523a2206206994597C13D831ec7:6,"
             "usdc:0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48:6",

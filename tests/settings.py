@@ -1,7 +1,9 @@
 """Settings for the test suite: the development defaults, with the tests' own Redis db.
 
 Values already in the environment win, so parallel checkouts can point at their own database
-(DATABASE_URL) and Redis db (REDIS_URL).
+(DATABASE_URL) and Redis db (REDIS_URL). Under pytest-xdist each worker (`gw0`, `gw1`, ...) takes the
+Redis db below the previous one's (15, 14, 13, ...) and pytest-django gives it a test database of its own
+(`test_dws_gw1`), so the workers never share a key or a row.
 """
 
 import dataclasses
@@ -27,6 +29,22 @@ for line in (Path(__file__).resolve().parent.parent / "deploy" / "env.local").re
 _defaults.update(_TEST_ENV)
 for key, value in _defaults.items():
     os.environ.setdefault(key, value)
+
+
+def _worker_redis_url(url: str, worker: str) -> str:
+    """The base Redis URL moved down by the xdist worker's number: db 15 for gw0, 14 for gw1, ..."""
+    base, _, db = url.rpartition("/")
+    number = int(worker.removeprefix("gw"))
+    if not db.isdigit() or int(db) < number:
+        raise RuntimeError(f"REDIS_URL must end in a db number of at least {number} for xdist worker {worker}")
+    return f"{base}/{int(db) - number}"
+
+
+# Once per worker: the processes a test starts inherit both variables and keep the worker's db as it is.
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker and os.environ.get("TEST_REDIS_WORKER") != _worker:
+    os.environ["REDIS_URL"] = _worker_redis_url(os.environ["REDIS_URL"], _worker)
+    os.environ["TEST_REDIS_WORKER"] = _worker
 
 from dws_project.settings import *
 
