@@ -1,6 +1,7 @@
 """A stand-in periodic job for the non-overlap guard tests: `python -m tests.lock_holder JOB HOLD TTL`.
 
-Prints `acquired` or `skipped` (flushed at once) and, when it holds the lock, works for HOLD seconds.
+Prints `acquired` or `skipped` (flushed at once) and, when it holds the lock, works for HOLD seconds; a
+negative HOLD works until a line arrives on its standard input (the test says when, whatever the machine's load).
 """
 
 import os
@@ -19,7 +20,9 @@ def main() -> None:
     job, hold, ttl = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
     with exclusive_run(job, ttl=ttl) as acquired:
         print("acquired" if acquired else "skipped", flush=True)
-        if acquired:
+        if acquired and hold < 0:
+            sys.stdin.readline()
+        elif acquired:
             time.sleep(hold)
     print("done", flush=True)
 

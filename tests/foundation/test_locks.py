@@ -12,14 +12,23 @@ import pytest
 from dws_project.locks import is_running
 from tests.processes import PYTHON, ROOT
 
+UNTIL_RELEASED = -1  # the holder works until `release` (tests/lock_holder.py)
+
 
 def start_job(job: str, hold: float, ttl: float) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [PYTHON, "-m", "tests.lock_holder", job, str(hold), str(ttl)],
         cwd=ROOT,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+
+
+def release(process: subprocess.Popen[str]) -> None:
+    assert process.stdin is not None
+    process.stdin.write("done\n")
+    process.stdin.close()
 
 
 def first_line(process: subprocess.Popen[str]) -> str:
@@ -33,13 +42,14 @@ def job() -> str:
 
 
 def test_a_second_run_skips_while_the_first_holds_the_lock(job: str) -> None:
-    first = start_job(job, hold=3, ttl=10)
+    first = start_job(job, hold=UNTIL_RELEASED, ttl=10)
     assert first_line(first) == "acquired"
 
     second = start_job(job, hold=0, ttl=10)
     assert first_line(second) == "skipped"
     assert second.wait(timeout=30) == 0
 
+    release(first)
     assert first.wait(timeout=30) == 0
     third = start_job(job, hold=0, ttl=10)
     assert first_line(third) == "acquired"
@@ -48,16 +58,18 @@ def test_a_second_run_skips_while_the_first_holds_the_lock(job: str) -> None:
 
 
 def test_a_long_run_keeps_its_lock_past_the_ttl(job: str) -> None:
-    first = start_job(job, hold=12, ttl=1.5)
+    first = start_job(job, hold=UNTIL_RELEASED, ttl=1.5)
     assert first_line(first) == "acquired"
     time.sleep(3.5)  # more than twice the TTL: only the extension keeps the lock
 
     second = start_job(job, hold=0, ttl=1.5)
     assert first_line(second) == "skipped"
     second.wait(timeout=30)
+    release(first)
     assert first.wait(timeout=30) == 0
 
 
+@pytest.mark.alone
 def test_a_killed_holder_frees_the_lock_after_its_ttl(job: str) -> None:
     holder = start_job(job, hold=600, ttl=5)
     assert first_line(holder) == "acquired"
