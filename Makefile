@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
+# pytest workers: the tests mostly wait (on anvil, on processes starting), so more workers than the two cores.
+TEST_WORKERS ?= 4
 
 .PHONY: run test deps services lint assets browser lock audit fuzz
 
@@ -14,7 +16,10 @@ test: deps services assets browser
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 	DJANGO_SETTINGS_MODULE=tests.settings $(PY) manage.py makemigrations --check --dry-run
-	$(VENV)/bin/pytest
+	@started=$$(date +%s); \
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist worksteal -m "not alone" --durations=10 && \
+	$(VENV)/bin/pytest -m alone --durations=3 && \
+	echo "pytest took $$(( $$(date +%s) - started )) s (budget: 600 s on two cores, docs/development.md)"
 
 deps: $(VENV)/.installed node_modules/.installed
 

@@ -93,6 +93,7 @@ def test_when_every_venue_fails_nothing_is_written_and_an_error_is_logged(venue_
     assert "nothing written: quorum not met: 0 usable quotes, 4 needed" in caplog.text
 
 
+@pytest.mark.alone
 def test_one_hanging_venue_costs_the_cycle_one_timeout_not_six(venue_server):
     serve_all(venue_server)
     venue_server.route(recorded.BITFINEX_TICKER, Reply(hang=True))  # holds the connection open for 20 s
@@ -109,6 +110,7 @@ def test_one_hanging_venue_costs_the_cycle_one_timeout_not_six(venue_server):
     ]
 
 
+@pytest.mark.alone
 def test_a_venue_trickling_its_answer_is_given_up_on_after_the_timeout(venue_server):
     serve_all(venue_server)
     # Each byte arrives within the per-read time-out, so only the cycle's own deadline stops it.

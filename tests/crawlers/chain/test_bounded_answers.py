@@ -82,6 +82,7 @@ def test_a_result_nested_past_the_recursion_limit_is_no_evidence_not_a_recursion
     assert [o.kind for o in batched if isinstance(o, NoEvidence)] == ["malformed"]
 
 
+@pytest.mark.alone
 def test_an_answer_dripped_a_byte_at_a_time_ends_at_the_total_deadline(provider):
     client = RpcClient(provider.url(), read_timeout=1.0)  # the whole answer within 1 s
     provider.arm("eth_blockNumber", "drip", seconds=0.1)  # ~50 bytes: 5 s, each read within 0.1 s
