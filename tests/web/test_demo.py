@@ -101,7 +101,7 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str, output: O
 def answers(url: str) -> bool:
     try:
         return requests.get(url, timeout=5).ok
-    except requests.ConnectionError:
+    except requests.RequestException:  # refused, or accepted by a server still starting: not yet
         return False
 
 
