@@ -209,7 +209,7 @@ def test_without_redis_each_web_process_still_limits_each_client_at_the_same_rat
             proxy.cut()
             session = requests.Session()
             started = time.monotonic()
-            statuses = []
+            statuses: list[int] = []
             while len(statuses) < 5000 and 429 not in statuses:
                 statuses.append(session.get(f"{base}/no-such-page", timeout=10).status_code)
             elapsed = time.monotonic() - started
