@@ -45,9 +45,9 @@ FIRST, RANGES, SPAN = 18_000_000, 10_000, 25
 _RANGES_SQL = [
     """
     INSERT INTO proof_range (chain, first_block, last_block, last_block_hash, status, reason, nonce_opening,
-                             nonce_closing, checked_at, created_at)
+                             nonce_closing, checked_at, created_at, ordinal)
     SELECT 'eth', %(first)s + i * %(span)s, %(first)s + i * %(span)s + %(span)s - 1,
-           '0x' || lpad(to_hex(%(first)s + i * %(span)s + %(span)s - 1), 64, '0'), 'proven', '', 7, 7, now(), now()
+           '0x' || lpad(to_hex(%(first)s + i * %(span)s + %(span)s - 1), 64, '0'), 'proven', '', 7, 7, now(), now(), i
     FROM generate_series(0, %(ranges)s - 1) AS i
     """,
     """

@@ -195,12 +195,16 @@ class ProofRange(models.Model):
     nonce_opening = models.BigIntegerField(null=True, help_text="the address's nonce at first_block - 1")
     nonce_closing = models.BigIntegerField(null=True, help_text="its nonce at last_block")
     checked_at = models.DateTimeField(help_text="when the proof last wrote this span")
+    # Its place among its chain's rows in block order, from 0: rows are only ever added after the last one,
+    # so a row's ordinal never changes, and the published pages are cut by it (crawlers/proof_report.py).
+    ordinal = models.BigIntegerField(help_text="its place among the chain's ranges, from 0")
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
 
     class Meta:
         db_table = "proof_range"
         constraints = [
             models.UniqueConstraint(fields=["chain", "first_block"], name="proof_range_chain_first_key"),
+            models.UniqueConstraint(fields=["chain", "ordinal"], name="proof_range_chain_ordinal_key"),
             models.CheckConstraint(
                 condition=models.Q(last_block__gte=models.F("first_block"), first_block__gte=0),
                 name="proof_range_span_ordered",

@@ -132,8 +132,9 @@ USE_TZ = True
 
 # How long one /health report (which asks the provider) is served to every caller.
 HEALTH_CACHE_SECONDS = 5
-# How long one computed /proof.json page (and /proof) is served to every caller, from the shared cache.
-PROOF_CACHE_SECONDS = 10
+# The public proof's pages of ranges and summaries stay in the shared cache until what they show changes
+# (crawlers/proof_report.py), and leave it after this long unread; 0 turns the cache off.
+PROOF_CACHE_SECONDS = 3600
 # /proof/donations.csv streams every confirmed donation: a download budget per client of its own, on top of
 # the site-wide rate limit (one every 5 s, bursts of 5).
 PROOF_CSV_RATE_PER_SECOND = 0.2

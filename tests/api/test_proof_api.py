@@ -10,7 +10,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import requests
 
+from crawlers.proof_report import MAX_RANGES
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from donations.export import confirmed_donation_lines
@@ -143,20 +145,100 @@ def test_a_bad_window_gets_the_numbered_error(api, query):
     assert answer.json() == {"code": 1001, "message": "invalid request"}
 
 
-def test_one_computed_answer_is_served_to_every_caller_for_a_few_seconds(api, settings):
-    settings.PROOF_CACHE_SECONDS = 30
-    for key in get_redis().scan_iter("*proof-report*"):
-        get_redis().delete(key)
-    publish(100, 110, received=ETH)
-    first = api.get("/proof.json")
-    publish(111, 120, received=ETH)
+def many_ranges(count: int, *, first: int = 1000, span: int = 10) -> list[int]:
+    """`count` adjacent proven ranges from block `first`, `span` blocks each, 1 ETH arriving in each, written
+    at once as the proof's writer leaves them; a confirmed donation in every third. Returns their first
+    blocks."""
+    from django.utils import timezone
 
-    again = api.get("/proof.json")
+    from crawlers.models import ProofRange, ProofRangeAsset, ProofStatus
 
-    assert first["Cache-Control"] == "public, max-age=10"
-    assert again.json() == first.json()  # from the shared cache, not recomputed
-    settings.PROOF_CACHE_SECONDS = 0
-    assert len(api.get("/proof.json").json()["chains"][0]["ranges"]) == 2
+    firsts = [first + i * span for i in range(count)]
+    rows = ProofRange.objects.bulk_create(
+        ProofRange(
+            chain="eth",
+            ordinal=i,
+            first_block=start,
+            last_block=start + span - 1,
+            last_block_hash=block_hash(start + span - 1),
+            status=ProofStatus.PROVEN,
+            nonce_opening=3,
+            nonce_closing=3,
+            checked_at=timezone.now(),
+        )
+        for i, start in enumerate(firsts)
+    )
+    ProofRangeAsset.objects.bulk_create(
+        ProofRangeAsset(proof_range=row, asset=asset, opening=opening, closing=opening + received, left=0)
+        for i, row in enumerate(rows)
+        for asset, opening, received in (("eth", 5 * ETH + i * ETH, ETH), ("usdt", 0, 0), ("usdc", 0, 0))
+    )
+    for start in firsts[::3]:
+        donation(start + 1, "0.5", tx="0x" + format(start, "064x"))
+    return firsts
+
+
+def test_the_cached_proof_is_the_computed_one_for_every_window_and_follows_every_change(api, settings):
+    from crawlers.models import InflowStatus, UnexplainedInflow
+    from crawlers.proof_report import PAGE_RANGES, cached_proof_report, proof_report
+
+    firsts = many_ranges(2 * PAGE_RANGES + 13)
+    last = firsts[-1] + 9
+
+    def same_everywhere() -> None:
+        windows = [(None, 1), (None, 150), (0, 500), (last + 1, 5)] + [
+            (block, n) for block in (firsts[0] + 5, firsts[99], firsts[150]) for n in (1, 101)
+        ]
+        for from_block, limit in windows:
+            cached = cached_proof_report(settings.CONFIG, seconds=3600, from_block=from_block, limit=limit)
+            assert cached == proof_report(settings.CONFIG, from_block=from_block, limit=limit), (from_block, limit)
+
+    same_everywhere()
+    donation(firsts[120] + 4, "2", tx="0x" + "e" * 64)  # confirmed later in an old range: its page follows
+    UnexplainedInflow.objects.create(
+        block_number=firsts[5] + 2, block_hash=block_hash(firsts[5] + 2), asset="eth", amount_raw=ETH, amount=1
+    )
+    same_everywhere()
+    UnexplainedInflow.objects.update(status=InflowStatus.DISMISSED)
+    publish(last + 1, last + 30, received=ETH)  # a new range on the last page
+    same_everywhere()
+    cached = api.get("/proof.json", {"from_block": firsts[150], "limit": 3})
+    assert cached["Cache-Control"] == "public, max-age=10"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_spreading_from_block_makes_no_cache_entry_per_value_and_sees_the_computed_proof():
+    """Issue 35, finding 1: the cache was keyed by the raw `from_block` and `limit`, so every new value built
+    the report again and left another copy in Redis. Through gunicorn: one entry per page and chain."""
+    from django.conf import settings
+
+    from crawlers.proof_report import PAGE_RANGES, proof_report
+    from tests.web_server import gunicorn
+
+    firsts = many_ranges(2 * PAGE_RANGES + 5)
+    redis = get_redis()
+    for key in redis.scan_iter("*proof-report*"):
+        redis.delete(key)
+    env = {"TEST_PROOF_CACHE_SECONDS": "3600", "DWS_TRUSTED_PROXIES": "127.0.0.1/32"}
+    with gunicorn(workers=2, env=env) as base:
+        session = requests.Session()
+        asked = []
+        for n, block in enumerate(range(firsts[0], firsts[-1] + 10, 41)):  # 50 values over every page
+            limit = 1 + n * 37 % MAX_RANGES
+            answer = session.get(
+                f"{base}/proof.json",
+                params={"from_block": block, "limit": limit},
+                headers={"X-Forwarded-For": f"198.51.100.{n}"},  # each within its own budget
+                timeout=30,
+            )
+            assert answer.status_code == 200
+            asked.append(((block, limit), answer.json()))
+    keys = list(redis.scan_iter("*proof-report*"))
+
+    assert len(asked) == 50
+    assert len(keys) <= 3 + 1  # three pages and the chain's summary, whatever was asked
+    for (block, limit), answer in asked[::10]:
+        assert answer == proof_report(settings.CONFIG, from_block=block, limit=limit)
 
 
 def test_the_page_shows_the_ranges_in_the_assets_own_units(api):
