@@ -301,6 +301,12 @@ CELERY_BEAT_SCHEDULE["every-30s-deliver-webhooks"] = {
     "schedule": 30.0,
     "options": {"expires": 30},
 }
+# /proof/donations.csv: the parts holding changed blocks are built again (cheap when nothing changed).
+CELERY_BEAT_SCHEDULE["every-10s-refresh-proof-csv"] = {
+    "task": "donations.refresh_proof_csv",
+    "schedule": 10.0,
+    "options": {"expires": 10},
+}
 # The used signed messages (replay protection, in PostgreSQL) outlive their window by minutes at most.
 CELERY_BEAT_SCHEDULE["every-10m-purge-used-signatures"] = {
     "task": "affiliates.purge_used_signatures",

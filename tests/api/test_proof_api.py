@@ -15,8 +15,10 @@ import requests
 from crawlers.proof_report import MAX_RANGES
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
-from donations.export import confirmed_donation_lines
+from donations.export import confirmed_donation_lines, proof_csv_refresh
+from donations.judging import donations_confirm
 from donations.models import DonationStatus
+from donations.services import finalized_block_record
 from dws_project.redis_client import get_redis
 from tests.api.support import make_donation
 
@@ -271,6 +273,7 @@ def test_the_csv_lists_every_confirmed_donation_in_block_order_and_nothing_else(
     coin = donation(250, "25.5", asset="usdt", log_index=4, tx="0x" + "b" * 64)
     donation(260, "3", status=DonationStatus.UNCONFIRMED)
     donation(270, "4", status=DonationStatus.FAILED)
+    proof_csv_refresh()  # as the task does
 
     answer = api.get("/proof/donations.csv")
 
@@ -309,19 +312,109 @@ def test_the_csv_is_read_a_chunk_at_a_time_without_losing_or_repeating_a_row():
 
 def test_a_client_that_already_has_the_csv_is_told_it_has_not_changed(api):
     donation(200, "1")
+    proof_csv_refresh()
     first = api.get("/proof/donations.csv")
     b"".join(first.streaming_content)
 
     same = api.get("/proof/donations.csv", HTTP_IF_NONE_MATCH=first["ETag"])
+    since = api.get("/proof/donations.csv", HTTP_IF_MODIFIED_SINCE=first["Last-Modified"])
     donation(201, "2")
+    proof_csv_refresh()
     changed = api.get("/proof/donations.csv", HTTP_IF_NONE_MATCH=first["ETag"])
 
     assert first["Cache-Control"] == "public, max-age=60"
-    assert same.status_code == 304
+    assert (same.status_code, since.status_code) == (304, 304)
+    assert same["ETag"] == first["ETag"]
     assert changed.status_code == 200
+    assert changed["ETag"] != first["ETag"]
+
+
+@pytest.fixture
+def downloads(settings) -> None:
+    """These tests are about the file, not its download budget."""
+    settings.PROOF_CSV_RATE_BURST = 100
+
+
+def stored_file(api) -> bytes:
+    return b"".join(api.get("/proof/donations.csv").streaming_content)
+
+
+def records_file() -> bytes:
+    return "".join(confirmed_donation_lines()).encode()
+
+
+def test_the_csv_is_built_by_the_task_once_per_change_only_where_it_changed(api, settings, downloads):
+    """Issue 35, finding 2: the file was rendered from the whole table for every request. It is stored in
+    parts, and a change (noted by the crediting code in its transaction) rebuilds only the part holding it."""
+    for i, block in enumerate((5, 5, 6, 7, 7, 9, 12, 13)):
+        donation(block, "1", tx="0x" + format(i, "064x"))
+    assert proof_csv_refresh(part_rows=3) == 3  # blocks 5-6, 7-9, 12-13: a block is never split
+    assert stored_file(api) == records_file()
+    assert proof_csv_refresh(part_rows=3) == 0  # nothing changed: nothing built
+
+    late = donation(8, "2", status=DonationStatus.UNCONFIRMED, tx="0x" + "f" * 64)
+    donations_confirm(donation_ids=[late.id], tiers=settings.CONFIG.sale_tiers)  # the judge confirms it
+    assert late.tx_hash.encode() not in stored_file(api)  # served as stored: the request built nothing
+    assert proof_csv_refresh(part_rows=3) == 1  # the part of blocks 7-9 only
+    assert stored_file(api) == records_file()
+    assert late.tx_hash.encode() in stored_file(api)
+
+    tiers = settings.CONFIG.sale_tiers
+    finalized_block_record(chain="eth", sightings=[], reverted_tx_hashes=[late.tx_hash], tiers=tiers)  # it fails
+    donation(40, "3", tx="0x" + "d" * 64)  # and one past the last part
+    assert proof_csv_refresh(part_rows=3) == 2
+    assert stored_file(api) == records_file()
+    assert late.tx_hash.encode() not in stored_file(api)
+
+
+def test_the_csv_is_served_in_byte_ranges(api, downloads):
+    for i, block in enumerate((5, 6, 7, 8)):
+        donation(block, "1", tx="0x" + format(i, "064x"))
+    proof_csv_refresh(part_rows=2)
+    whole = stored_file(api)
+    etag = api.get("/proof/donations.csv")["ETag"]
+
+    middle = api.get("/proof/donations.csv", HTTP_RANGE="bytes=100-399")
+    tail = api.get("/proof/donations.csv", HTTP_RANGE="bytes=-50")
+    stale = api.get("/proof/donations.csv", HTTP_RANGE="bytes=100-399", HTTP_IF_RANGE='"another"')
+    beyond = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes={len(whole)}-")
+
+    assert (middle.status_code, middle["Content-Range"]) == (206, f"bytes 100-399/{len(whole)}")
+    assert b"".join(middle.streaming_content) == whole[100:400]
+    assert middle["Content-Length"] == "300"
+    assert b"".join(tail.streaming_content) == whole[-50:]
+    assert stale.status_code == 200  # the file changed since the client's part: the whole file
+    assert b"".join(stale.streaming_content) == whole
+    assert (beyond.status_code, beyond["Content-Range"]) == (416, f"bytes */{len(whole)}")
+    assert api.get("/proof/donations.csv", HTTP_RANGE="bytes=0-9", HTTP_IF_RANGE=etag).status_code == 206
+
+
+@pytest.mark.django_db(transaction=True)
+def test_through_gunicorn_a_download_costs_the_worker_no_rendering():
+    """The file a web worker serves is the stored one: a donation confirmed since the last build is not in
+    it (the task adds it), whatever the request; ranges and revalidation over HTTP."""
+    from tests.web_server import gunicorn
+
+    for i, block in enumerate((5, 6, 7)):
+        donation(block, "1", tx="0x" + format(i, "064x"))
+    proof_csv_refresh()
+    stored = records_file()
+    donation(6, "2", tx="0x" + "e" * 64)  # written without the writer's change record: never rendered by a request
+    with gunicorn(workers=1) as base:
+        session = requests.Session()
+        whole = session.get(f"{base}/proof/donations.csv", timeout=30)
+        part = session.get(f"{base}/proof/donations.csv", headers={"Range": "bytes=10-59"}, timeout=30)
+        again = session.get(f"{base}/proof/donations.csv", headers={"If-None-Match": whole.headers["ETag"]}, timeout=30)
+
+    assert whole.content == stored
+    assert whole.headers["Accept-Ranges"] == "bytes"
+    assert whole.headers["Last-Modified"]
+    assert (part.status_code, part.content) == (206, stored[10:60])
+    assert again.status_code == 304
 
 
 def test_downloads_of_the_csv_have_a_budget_of_their_own(api, settings):
+    proof_csv_refresh()
     settings.PROOF_CSV_RATE_BURST = 3
     settings.PROOF_CSV_RATE_PER_SECOND = 0.01
 
