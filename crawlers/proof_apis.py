@@ -14,10 +14,9 @@ from django.views.decorators.http import require_safe
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
-from rest_framework.response import Response
 
 from crawlers.models import ProofStatus
-from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, cached_proof_report, proof_chains
+from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, cached_proof_json, proof_chains
 from donations.export import StoredCsv, stored_csv, stored_csv_bytes
 from dws_project import api_errors
 from dws_project.api_base import PublicApi, error_responses, whole_field
@@ -121,31 +120,46 @@ class ProofApi(PublicApi):
         parameters=[InputSerializer],
         responses={200: OutputSerializer, **error_responses(api_errors.INVALID_REQUEST)},
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponse:
+        refused = proof_budget(request)
+        if refused is not None:
+            return refused
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         config = settings.CONFIG
         chain = params.validated_data.get("chain")
         if chain is not None and chain not in {c.chain for c in proof_chains(config)}:
             raise api_errors.ApiException(api_errors.INVALID_REQUEST)
-        report = cached_proof_report(
+        body = cached_proof_json(
             config,
             seconds=settings.PROOF_CACHE_SECONDS,
             chain=chain,
             from_block=params.validated_data["from_block"],
             limit=params.validated_data["limit"],
         )
-        return Response(report)  # already the wire shape; OutputSerializer documents it
+        # Already the wire shape (OutputSerializer documents it), spliced from the cached pages' text.
+        return HttpResponse(body, content_type="application/json")
+
+
+def _over_budget(request: HttpRequest, *, rate: float, burst: int, scope: str) -> HttpResponse | None:
+    retry_after = check_budget(request, rate=rate, burst=burst, scope=scope)
+    if retry_after is None:
+        return None
+    return api_errors.json_error(api_errors.RATE_LIMITED, **{"Retry-After": retry_after_header(retry_after)})
 
 
 def _csv_budget(request: HttpRequest) -> HttpResponse | None:
     """A download costs far more than a JSON read: a budget of its own, on top of the site-wide one."""
-    retry_after = check_budget(
+    return _over_budget(
         request, rate=settings.PROOF_CSV_RATE_PER_SECOND, burst=settings.PROOF_CSV_RATE_BURST, scope="csv:"
     )
-    if retry_after is None:
-        return None
-    return api_errors.json_error(api_errors.RATE_LIMITED, **{"Retry-After": retry_after_header(retry_after)})
+
+
+def proof_budget(request: HttpRequest) -> HttpResponse | None:
+    """/proof.json and /proof answer up to 500 ranges a request: a budget of their own per client, on top of
+    the site-wide one, so one client's reads stay a small share of the workers (the verifier waits out a
+    429 as its Retry-After says)."""
+    return _over_budget(request, rate=settings.PROOF_RATE_PER_SECOND, burst=settings.PROOF_RATE_BURST, scope="proof:")
 
 
 @require_safe

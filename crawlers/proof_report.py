@@ -16,6 +16,7 @@ storing them means an operator's later "credit this transaction" moves the value
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
@@ -223,7 +224,7 @@ def _text(value: Decimal | int | None) -> str | None:
 # change, and Redis holds one copy of the proof whatever the callers ask.
 
 PAGE_RANGES = 100
-CACHE_FORMAT = 1  # bump when what a cached page or summary holds changes shape: every entry is rebuilt
+CACHE_FORMAT = 2  # bump when what a cached page or summary holds changes shape: every entry is rebuilt
 
 _SUMMARY_VERSION_SQL = """
 SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range WHERE chain = %(chain)s
@@ -251,60 +252,79 @@ FROM page
 """
 
 
-def cached_proof_report(
+def cached_proof_json(
     config: Config,
     *,
     seconds: int,
     chain: str | None = None,
     from_block: int | None = 0,
     limit: int = DEFAULT_RANGES,
-) -> dict[str, Any]:
-    """`proof_report`, its pages and summaries kept in the shared cache (Redis, every web process) until what
-    they show changes, each for at most `seconds` unread (0: computed for each caller). Redis down:
-    computed for each caller."""
+) -> str:
+    """`proof_report` as the /proof.json body, its pages and summaries kept in the shared cache (Redis, every
+    web process) as JSON text until what they show changes, each for at most `seconds` unread (0: computed
+    for each caller): a window is spliced from the pages' text, never rendered again. Redis down: computed
+    for each caller."""
     if seconds <= 0:
-        return proof_report(config, chain=chain, from_block=from_block, limit=limit)
+        return _json(proof_report(config, chain=chain, from_block=from_block, limit=limit))
     limit = max(1, min(limit, MAX_RANGES))
     chains = []
     for found in proof_chains(config):
         if chain is not None and found.chain != chain:
             continue
         try:
-            chains.append(_cached_chain_report(found, from_block, limit, seconds))
+            chains.append(_cached_chain_json(found, from_block, limit, seconds))
         except RedisError:
-            chains.append(_chain_report(found, from_block, limit))
-    return {"chains": chains}
+            chains.append(_json(_chain_report(found, from_block, limit)))
+    return '{"chains":[' + ",".join(chains) + "]}"
 
 
-def _cached_chain_report(chain: ChainAssets, from_block: int | None, limit: int, seconds: int) -> dict[str, Any]:
+def cached_proof_report(config: Config, *, seconds: int, **params: Any) -> dict[str, Any]:
+    """`cached_proof_json`, read back (for the /proof page)."""
+    return cast(dict[str, Any], json.loads(cached_proof_json(config, seconds=seconds, **params)))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _cached_chain_json(chain: ChainAssets, from_block: int | None, limit: int, seconds: int) -> str:
     summary_version = _version(_SUMMARY_VERSION_SQL, chain=chain.chain)
-    # Everything but the ranges: what `_chain_report` says of the chain with an empty page.
-    report = dict(_cached(f"{chain.chain}:summary", summary_version, seconds, lambda: _chain_report(chain, None, 0)))
+    # Everything but the ranges: what `_chain_report` says of the chain with an empty page, as an object's text.
+    summary = _cached(f"{chain.chain}:summary", summary_version, seconds, lambda: _summary_json(chain))
     total = _range_count(chain.chain)
     # from_block None: the newest `limit` ranges (the page's view)
     start = max(0, total - limit) if from_block is None else _ordinal_holding(chain.chain, from_block, total)
     end = min(total, start + limit)
-    ranges: list[dict[str, Any]] = []
+    texts: list[str] = []
+    last_blocks: list[int] = []
     for number in range(start // PAGE_RANGES, (end - 1) // PAGE_RANGES + 1) if end > start else ():
-        ranges += _cached_page(chain, number, seconds)
+        page = _cached_page(chain, number, seconds)
+        texts += page["ranges"]
+        last_blocks += page["last_blocks"]
     offset = start - (start // PAGE_RANGES) * PAGE_RANGES
-    report["ranges"] = ranges[offset : offset + end - start]
-    more = from_block is not None and end < total and bool(report["ranges"])
-    report["next_from_block"] = report["ranges"][-1]["last_block"] + 1 if more else None
-    return report
+    texts, last_blocks = texts[offset : offset + end - start], last_blocks[offset : offset + end - start]
+    more = from_block is not None and end < total and bool(last_blocks)
+    next_from = last_blocks[-1] + 1 if more else None
+    return f'{summary[:-1]},"ranges":[{",".join(texts)}],"next_from_block":{_json(next_from)}}}'
 
 
-def _cached_page(chain: ChainAssets, number: int, seconds: int) -> list[dict[str, Any]]:
-    """Page `number` of the chain's ranges (ordinals number*PAGE_RANGES onwards), from the cache when its
-    version has not moved."""
+def _summary_json(chain: ChainAssets) -> str:
+    report = _chain_report(chain, None, 0)
+    return _json({k: v for k, v in report.items() if k not in ("ranges", "next_from_block")})
+
+
+def _cached_page(chain: ChainAssets, number: int, seconds: int) -> dict[str, Any]:
+    """Page `number` of the chain's ranges (ordinals number*PAGE_RANGES onwards): each range's JSON text
+    and last block, from the cache when the page's version has not moved."""
     first, end = number * PAGE_RANGES, (number + 1) * PAGE_RANGES
     version = _version(_PAGE_VERSION_SQL, chain=chain.chain, first=first, end=end)
 
-    def build() -> list[dict[str, Any]]:
+    def build() -> dict[str, Any]:
         rows = ProofRange.objects.filter(chain=chain.chain, ordinal__gte=first, ordinal__lt=end)
-        return _ranges(chain, list(rows.prefetch_related("assets").order_by("first_block")))
+        ranges = _ranges(chain, list(rows.prefetch_related("assets").order_by("first_block")))
+        return {"ranges": [_json(r) for r in ranges], "last_blocks": [r["last_block"] for r in ranges]}
 
-    return cast(list[dict[str, Any]], _cached(f"{chain.chain}:page:{number}", version, seconds, build))
+    return cast(dict[str, Any], _cached(f"{chain.chain}:page:{number}", version, seconds, build))
 
 
 def _cached(name: str, version: str, seconds: int, build: Any) -> Any:

@@ -135,6 +135,9 @@ HEALTH_CACHE_SECONDS = 5
 # The public proof's pages of ranges and summaries stay in the shared cache until what they show changes
 # (crawlers/proof_report.py), and leave it after this long unread; 0 turns the cache off.
 PROOF_CACHE_SECONDS = 3600
+# /proof.json and /proof answer up to 500 ranges: a budget per client of their own (5/s, bursts of 20).
+PROOF_RATE_PER_SECOND = 5.0
+PROOF_RATE_BURST = 20
 # /proof/donations.csv streams every confirmed donation: a download budget per client of its own, on top of
 # the site-wide rate limit (one every 5 s, bursts of 5).
 PROOF_CSV_RATE_PER_SECOND = 0.2

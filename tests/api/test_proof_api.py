@@ -243,6 +243,18 @@ def test_a_client_spreading_from_block_makes_no_cache_entry_per_value_and_sees_t
         assert answer == proof_report(settings.CONFIG, from_block=block, limit=limit)
 
 
+def test_reads_of_the_proof_have_a_budget_of_their_own(api, settings):
+    settings.PROOF_RATE_BURST = 3
+    settings.PROOF_RATE_PER_SECOND = 0.01
+
+    answers = [api.get("/proof.json", {"from_block": n}) for n in range(3)] + [api.get("/proof")]
+
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert answers[-1].json() == {"code": 1006, "message": "too many requests"}
+    assert int(answers[-1]["Retry-After"]) >= 1
+    assert api.get("/donation/data").status_code == 200  # the rest of the API is not held to it
+
+
 def test_the_page_shows_the_ranges_in_the_assets_own_units(api):
     publish(100, 110, received=2 * ETH + 5, left=ETH // 2)
     donation(105, "2")
