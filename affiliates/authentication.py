@@ -26,7 +26,8 @@ class SignedRequestAuthentication(BaseAuthentication):
                 ts=ts,
                 signature=signature,
                 max_age=settings.CONFIG.max_timestamp_age,
-                rpc_url=settings.CONFIG.first_chain.rpc_url,  # contract wallets: checked on the first chain
+                # contract wallets: checked on every chain (user_data is one record per address across them)
+                rpc_urls=[chain.rpc_url for chain in settings.CONFIG.chains],
             )
         except signing.SignatureRejected as reason:
             signing.log_rejection(reason, signature, request.path_info)

@@ -1,12 +1,21 @@
 """Signatures by contract wallets: ERC-1271 (a deployed wallet) and ERC-6492 (one not deployed yet).
 
 A delphi signature that does not recover to `delphi-key` may still be the key's: when `delphi-key` is
-a contract, its `isValidSignature(hash, signature)` decides, asked at the latest block through
-ETH_RPC_URL. `hash` is the EIP-191 personal_sign hash of the delphi message; only the 32-byte magic word
-(0x1626ba7e, then zeros) accepts. A signature ending with the 32-byte ERC-6492 suffix wraps (factory,
-factory calldata, inner signature): an eth_call without `to` runs SignatureCheck's creation code
-(tests/contracts/SignatureCheck.sol), which deploys the wallet from its factory inside the call and then
-asks it, so a counterfactual wallet can sign before it exists and nothing persists.
+a contract, its `isValidSignature(hash, signature)` decides, asked at the latest block. `hash` is the
+EIP-191 personal_sign hash of the delphi message; only the 32-byte magic word (0x1626ba7e, then zeros)
+accepts. A signature ending with the 32-byte ERC-6492 suffix wraps (factory, factory calldata, inner
+signature): an eth_call without `to` runs SignatureCheck's creation code
+(tests/contracts/SignatureCheck.sol), which asks the wallet where it exists and otherwise deploys it from
+its factory inside the call first, so a counterfactual wallet can sign before it exists and nothing
+persists.
+
+A donor is one record per address across the chains (`user_data`), and one address can be two different
+contracts on two chains (a Safe deployed at the same address by different set-ups, a counterfactual
+address collision). So the wallet is asked on every configured chain, side by side, and the signature is
+accepted only when every chain where the address has code accepts it: a contract on the first chain
+cannot sign for the donor who owns the address on a rollup, and a wallet that exists on a rollup only
+signs there. Where the address has code nowhere, only an ERC-6492 wrapper can sign, and one chain
+accepting its counterfactual wallet is enough (no chain holds anything of that address's to protect).
 
 Anyone can send a signature that does not recover, so what it may cost is bounded for the whole
 deployment, whatever the request rate:
@@ -15,20 +24,23 @@ deployment, whatever the request rate:
   past it the check is refused as unverifiable (503, code 1102: try again), never accepted;
 - an address seen without code is remembered for `NO_CODE_SECONDS`: its next bad signatures cost
   nothing (a wallet deployed meanwhile waits that long; its ERC-6492 signature works at once);
-- one round trip per check (eth_getCode and the eth_call in one batch), each eth_call with a gas cap,
-  through one client per process (a pooled connection) that waits at most ~2 s (PROVIDER_TIMEOUT each
-  to connect and to read) and backs off in a scope of its own: a 429 the web tier meets never pauses the
-  crawlers.
+- one round trip per chain and check (eth_getCode and the eth_call in one batch), each eth_call with a gas
+  cap, through one client per provider and process (a pooled connection), the chains asked side by side
+  and the whole check waiting at most CHECK_DEADLINE (~2 s: PROVIDER_TIMEOUT each to connect and to
+  read), backing off in a scope of its own: a 429 the web tier meets never pauses the crawlers.
 
 The wallet's answer itself is never cached: an owner change revokes at once. A provider that cannot
 answer (error, time-out, rate limit, its back-off) makes the request fail as unverifiable, never
-accepted; a wallet that reverts or answers anything but the magic word refuses it.
+accepted: without it nobody knows whether the address has code on that chain. A wallet that reverts or
+answers anything but the magic word refuses it.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from eth_abi import decode, encode
@@ -47,6 +59,8 @@ ERC1271_YES = "0x" + ERC1271_MAGIC + "00" * 28  # bytes4 magic, ABI-encoded: exa
 ERC6492_SUFFIX = bytes.fromhex("6492" * 16)
 # A donor is waiting, and a web worker with it: connect and read each get this long (~2 s in all).
 PROVIDER_TIMEOUT = 1.0
+# The whole check, every chain asked side by side: a connect and a read, and a little for the threads.
+CHECK_DEADLINE = 2 * PROVIDER_TIMEOUT + 0.5
 # Gas each eth_call may burn on the provider: a Safe's isValidSignature with several owners needs ~100k;
 # the ERC-6492 check also deploys the wallet through its factory.
 ERC1271_GAS = 1_000_000
@@ -155,35 +169,76 @@ def _take_budget() -> None:
         raise ContractUnreachable("the contract-signature check budget is spent for now")
 
 
-def check_contract_signature(*, rpc_url: str, address: str, message: str, signature: bytes) -> None:
-    """Return when the contract at `address` accepts `signature` for `message`; raise otherwise."""
+@dataclass(frozen=True)
+class ChainVerdict:
+    """What one chain said: whether the address has code there, and whether the check accepted."""
+
+    has_code: bool
+    accepts: bool
+
+
+def check_contract_signature(*, rpc_urls: Sequence[str], address: str, message: str, signature: bytes) -> None:
+    """Return when every chain (one provider URL each) where `address` has code accepts `signature` for
+    `message` (or, where it has code on none, an ERC-6492 wrapper's counterfactual wallet does on one);
+    raise ContractRefused or ContractUnreachable otherwise."""
     digest = personal_sign_hash(message)
     wrapped = unwrap_6492(signature)
     if wrapped is None and _known_without_code(address):
         raise ContractRefused("signer is not delphi-key (no code, remembered)")
     _take_budget()
-    client = web_client(rpc_url)
     if wrapped is not None:
         args = encode(
             ["address", "bytes32", "bytes", "address", "bytes"],
             [address, digest, wrapped.signature, wrapped.factory, wrapped.factory_calldata],
         )
         call = {"data": SIGNATURE_CHECK_BYTECODE + args.hex(), "gas": hex(ERC6492_GAS)}
-        answer = _result(client.call("eth_call", [call, "latest"]), "ERC-6492 check")
-        if answer.lower() != "0x01":
-            raise ContractRefused("the counterfactual wallet does not accept the signature")
+        check = _Check(call, "0x01", "ERC-6492 check")
+    else:
+        data = "0x" + ERC1271_MAGIC + encode(["bytes32", "bytes"], [digest, signature]).hex()
+        check = _Check({"to": address, "data": data, "gas": hex(ERC1271_GAS)}, ERC1271_YES, "isValidSignature")
+    verdicts = _ask_every_chain(rpc_urls, address, check)
+    with_code = [v for v in verdicts if v.has_code]
+    if with_code:
+        if not all(v.accepts for v in with_code):
+            raise ContractRefused("the wallet contract does not accept the signature on every chain it is on")
         return
-    data = "0x" + ERC1271_MAGIC + encode(["bytes32", "bytes"], [digest, signature]).hex()
-    code_outcome, call_outcome = client.batch(
-        [
-            ("eth_getCode", [address, "latest"]),
-            ("eth_call", [{"to": address, "data": data, "gas": hex(ERC1271_GAS)}, "latest"]),
-        ]
-    )
-    code = _result(code_outcome, "eth_getCode")
-    if code in ("0x", "0x0", ""):
+    if wrapped is None:
         _remember_without_code(address)
         raise ContractRefused("signer is not delphi-key")
-    answer = _result(call_outcome, "isValidSignature")
-    if answer.lower() != ERC1271_YES:
-        raise ContractRefused("the wallet contract does not accept the signature")
+    if not any(v.accepts for v in verdicts):
+        raise ContractRefused("the counterfactual wallet does not accept the signature")
+
+
+@dataclass(frozen=True)
+class _Check:
+    call: dict[str, str]
+    accepting: str  # the answer that accepts
+    what: str
+
+
+def _ask_every_chain(rpc_urls: Sequence[str], address: str, check: _Check) -> list[ChainVerdict]:
+    """Every chain's verdict, asked side by side within CHECK_DEADLINE; ContractUnreachable when any chain
+    did not say."""
+    if len(rpc_urls) == 1:
+        return [_ask_chain(rpc_urls[0], address, check)]
+    pool = ThreadPoolExecutor(max_workers=len(rpc_urls), thread_name_prefix="dws-signature")
+    try:
+        asked = [pool.submit(_ask_chain, url, address, check) for url in rpc_urls]
+        _, late = wait(asked, timeout=CHECK_DEADLINE)
+        if late:
+            raise ContractUnreachable("a chain's provider did not answer within the check's deadline")
+        return [future.result() for future in asked]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _ask_chain(rpc_url: str, address: str, check: _Check) -> ChainVerdict:
+    code_outcome, call_outcome = web_client(rpc_url).batch(
+        [("eth_getCode", [address, "latest"]), ("eth_call", [check.call, "latest"])]
+    )
+    code = _result(code_outcome, "eth_getCode")
+    try:
+        answer = _result(call_outcome, check.what)
+    except ContractRefused:  # it reverted
+        answer = ""
+    return ChainVerdict(has_code=code not in ("0x", "0x0", ""), accepts=answer.lower() == check.accepting)

@@ -12,9 +12,9 @@ binds a signature to one account, the words to one endpoint, the timestamp to a 
 The body is not part of the message.
 
 A contract wallet (a Safe, an ERC-4337 account) signs by contract: when the signature does not recover
-to `delphi-key`, the contract at that address decides (ERC-1271), or, for an ERC-6492 wrapper, the
-wallet its factory would deploy there (affiliates/contract_signatures.py). The signature may then be
-any length up to MAX_SIGNATURE_BYTES.
+to `delphi-key`, the contract at that address decides (ERC-1271) on every chain where it has code, or,
+for an ERC-6492 wrapper, the wallet its factory would deploy there (affiliates/contract_signatures.py).
+The signature may then be any length up to MAX_SIGNATURE_BYTES.
 
 A message is accepted once: after a signature checks out, the message's SHA-256 is inserted into the
 `used_signature` table (PostgreSQL: a Redis flush or restart must not reopen the window), kept for the
@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -108,10 +109,11 @@ def verify(
     signature: str,
     max_age: int,
     now: datetime | None = None,
-    rpc_url: str | None = None,
+    rpc_urls: Sequence[str] = (),
 ) -> str:
     """The caller's lower-case address, or SignatureRejected / SignatureUnverifiable. Marks the message
-    as used on success only. Without `rpc_url`, only key signatures are accepted."""
+    as used on success only. `rpc_urls`: every chain's provider, where a contract wallet's signature is
+    checked; without them, only key signatures are accepted."""
     now = now or datetime.now(UTC)
     if not _ADDRESS_RE.match(key) or not _TS_RE.match(ts) or not _SIGNATURE_RE.match(signature):
         raise SignatureRejected("malformed headers")
@@ -126,7 +128,7 @@ def verify(
     address = key.lower()
     message = signed_message(path, address, ts)
     if _recovered(message, signature) != address:
-        _check_by_contract(rpc_url, address, message, signature)
+        _check_by_contract(rpc_urls, address, message, signature)
     _use_once(message, max_age)
     return address
 
@@ -162,12 +164,12 @@ def _recovered(message: str, signature: str) -> str | None:
         return None
 
 
-def _check_by_contract(rpc_url: str | None, address: str, message: str, signature: str) -> None:
-    if rpc_url is None:
+def _check_by_contract(rpc_urls: Sequence[str], address: str, message: str, signature: str) -> None:
+    if not rpc_urls:
         raise SignatureRejected("signer is not delphi-key")
     try:
         check_contract_signature(
-            rpc_url=rpc_url, address=address, message=message, signature=bytes.fromhex(signature[2:])
+            rpc_urls=rpc_urls, address=address, message=message, signature=bytes.fromhex(signature[2:])
         )
     except ContractRefused as exc:
         raise SignatureRejected(str(exc)) from None

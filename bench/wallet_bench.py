@@ -92,7 +92,7 @@ def verify_ms(headers_for, path: str, rounds: int, rpc_url: str) -> float:
             ts=h["HTTP_DELPHI_TS"],
             signature=h["HTTP_DELPHI_SIGNATURE"],
             max_age=300,
-            rpc_url=rpc_url,
+            rpc_urls=[rpc_url],
         )
         times.append((time.monotonic() - began) * 1000)
         # Paced to the deployment-wide contract-check budget (faster, a check is refused, not measured);

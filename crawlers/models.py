@@ -195,12 +195,16 @@ class ProofRange(models.Model):
     nonce_opening = models.BigIntegerField(null=True, help_text="the address's nonce at first_block - 1")
     nonce_closing = models.BigIntegerField(null=True, help_text="its nonce at last_block")
     checked_at = models.DateTimeField(help_text="when the proof last wrote this span")
+    # Its place among its chain's rows in block order, from 0: rows are only ever added after the last one,
+    # so a row's ordinal never changes, and the published pages are cut by it (crawlers/proof_report.py).
+    ordinal = models.BigIntegerField(help_text="its place among the chain's ranges, from 0")
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
 
     class Meta:
         db_table = "proof_range"
         constraints = [
             models.UniqueConstraint(fields=["chain", "first_block"], name="proof_range_chain_first_key"),
+            models.UniqueConstraint(fields=["chain", "ordinal"], name="proof_range_chain_ordinal_key"),
             models.CheckConstraint(
                 condition=models.Q(last_block__gte=models.F("first_block"), first_block__gte=0),
                 name="proof_range_span_ordered",
@@ -239,3 +243,32 @@ class ProofRangeAsset(models.Model):
 
     def __str__(self) -> str:
         return f"{self.asset}: {self.opening} -> {self.closing}"
+
+
+class AddressModeKind(models.TextChoices):
+    PLAIN = "plain"  # no code: an account with a key
+    CONTRACT = "contract"  # a Safe, any other code
+    DELEGATED = "delegated"  # an EIP-7702 delegation: still an account with a key
+
+
+class AddressMode(models.Model):
+    """What the donation address is on one chain, as a crawler (or a worker's start) last read its code
+    (crawlers/runs/address_code.py). A chain sharing its address with others is offered by the page and
+    crawled only while the modes that decide it are known here: this table, never Redis, so a Redis
+    flush cannot offer again a chain refused for its address, and an unknown mode holds, never passes."""
+
+    chain = models.CharField(max_length=16, unique=True)
+    address = models.CharField(max_length=42, help_text="the donation address whose code was read (lower case)")
+    mode = models.CharField(max_length=16, choices=AddressModeKind.choices)
+    read_at = models.DateTimeField(help_text="when its code was last read")
+
+    class Meta:
+        db_table = "address_mode"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(mode__in=[m.value for m in AddressModeKind]), name="address_mode_known"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chain}: {self.address} is {self.mode}"

@@ -3,19 +3,21 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
-from django.views.decorators.http import condition, require_safe
+from django.utils.cache import get_conditional_response
+from django.utils.http import http_date
+from django.views.decorators.http import require_safe
 from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
-from rest_framework.response import Response
 
 from crawlers.models import ProofStatus
-from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, cached_proof_report, proof_chains
-from donations.export import confirmed_donation_lines, confirmed_donations_version
+from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, cached_proof_json, proof_chains
+from donations.export import StoredCsv, stored_csv, stored_csv_bytes
 from dws_project import api_errors
 from dws_project.api_base import PublicApi, error_responses, whole_field
 from dws_project.ratelimit import check_budget, retry_after_header
@@ -118,44 +120,110 @@ class ProofApi(PublicApi):
         parameters=[InputSerializer],
         responses={200: OutputSerializer, **error_responses(api_errors.INVALID_REQUEST)},
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponse:
+        refused = proof_budget(request)
+        if refused is not None:
+            return refused
         params = self.InputSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         config = settings.CONFIG
         chain = params.validated_data.get("chain")
         if chain is not None and chain not in {c.chain for c in proof_chains(config)}:
             raise api_errors.ApiException(api_errors.INVALID_REQUEST)
-        report = cached_proof_report(
+        body = cached_proof_json(
             config,
             seconds=settings.PROOF_CACHE_SECONDS,
             chain=chain,
             from_block=params.validated_data["from_block"],
             limit=params.validated_data["limit"],
         )
-        return Response(report)  # already the wire shape; OutputSerializer documents it
+        # Already the wire shape (OutputSerializer documents it), spliced from the cached pages' text.
+        return HttpResponse(body, content_type="application/json")
 
 
-def _csv_budget(request: HttpRequest) -> HttpResponse | None:
-    """A download costs far more than a JSON read: a budget of its own, on top of the site-wide one."""
-    retry_after = check_budget(
-        request, rate=settings.PROOF_CSV_RATE_PER_SECOND, burst=settings.PROOF_CSV_RATE_BURST, scope="csv:"
-    )
+def _over_budget(request: HttpRequest, *, rate: float, burst: int, scope: str) -> HttpResponse | None:
+    retry_after = check_budget(request, rate=rate, burst=burst, scope=scope)
     if retry_after is None:
         return None
     return api_errors.json_error(api_errors.RATE_LIMITED, **{"Retry-After": retry_after_header(retry_after)})
 
 
+def _csv_budget(request: HttpRequest) -> HttpResponse | None:
+    """A download costs far more than a JSON read: a budget of its own, on top of the site-wide one."""
+    return _over_budget(
+        request, rate=settings.PROOF_CSV_RATE_PER_SECOND, burst=settings.PROOF_CSV_RATE_BURST, scope="csv:"
+    )
+
+
+def proof_budget(request: HttpRequest) -> HttpResponse | None:
+    """/proof.json and /proof answer up to 500 ranges a request: a budget of their own per client, on top of
+    the site-wide one, so one client's reads stay a small share of the workers (the verifier waits out a
+    429 as its Retry-After says)."""
+    return _over_budget(request, rate=settings.PROOF_RATE_PER_SECOND, burst=settings.PROOF_RATE_BURST, scope="proof:")
+
+
 @require_safe
 def donations_csv(request: HttpRequest) -> HttpResponseBase:
-    return _csv_budget(request) or _donations_csv(request)
+    return _csv_budget(request) or _donations_csv(request, stored_csv())
 
 
-@condition(etag_func=lambda request: confirmed_donations_version())
-def _donations_csv(request: HttpRequest) -> HttpResponseBase:
-    response = StreamingHttpResponse(confirmed_donation_lines(), content_type="text/csv; charset=utf-8")
+def _donations_csv(request: HttpRequest, stored: StoredCsv) -> HttpResponseBase:
+    """The stored file (donations/export.py: built by a task once per change, never here), revalidated by
+    its ETag or Last-Modified, whole or one byte range."""
+    headers = {
+        "ETag": stored.etag,
+        "Accept-Ranges": "bytes",
+        "Cache-Control": f"public, max-age={CSV_MAX_AGE}",
+        **({"Last-Modified": http_date(stored.last_modified.timestamp())} if stored.last_modified else {}),
+    }
+    unchanged = get_conditional_response(
+        request,
+        etag=stored.etag,
+        last_modified=int(stored.last_modified.timestamp()) if stored.last_modified else None,
+    )
+    if unchanged is not None:
+        for name, value in headers.items():
+            unchanged[name] = value
+        return unchanged
+    wanted = _byte_range(request, stored)
+    if wanted == UNSATISFIABLE:
+        refused = HttpResponse(status=416)
+        refused["Content-Range"] = f"bytes */{stored.size}"
+        return refused
+    start, end = wanted or (0, stored.size - 1)
+    response = StreamingHttpResponse(
+        stored_csv_bytes(stored, start, end), status=206 if wanted else 200, content_type="text/csv; charset=utf-8"
+    )
+    for name, value in headers.items():
+        response[name] = value
+    response["Content-Length"] = str(end - start + 1)
     response["Content-Disposition"] = 'attachment; filename="donations.csv"'
-    response["Cache-Control"] = f"public, max-age={CSV_MAX_AGE}"
+    if wanted:
+        response["Content-Range"] = f"bytes {start}-{end}/{stored.size}"
     return response
+
+
+UNSATISFIABLE = (-1, -1)
+
+
+def _byte_range(request: HttpRequest, stored: StoredCsv) -> tuple[int, int] | None:
+    """The one byte range asked for (inclusive), UNSATISFIABLE, or None for the whole file (no Range, one
+    we do not serve -- several ranges, other units -- or an If-Range that no longer matches)."""
+    header = request.headers.get("Range", "")
+    if_range = request.headers.get("If-Range")
+    if not header or (if_range is not None and if_range != stored.etag):
+        return None
+    found = re.fullmatch(r"bytes=(\d*)-(\d*)", header.strip())
+    if found is None or found.group(1) == found.group(2) == "":
+        return None
+    first, last = found.groups()
+    if first == "":  # the last N bytes
+        start, end = max(0, stored.size - int(last)), stored.size - 1
+    else:
+        start, end = int(first), min(int(last) if last else stored.size - 1, stored.size - 1)
+    if start >= stored.size or start > end:
+        return UNSATISFIABLE
+    return start, end
 
 
 @require_safe

@@ -16,6 +16,7 @@ storing them means an operator's later "credit this transaction" moves the value
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from django.core.cache import cache
+from django.db import connection
 from django.db.models import Count, Max, Sum
 from redis.exceptions import RedisError
 
@@ -211,14 +213,150 @@ def _text(value: Decimal | int | None) -> str | None:
     return None if value is None else str(int(value))
 
 
-def cached_proof_report(config: Config, *, seconds: int, **params: Any) -> dict[str, Any]:
-    """`proof_report`, computed at most once per `seconds` for the same parameters across every web process
-    (the figures change at most once a finalized block). Redis down: computed for each caller."""
+# --- the shared cache: one entry per chain and page of ranges, rebuilt only when what it shows changed ---
+#
+# A caller's `from_block` and `limit` never make a cache entry: the answer is cut from fixed pages of
+# PAGE_RANGES ranges (by `ProofRange.ordinal`, which never changes once written), each cached once per chain
+# with the version of what it shows (its ranges, and the confirmed donations and inflows of its blocks),
+# beside one summary per chain (everything else the chain's entry shows). A request checks those versions
+# (a few indexed aggregates over the page's own rows) and rebuilds only a page whose version moved, so a
+# client spreading `from_block` over every value costs what one walk through the pages costs, once per
+# change, and Redis holds one copy of the proof whatever the callers ask.
+
+PAGE_RANGES = 100
+CACHE_FORMAT = 2  # bump when what a cached page or summary holds changes shape: every entry is rebuilt
+
+_SUMMARY_VERSION_SQL = """
+SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range WHERE chain = %(chain)s
+        ORDER BY ordinal DESC LIMIT 1),
+       (SELECT concat_ws('/', count(*), count(*) FILTER (WHERE status = 'open'), max(created_at),
+                         max(resolved_at))
+        FROM unexplained_inflow WHERE chain = %(chain)s)
+"""
+
+# The page's ranges (written after the page's last ordinal or extended, its checked_at moves), and what the
+# records hold in its blocks: the confirmed donations (a confirmed row never changes or leaves that status)
+# and the inflows (any status change moves one of the counts).
+_PAGE_VERSION_SQL = """
+WITH page AS (
+    SELECT count(*) AS ranges, min(first_block) AS low, max(last_block) AS high, max(checked_at) AS checked
+    FROM proof_range WHERE chain = %(chain)s AND ordinal >= %(first)s AND ordinal < %(end)s
+)
+SELECT concat_ws('/', page.ranges, page.low, page.high, page.checked,
+       (SELECT concat_ws(':', count(*), max(id), max(modified_at)) FROM donation
+        WHERE chain = %(chain)s AND status = 'confirmed' AND block_number BETWEEN page.low AND page.high),
+       (SELECT concat_ws(':', count(*), count(*) FILTER (WHERE status = 'open'),
+                         count(*) FILTER (WHERE status = 'credited'), max(created_at))
+        FROM unexplained_inflow WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high))
+FROM page
+"""
+
+
+def cached_proof_json(
+    config: Config,
+    *,
+    seconds: int,
+    chain: str | None = None,
+    from_block: int | None = 0,
+    limit: int = DEFAULT_RANGES,
+) -> str:
+    """`proof_report` as the /proof.json body, its pages and summaries kept in the shared cache (Redis, every
+    web process) as JSON text until what they show changes, each for at most `seconds` unread (0: computed
+    for each caller): a window is spliced from the pages' text, never rendered again. Redis down: computed
+    for each caller."""
     if seconds <= 0:
-        return proof_report(config, **params)
-    key = "proof-report:" + ":".join(f"{k}={params[k]}" for k in sorted(params))
-    try:
-        # The key holds only what proof_report returned (the cache's stubs type every value as Any | None).
-        return cast(dict[str, Any], cache.get_or_set(key, lambda: proof_report(config, **params), seconds))
-    except RedisError:
-        return proof_report(config, **params)
+        return _json(proof_report(config, chain=chain, from_block=from_block, limit=limit))
+    limit = max(1, min(limit, MAX_RANGES))
+    chains = []
+    for found in proof_chains(config):
+        if chain is not None and found.chain != chain:
+            continue
+        try:
+            chains.append(_cached_chain_json(found, from_block, limit, seconds))
+        except RedisError:
+            chains.append(_json(_chain_report(found, from_block, limit)))
+    return '{"chains":[' + ",".join(chains) + "]}"
+
+
+def cached_proof_report(config: Config, *, seconds: int, **params: Any) -> dict[str, Any]:
+    """`cached_proof_json`, read back (for the /proof page)."""
+    return cast(dict[str, Any], json.loads(cached_proof_json(config, seconds=seconds, **params)))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _cached_chain_json(chain: ChainAssets, from_block: int | None, limit: int, seconds: int) -> str:
+    summary_version = _version(_SUMMARY_VERSION_SQL, chain=chain.chain)
+    # Everything but the ranges: what `_chain_report` says of the chain with an empty page, as an object's text.
+    summary = _cached(f"{chain.chain}:summary", summary_version, seconds, lambda: _summary_json(chain))
+    total = _range_count(chain.chain)
+    # from_block None: the newest `limit` ranges (the page's view)
+    start = max(0, total - limit) if from_block is None else _ordinal_holding(chain.chain, from_block, total)
+    end = min(total, start + limit)
+    texts: list[str] = []
+    last_blocks: list[int] = []
+    for number in range(start // PAGE_RANGES, (end - 1) // PAGE_RANGES + 1) if end > start else ():
+        page = _cached_page(chain, number, seconds)
+        texts += page["ranges"]
+        last_blocks += page["last_blocks"]
+    offset = start - (start // PAGE_RANGES) * PAGE_RANGES
+    texts, last_blocks = texts[offset : offset + end - start], last_blocks[offset : offset + end - start]
+    more = from_block is not None and end < total and bool(last_blocks)
+    next_from = last_blocks[-1] + 1 if more else None
+    return f'{summary[:-1]},"ranges":[{",".join(texts)}],"next_from_block":{_json(next_from)}}}'
+
+
+def _summary_json(chain: ChainAssets) -> str:
+    report = _chain_report(chain, None, 0)
+    return _json({k: v for k, v in report.items() if k not in ("ranges", "next_from_block")})
+
+
+def _cached_page(chain: ChainAssets, number: int, seconds: int) -> dict[str, Any]:
+    """Page `number` of the chain's ranges (ordinals number*PAGE_RANGES onwards): each range's JSON text
+    and last block, from the cache when the page's version has not moved."""
+    first, end = number * PAGE_RANGES, (number + 1) * PAGE_RANGES
+    version = _version(_PAGE_VERSION_SQL, chain=chain.chain, first=first, end=end)
+
+    def build() -> dict[str, Any]:
+        rows = ProofRange.objects.filter(chain=chain.chain, ordinal__gte=first, ordinal__lt=end)
+        ranges = _ranges(chain, list(rows.prefetch_related("assets").order_by("first_block")))
+        return {"ranges": [_json(r) for r in ranges], "last_blocks": [r["last_block"] for r in ranges]}
+
+    return cast(dict[str, Any], _cached(f"{chain.chain}:page:{number}", version, seconds, build))
+
+
+def _cached(name: str, version: str, seconds: int, build: Any) -> Any:
+    """The value cached under `name` when it was built at `version`, else `build()` cached so (the version is
+    read before building: a write meanwhile leaves an older version beside it, rebuilt on the next read)."""
+    key = f"proof-report:{CACHE_FORMAT}:{name}"
+    entry = cache.get(key)
+    if isinstance(entry, dict) and entry.get("version") == version and "value" in entry:
+        return entry["value"]
+    value = build()
+    cache.set(key, {"version": version, "value": value}, seconds)
+    return value
+
+
+def _version(sql: str, **params: Any) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return "|".join("" if v is None else str(v) for v in row) if row else ""
+
+
+def _range_count(chain: str) -> int:
+    last = ProofRange.objects.filter(chain=chain).order_by("-ordinal").values_list("ordinal", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+def _ordinal_holding(chain: str, from_block: int, total: int) -> int:
+    """The ordinal of the first range that ends at or after `from_block` (`total` when none does)."""
+    found = (
+        ProofRange.objects.filter(chain=chain, last_block__gte=from_block)
+        .order_by("last_block")
+        .values_list("ordinal", flat=True)
+        .first()
+    )
+    return total if found is None else found

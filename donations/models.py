@@ -199,7 +199,9 @@ class UserData(models.Model):
         return self.address
 
 
-# Webhook models live in their own module; imported here so the donations app owns their migrations.
+# Webhook models and the stored donation CSV's (donations/export.py) live in their own modules; imported
+# here so the donations app owns their migrations.
+from donations.export_models import ProofCsvChange, ProofCsvPart  # noqa: E402,F401
 from donations.webhook_models import (  # noqa: E402,F401
     WebhookAttempt,
     WebhookDelivery,

@@ -6,6 +6,7 @@ import logging
 
 from celery import shared_task
 
+from donations.export import proof_csv_refresh
 from donations.staking import unstake_complete_due
 from donations.webhook_delivery import more_due, webhooks_drain
 from donations.webhooks import DELIVER_TASK
@@ -35,3 +36,11 @@ def deliver_webhooks() -> None:
     result = webhooks_drain()
     if result.delivered and more_due():
         deliver_webhooks.apply_async(expires=60, retry=False)
+
+
+@shared_task(name="donations.refresh_proof_csv", soft_time_limit=120, time_limit=150)
+@held_while_database_gone("refresh-proof-csv")
+@non_overlapping("refresh-proof-csv", ttl=150)
+def refresh_proof_csv() -> int:
+    """Build the parts of /proof/donations.csv that changed (donations/export.py); the web serves them."""
+    return proof_csv_refresh()

@@ -16,6 +16,7 @@ from decimal import Decimal
 from django.db import connection, models
 from django.utils import timezone
 
+from donations.export import proof_csv_changed
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.rules import SaleState, round_usd, sale_state
 from donations.webhooks import webhook_campaign_status
@@ -123,13 +124,17 @@ class Deltas:
     in place as they happen)."""
 
     by_address: dict[str, tuple[Decimal, int]] = field(default_factory=dict)
+    blocks: set[tuple[str, int]] = field(default_factory=set)  # (chain, block) whose confirmed rows changed
 
     def add(self, donation: Donation, sign: int) -> None:
         total, tokens = self.by_address.get(donation.address, (Decimal("0"), 0))
         self.by_address[donation.address] = (total + sign * donation.usd_amount, tokens + sign * donation.tokens)
+        self.blocks.add((donation.chain, donation.block_number))
 
     def apply(self) -> None:
-        """Per-donor rows moved by their deltas, in address order (the fixed lock order)."""
+        """Per-donor rows moved by their deltas, in address order (the fixed lock order); the blocks whose
+        confirmed donations changed noted for the stored CSV (one statement)."""
+        proof_csv_changed(self.blocks)
         moves = sorted(self.by_address.items())
         # even 0/0 adds: a confirmed donation gives its donor a row
         adds = [(address, total, tokens) for address, (total, tokens) in moves if total >= 0 and tokens >= 0]

@@ -5,7 +5,8 @@ API), so it is the cheapest way to exhaust them. First, the admin answers only c
 DWS_ADMIN_ALLOWED_NETWORKS (`operator_allowed`, the rule every operator surface shares): anyone else
 gets the numbered 404 from a middleware, before sessions, CSRF or any password hashing. Second, login
 attempts are counted per client (IPv6 by /64) and per username with django-ratelimit, in the shared
-Redis cache, and refused with the numbered 429 before the password is checked.
+Redis cache, and refused with the numbered 429 before the password is checked; with Redis away, the
+process's own buckets count them at the same rates (dws_project/ratelimit.py), never none.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from django_ratelimit.core import is_ratelimited
 
 from dws_project import api_errors
 from dws_project.access import operator_allowed
-from dws_project.ratelimit import client_bucket
+from dws_project.ratelimit import client_bucket, take_local
 
 logger = logging.getLogger("dws.admin")
 
@@ -72,6 +73,21 @@ def login_attempt_refused(request: HttpRequest) -> bool:
             if is_ratelimited(request, group=group, key=key, rate=rate, method="POST", increment=True):
                 # Refused: the later budgets are not charged for an attempt that checks no password.
                 return True
-        except Exception as exc:  # noqa: BLE001 - a cache outage must not lock the operators out
-            logger.warning("admin login limit unavailable, attempt let through: %s", type(exc).__name__)
+        except Exception as exc:  # noqa: BLE001 - a cache outage must not lock the operators out, nor open the door
+            logger.warning(
+                "admin login limit: the cache is unavailable (%s), counted by this process", type(exc).__name__
+            )
+            count, seconds = _split_rate(rate)
+            allowed, _ = take_local(f"{group}:{key(group, request)}", rate=count / seconds, burst=count)
+            if not allowed:
+                return True
     return False
+
+
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _split_rate(rate: str) -> tuple[int, int]:
+    """django-ratelimit's "10/m": (10 attempts, per 60 seconds)."""
+    count, unit = rate.split("/")
+    return int(count), _UNIT_SECONDS[unit[-1]] * int(unit[:-1] or 1)

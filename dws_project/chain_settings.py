@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field, replace
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from dws_project.config_values import (
     EnvReader,
@@ -167,16 +167,33 @@ def parse_eth_chain_id(value: str) -> int:
     return chain_id
 
 
-def _holds_no_secret(url: str) -> bool:
-    """A loopback URL without path, query or credentials (a local dev node) carries no key."""
+def _host(url: str) -> str:
+    """The URL's host as a server reads it: case folded, without the root's trailing dot (the port, default
+    or not, is left out: a key that opens one port of a provider's host is not safer on another)."""
+    return (urlsplit(url).hostname or "").rstrip(".").lower()
+
+
+def _url_pieces(url: str) -> set[str]:
+    """Every piece of a URL that can carry a provider's key: each path segment, each query name, value and
+    pair, the user name and password, percent-decoded (what the server reads)."""
     parts = urlsplit(url)
-    return (
-        is_loopback_host(parts.hostname or "")
-        and parts.path in ("", "/")
-        and not parts.query
-        and not parts.username
-        and not parts.password
-    )
+    pieces = {unquote(segment) for segment in parts.path.split("/")}
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        pieces |= {name, value, f"{name}={value}"}
+    pieces |= {unquote(parts.username or ""), unquote(parts.password or "")}
+    return pieces - {""}
+
+
+def shares_provider_key(wallet_url: str, provider_url: str) -> bool:
+    """Whether handing `wallet_url` to every visitor could hand them `provider_url`'s key: the same host
+    (whatever its case, trailing dot or port) and any path segment, query part or user info in common. A
+    provider on a public host with nothing but its host (the key may be the host) shares it whole."""
+    if _host(wallet_url) != _host(provider_url):
+        return False
+    provider = _url_pieces(provider_url)
+    if not provider:
+        return not is_loopback_host(urlsplit(provider_url).hostname or "")
+    return bool(provider & _url_pieces(wallet_url))
 
 
 def parse_wallet_rpc_url(value: str) -> str:
@@ -244,17 +261,6 @@ def _read_chain(env: EnvReader, name: str, default_address: str | None) -> Chain
     donation_address = env.optional(var("DONATION_ADDRESS"), parse_donation_address, default_address)
     label = env.optional(var("LABEL"), parse_label, "")
     wallet_rpc_url = env.optional(var("WALLET_RPC_URL"), parse_wallet_rpc_url, None)
-    if (
-        wallet_rpc_url is not None
-        and wallet_rpc_url in (rpc_url, rpc_check_url)
-        and not _holds_no_secret(wallet_rpc_url)
-    ):
-        env.problems.append(
-            (
-                var("WALLET_RPC_URL"),
-                "must be a public RPC URL, never the provider's (its key would reach every visitor)",
-            )
-        )
     if rpc_url is None or chain_id is None or stable_coins is None or donation_address is None:
         return None
     return ChainSettings(
@@ -295,6 +301,31 @@ def _cross_checks(env: EnvReader, chains: list[ChainSettings]) -> None:
                 env.problems.append(
                     (chain.variable(setting), f"names the provider of chain {owner}: one provider serves one chain")
                 )
+    _wallet_urls_hold_no_key(env, chains)
+
+
+def _wallet_urls_hold_no_key(env: EnvReader, chains: list[ChainSettings]) -> None:
+    """No chain's wallet RPC URL (shown to every visitor) may share a key with any chain's provider. The
+    problem names the variables, never a URL."""
+    providers = [
+        (chain.variable(setting), url)
+        for chain in chains
+        for setting, url in (("RPC_URL", chain.rpc_url), ("RPC_CHECK_URL", chain.rpc_check_url))
+        if url is not None
+    ]
+    for chain in chains:
+        if chain.wallet_rpc_url is None:
+            continue
+        for variable, url in providers:
+            if shares_provider_key(chain.wallet_rpc_url, url):
+                env.problems.append(
+                    (
+                        chain.variable("WALLET_RPC_URL"),
+                        f"must be a public RPC URL, never the provider's: it shares the host and part of the path, "
+                        f"query or user info of {variable} (its key would reach every visitor)",
+                    )
+                )
+                break
 
 
 def chain_named(chains: tuple[ChainSettings, ...], name: str) -> ChainSettings:

@@ -7,8 +7,8 @@ imported), every process writes its values to files in that directory and a scra
 written by the jobs use the "mostrecent" mode: the last process to set one wins, whichever it was.
 
 The hooks below (`crawl_observed`, `rpc_observed`, `rpc_timed`, `price_cycle_observed`,
-`rate_limit_refused`) are the only calls the rest of the code makes. They take plain values (never a
-client, never a call to the node or the database) and a metric never raises into a job.
+`rate_limit_refused`, `rate_limit_local`) are the only calls the rest of the code makes. They take plain
+values (never a client, never a call to the node or the database) and a metric never raises into a job.
 """
 
 from __future__ import annotations
@@ -83,6 +83,10 @@ PRICE_CYCLES = Counter(
 )
 
 RATE_LIMIT_REFUSALS = Counter("dws_ratelimit_refusals", "API requests refused by the per-client rate limit (429).")
+RATE_LIMIT_LOCAL = Counter(
+    "dws_ratelimit_local_decisions",
+    "API requests the rate limit decided with the process's own buckets because Redis did not answer.",
+)
 
 # The held reasons, by what they ask of an operator (a free text label would explode the series).
 _HELD_REASONS = (  # first match wins: the hold texts of crawlers/runs/crawl.py, ranges.py, flows.py and balances.py
@@ -190,6 +194,11 @@ def price_cycle_observed(*, used: Iterable[str], dropped: Iterable[tuple[str, st
 @_never_raise
 def rate_limit_refused() -> None:
     RATE_LIMIT_REFUSALS.inc()
+
+
+@_never_raise
+def rate_limit_local() -> None:
+    RATE_LIMIT_LOCAL.inc()
 
 
 def multiprocess_enabled() -> bool:

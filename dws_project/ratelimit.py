@@ -6,12 +6,21 @@ and no two of them can race past the limit. The client is the direct peer addres
 counts only when the peer is a configured trusted proxy (DWS_TRUSTED_PROXIES), because anyone can
 write that header and a rotating identifier would leave nothing to limit. IPv6 clients are grouped
 by /64 (dws_project/ip.py). Signed endpoints draw on a second, smaller budget as well (see SignedApi).
+
+The limit never fails open. When Redis does not answer, each process decides alone with buckets of its
+own at the same per-client rate and burst (`LocalBuckets`: n web processes then admit n times the rate,
+never an unlimited one), says so once at WARNING, counts each such decision
+(`dws_ratelimit_local_decisions_total`), and asks Redis again after `REDIS_RETRY_SECONDS`: a Redis that
+hangs costs one request per process its time-out, not every request.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from django.conf import settings
@@ -57,6 +66,45 @@ return {allowed, wait_ms}
 
 _script = None
 
+# Redis away: how long a process decides alone before it asks Redis again, and how many clients' buckets
+# it keeps (the least recently seen are forgotten first: such a client starts again with a full burst).
+REDIS_RETRY_SECONDS = 5.0
+LOCAL_MAX_CLIENTS = 100_000
+
+
+class LocalBuckets:
+    """Token buckets in this process's memory: the same arithmetic as the Redis script's, for one process."""
+
+    def __init__(self, max_clients: int = LOCAL_MAX_CLIENTS) -> None:
+        self._max_clients = max_clients
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def take(self, key: str, *, rate: float, burst: int, now: float | None = None) -> tuple[bool, float]:
+        """(allowed, seconds until the next request would be allowed), as `take_token`."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            tokens, at = self._buckets.pop(key, (float(burst), now))
+            tokens = min(float(burst), tokens + max(0.0, now - at) * rate)
+            allowed = tokens >= 1
+            tokens = tokens - 1 if allowed else tokens
+            self._buckets[key] = (tokens, now)
+            while len(self._buckets) > self._max_clients:
+                self._buckets.popitem(last=False)
+        return allowed, 0.0 if allowed else (1 - tokens) / rate
+
+
+class _Fallback:
+    """This process's view of Redis for the limit: when to ask it again, and whether the outage was said."""
+
+    def __init__(self) -> None:
+        self.buckets = LocalBuckets()
+        self.retry_at = 0.0
+        self.warned = False
+
+
+_fallback = _Fallback()
+
 
 def client_address(request: HttpRequest, trusted_proxies: Sequence[IPNetwork]) -> str:
     """The address to limit: the direct peer, or behind trusted proxies the first untrusted hop.
@@ -99,17 +147,40 @@ def retry_after_header(seconds: float) -> str:
 
 
 def check_budget(request: HttpRequest, *, rate: float, burst: int, scope: str = "") -> float | None:
-    """None when the client may go on, else the seconds until it may retry. Redis down: let through."""
-    try:
-        allowed, retry_after = take_token(client_bucket(request), rate=rate, burst=burst, scope=scope)
-    except RedisError as exc:
-        # Redis holds no money: an outage must not take the API down with it.
-        logger.warning("rate limit unavailable, request let through: %s", type(exc).__name__)
-        return None
+    """None when the client may go on, else the seconds until it may retry. Redis down: this process's own
+    buckets decide, at the same rate."""
+    allowed, retry_after = _take(client_bucket(request), rate=rate, burst=burst, scope=scope)
     if allowed:
         return None
     metrics.rate_limit_refused()
     return retry_after
+
+
+def take_local(key: str, *, rate: float, burst: int) -> tuple[bool, float]:
+    """One request from `key` against this process's own bucket (for a limit whose shared store failed)."""
+    metrics.rate_limit_local()
+    return _fallback.buckets.take(key, rate=rate, burst=burst)
+
+
+def _take(client: str, *, rate: float, burst: int, scope: str) -> tuple[bool, float]:
+    if time.monotonic() >= _fallback.retry_at:
+        try:
+            taken = take_token(client, rate=rate, burst=burst, scope=scope)
+        except RedisError as exc:
+            _fallback.retry_at = time.monotonic() + REDIS_RETRY_SECONDS
+            if not _fallback.warned:
+                _fallback.warned = True
+                logger.warning(
+                    "rate limit: Redis unavailable (%s); this process limits each client on its own at the same "
+                    "rate until Redis answers again",
+                    type(exc).__name__,
+                )
+        else:
+            if _fallback.warned:
+                _fallback.warned = False
+                logger.info("rate limit: Redis answers again; the shared buckets decide")
+            return taken
+    return take_local(f"{scope}{client}", rate=rate, burst=burst)
 
 
 class RateLimitMiddleware:

@@ -132,8 +132,12 @@ USE_TZ = True
 
 # How long one /health report (which asks the provider) is served to every caller.
 HEALTH_CACHE_SECONDS = 5
-# How long one computed /proof.json page (and /proof) is served to every caller, from the shared cache.
-PROOF_CACHE_SECONDS = 10
+# The public proof's pages of ranges and summaries stay in the shared cache until what they show changes
+# (crawlers/proof_report.py), and leave it after this long unread; 0 turns the cache off.
+PROOF_CACHE_SECONDS = 3600
+# /proof.json and /proof answer up to 500 ranges: a budget per client of their own (5/s, bursts of 20).
+PROOF_RATE_PER_SECOND = 5.0
+PROOF_RATE_BURST = 20
 # /proof/donations.csv streams every confirmed donation: a download budget per client of its own, on top of
 # the site-wide rate limit (one every 5 s, bursts of 5).
 PROOF_CSV_RATE_PER_SECOND = 0.2
@@ -299,6 +303,12 @@ CELERY_BEAT_SCHEDULE["every-30s-deliver-webhooks"] = {
     "task": "donations.deliver_webhooks",
     "schedule": 30.0,
     "options": {"expires": 30},
+}
+# /proof/donations.csv: the parts holding changed blocks are built again (cheap when nothing changed).
+CELERY_BEAT_SCHEDULE["every-10s-refresh-proof-csv"] = {
+    "task": "donations.refresh_proof_csv",
+    "schedule": 10.0,
+    "options": {"expires": 10},
 }
 # The used signed messages (replay protection, in PostgreSQL) outlive their window by minutes at most.
 CELERY_BEAT_SCHEDULE["every-10m-purge-used-signatures"] = {

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from crawlers.proof_apis import proof_budget
 from crawlers.proof_report import cached_proof_report
 from dws_project import api_errors
 from dws_project.digits import whole_number
@@ -67,6 +68,9 @@ def _chain_view(chain: dict[str, Any]) -> dict[str, Any]:
 
 @require_safe
 def proof_page(request: HttpRequest) -> HttpResponse:
+    refused = proof_budget(request)
+    if refused is not None:
+        return refused
     raw = request.GET.get("from_block")
     from_block = whole_number(raw) if raw is not None else None
     if raw is not None and (from_block is None or raw != raw.strip()):

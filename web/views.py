@@ -2,11 +2,14 @@
 
 Where the money goes on each network the page offers (the donation address, the coin contracts, the chain
 id) is rendered from the server's configuration, shown to the donor, and is what the page's scripts send to.
-A chain refused for its donation address (a Safe not deployed there, noted in Redis by the crawlers) is not
-offered; with Redis away nothing is known refused, as for the crawlers (no answer is no evidence).
+A chain refused for its donation address (a Safe not deployed there), or sharing its address with a chain
+whose code was never read, is not offered: the modes the crawlers read are kept in PostgreSQL
+(crawlers/runs/address_code.py), and with the database away no chain sharing an address is offered (fail
+closed, as the crawlers hold).
 
 Everything that changes (campaign figures, prices, a donor's history) is fetched by the page from the
-delphi API, so this view reads no table and the page renders even while the database is away.
+delphi API, so this view reads at most that one small table and the page renders even while the database
+is away.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def _record_proven(
             _write_assets(row, opening, closing, span.left_between(row.first_block, last), update=True)
         return
     opening = span.balances_at(first - 1)
-    row = _create(chain, first, last, last_hash, ProofStatus.PROVEN, "", opening, closing)
+    row = _create(chain, previous, first, last, last_hash, ProofStatus.PROVEN, "", opening, closing)
     _write_assets(row, opening, closing, span.left_between(first, last), update=False)
     logger.info("proof: %s blocks %d..%d published as proven", chain, first, last)
 
@@ -77,6 +77,7 @@ def _extend(row: ProofRange, last: int, last_hash: str, closing: Mapping[str, in
 
 def _create(
     chain: str,
+    previous: ProofRange | None,
     first: int,
     last: int,
     last_hash: str,
@@ -87,6 +88,7 @@ def _create(
 ) -> ProofRange:
     return ProofRange.objects.create(
         chain=chain,
+        ordinal=previous.ordinal + 1 if previous is not None else 0,  # always after the chain's last row
         first_block=first,
         last_block=last,
         last_block_hash=last_hash,
@@ -130,7 +132,7 @@ def _record_unproven(
                 ProofRangeAsset.objects.update_or_create(proof_range=row, asset=asset, defaults={"closing": raw})
         return
     opening = dict(span.opening) if span.opening is not None and first == span.first else {}
-    row = _create(chain, first, last, last_hash, ProofStatus.UNPROVEN, span.reason, opening, closing)
+    row = _create(chain, previous, first, last, last_hash, ProofStatus.UNPROVEN, span.reason, opening, closing)
     ProofRangeAsset.objects.bulk_create(
         ProofRangeAsset(proof_range=row, asset=asset, opening=opening.get(asset), closing=closing.get(asset))
         for asset in dict.fromkeys([*opening, *closing])

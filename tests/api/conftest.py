@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -10,8 +11,8 @@ from eth_account import Account
 
 from dws_project.redis_client import get_redis
 from tests.api.support import forget_used_timestamps
-from tests.chain import Anvil
-from tests.configs import configured
+from tests.chain import ROLLUP, ROLLUP_CHAIN_ID, Anvil
+from tests.configs import configured, with_chains
 
 
 @pytest.fixture(autouse=True)
@@ -43,6 +44,30 @@ def node(api_chain: Anvil) -> Iterator[Anvil]:
         yield api_chain
     finally:
         api_chain.revert(snapshot)
+
+
+@pytest.fixture(scope="session")
+def api_rollup_chain() -> Iterator[Anvil]:
+    """A second chain for the tests of contract wallets on several chains (chain id 1337, started only by
+    the tests that use it)."""
+    with Anvil(extra_args=["--chain-id", str(ROLLUP_CHAIN_ID)]) as anvil:
+        yield anvil
+
+
+@pytest.fixture
+def rollup(api_rollup_chain: Anvil, node: Anvil, settings) -> Iterator[Anvil]:
+    """The API on two chains: `eth` on the API's node and `rollup` on the second, for one test (what it
+    deploys or sends there is reverted afterwards)."""
+    eth = settings.CONFIG.first_chain
+    second = dataclasses.replace(
+        eth, name=ROLLUP, chain_id=ROLLUP_CHAIN_ID, rpc_url=api_rollup_chain.url, stable_coins=(), rpc_check_url=None
+    )
+    settings.CONFIG = with_chains(settings.CONFIG, eth, second)
+    snapshot = api_rollup_chain.snapshot()
+    try:
+        yield api_rollup_chain
+    finally:
+        api_rollup_chain.revert(snapshot)
 
 
 @pytest.fixture(autouse=True)

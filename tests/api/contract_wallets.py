@@ -74,3 +74,11 @@ def counterfactual_wallet(node: Anvil, owner, salt: bytes = b"\x01" * 32) -> Cou
         node.call_data("deploy(address,bytes32)", ["address", "bytes32"], [owner.address, salt])[2:]
     )
     return Counterfactual(factory=factory, address="0x" + address[-40:], deploy_calldata=calldata)
+
+
+def place_wallet(node: Anvil, address: str, owner) -> None:
+    """An OwnedWallet of `owner` at `address` on `node`, whatever is there: the same address being two
+    wallets on two chains (a Safe set up differently per chain, a counterfactual address collision)."""
+    template = deploy_wallet(node, owner)
+    node.set_code(address, node.rpc("eth_getCode", template, "latest"))
+    node.rpc("anvil_setStorageAt", address, "0x0", "0x" + owner.address[2:].lower().rjust(64, "0"))  # owner

@@ -7,10 +7,16 @@ from eth_account import Account
 
 from affiliates.contract_signatures import SIGNATURE_CHECK_BYTECODE
 from dws_project.api_errors import SIGNATURE_REJECTED, SIGNATURE_UNVERIFIABLE
-from tests.api.contract_wallets import contract_headers, counterfactual_wallet, deploy_wallet, set_owner
+from tests.api.contract_wallets import (
+    contract_headers,
+    counterfactual_wallet,
+    deploy_wallet,
+    place_wallet,
+    set_owner,
+)
 from tests.api.support import post_code_as_donor as post_code
 from tests.api.support import wallet_headers
-from tests.chain import load_artifact
+from tests.chain import ROLLUP, load_artifact
 from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
@@ -107,6 +113,52 @@ def test_a_provider_that_cannot_answer_refuses_with_its_own_error_and_the_messag
         assert_refused(post_code(api, headers), SIGNATURE_UNVERIFIABLE)
 
         # the replay key was not taken: the same request goes through once the provider answers
+        assert post_code(api, headers).status_code == 200
+
+
+def test_a_wallet_that_exists_only_on_a_rollup_signs_there(api, node, rollup, owner):
+    wallet = deploy_wallet(rollup, owner)
+    assert node.rpc("eth_getCode", wallet, "latest") == "0x"
+
+    assert post_code(api, contract_headers(wallet, owner, "affiliate code")).status_code == 200
+    assert_refused(post_code(api, contract_headers(wallet, Account.create(), "affiliate code")))
+
+
+def test_a_contract_at_the_donors_address_on_the_first_chain_cannot_sign_for_the_rollups_wallet(
+    api, node, rollup, owner
+):
+    """The same address, two wallets: the donor's on the rollup, another's on the first chain. A signature
+    counts only where every chain holding code at the address accepts it."""
+    donors_wallet = deploy_wallet(rollup, owner)
+    intruder = Account.create()
+    place_wallet(node, donors_wallet, intruder)
+
+    assert_refused(post_code(api, contract_headers(donors_wallet, intruder, "affiliate code")))
+    assert_refused(post_code(api, contract_headers(donors_wallet, owner, "affiliate code")))
+    place_wallet(node, donors_wallet, owner)  # the donor's own wallet on both chains
+    assert post_code(api, contract_headers(donors_wallet, owner, "affiliate code")).status_code == 200
+
+
+def test_an_erc6492_wrapper_cannot_sign_for_a_wallet_deployed_on_another_chain_under_another_owner(
+    api, node, rollup, owner
+):
+    wallet = counterfactual_wallet(node, owner)  # not deployed on the first chain: its factory would
+    place_wallet(rollup, wallet.address, Account.create())  # deployed on the rollup, someone else's
+
+    assert_refused(post_code(api, contract_headers(wallet.address, owner, "affiliate code", wrap=wallet.wrap)))
+
+
+def test_a_rollup_whose_provider_cannot_answer_makes_a_wallet_signature_unverifiable(
+    api, node, rollup, owner, settings
+):
+    wallet = deploy_wallet(node, owner)
+    headers = contract_headers(wallet, owner, "affiliate code")
+    with RpcProxy(rollup.url) as proxy:
+        settings.CONFIG = configured(settings.CONFIG, chain=ROLLUP, rpc_url=proxy.url("/rpc"))
+        proxy.arm("eth_getCode", "error", message="internal error")
+
+        assert_refused(post_code(api, headers), SIGNATURE_UNVERIFIABLE)  # it may be another wallet there
+
         assert post_code(api, headers).status_code == 200
 
 

@@ -10,11 +10,15 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import requests
 
+from crawlers.proof_report import MAX_RANGES
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
-from donations.export import confirmed_donation_lines
+from donations.export import confirmed_donation_lines, proof_csv_refresh
+from donations.judging import donations_confirm
 from donations.models import DonationStatus
+from donations.services import finalized_block_record
 from dws_project.redis_client import get_redis
 from tests.api.support import make_donation
 
@@ -143,20 +147,112 @@ def test_a_bad_window_gets_the_numbered_error(api, query):
     assert answer.json() == {"code": 1001, "message": "invalid request"}
 
 
-def test_one_computed_answer_is_served_to_every_caller_for_a_few_seconds(api, settings):
-    settings.PROOF_CACHE_SECONDS = 30
-    for key in get_redis().scan_iter("*proof-report*"):
-        get_redis().delete(key)
-    publish(100, 110, received=ETH)
-    first = api.get("/proof.json")
-    publish(111, 120, received=ETH)
+def many_ranges(count: int, *, first: int = 1000, span: int = 10) -> list[int]:
+    """`count` adjacent proven ranges from block `first`, `span` blocks each, 1 ETH arriving in each, written
+    at once as the proof's writer leaves them; a confirmed donation in every third. Returns their first
+    blocks."""
+    from django.utils import timezone
 
-    again = api.get("/proof.json")
+    from crawlers.models import ProofRange, ProofRangeAsset, ProofStatus
 
-    assert first["Cache-Control"] == "public, max-age=10"
-    assert again.json() == first.json()  # from the shared cache, not recomputed
-    settings.PROOF_CACHE_SECONDS = 0
-    assert len(api.get("/proof.json").json()["chains"][0]["ranges"]) == 2
+    firsts = [first + i * span for i in range(count)]
+    rows = ProofRange.objects.bulk_create(
+        ProofRange(
+            chain="eth",
+            ordinal=i,
+            first_block=start,
+            last_block=start + span - 1,
+            last_block_hash=block_hash(start + span - 1),
+            status=ProofStatus.PROVEN,
+            nonce_opening=3,
+            nonce_closing=3,
+            checked_at=timezone.now(),
+        )
+        for i, start in enumerate(firsts)
+    )
+    ProofRangeAsset.objects.bulk_create(
+        ProofRangeAsset(proof_range=row, asset=asset, opening=opening, closing=opening + received, left=0)
+        for i, row in enumerate(rows)
+        for asset, opening, received in (("eth", 5 * ETH + i * ETH, ETH), ("usdt", 0, 0), ("usdc", 0, 0))
+    )
+    for start in firsts[::3]:
+        donation(start + 1, "0.5", tx="0x" + format(start, "064x"))
+    return firsts
+
+
+def test_the_cached_proof_is_the_computed_one_for_every_window_and_follows_every_change(api, settings):
+    from crawlers.models import InflowStatus, UnexplainedInflow
+    from crawlers.proof_report import PAGE_RANGES, cached_proof_report, proof_report
+
+    firsts = many_ranges(2 * PAGE_RANGES + 13)
+    last = firsts[-1] + 9
+
+    def same_everywhere() -> None:
+        windows = [(None, 1), (None, 150), (0, 500), (last + 1, 5)] + [
+            (block, n) for block in (firsts[0] + 5, firsts[99], firsts[150]) for n in (1, 101)
+        ]
+        for from_block, limit in windows:
+            cached = cached_proof_report(settings.CONFIG, seconds=3600, from_block=from_block, limit=limit)
+            assert cached == proof_report(settings.CONFIG, from_block=from_block, limit=limit), (from_block, limit)
+
+    same_everywhere()
+    donation(firsts[120] + 4, "2", tx="0x" + "e" * 64)  # confirmed later in an old range: its page follows
+    UnexplainedInflow.objects.create(
+        block_number=firsts[5] + 2, block_hash=block_hash(firsts[5] + 2), asset="eth", amount_raw=ETH, amount=1
+    )
+    same_everywhere()
+    UnexplainedInflow.objects.update(status=InflowStatus.DISMISSED)
+    publish(last + 1, last + 30, received=ETH)  # a new range on the last page
+    same_everywhere()
+    cached = api.get("/proof.json", {"from_block": firsts[150], "limit": 3})
+    assert cached["Cache-Control"] == "public, max-age=10"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_client_spreading_from_block_makes_no_cache_entry_per_value_and_sees_the_computed_proof():
+    """Issue 35, finding 1: the cache was keyed by the raw `from_block` and `limit`, so every new value built
+    the report again and left another copy in Redis. Through gunicorn: one entry per page and chain."""
+    from django.conf import settings
+
+    from crawlers.proof_report import PAGE_RANGES, proof_report
+    from tests.web_server import gunicorn
+
+    firsts = many_ranges(2 * PAGE_RANGES + 5)
+    redis = get_redis()
+    for key in redis.scan_iter("*proof-report*"):
+        redis.delete(key)
+    env = {"TEST_PROOF_CACHE_SECONDS": "3600", "DWS_TRUSTED_PROXIES": "127.0.0.1/32"}
+    with gunicorn(workers=2, env=env) as base:
+        session = requests.Session()
+        asked = []
+        for n, block in enumerate(range(firsts[0], firsts[-1] + 10, 69)):  # 30 values over every page
+            limit = 1 + n * 37 % MAX_RANGES
+            answer = session.get(
+                f"{base}/proof.json",
+                params={"from_block": block, "limit": limit},
+                headers={"X-Forwarded-For": f"198.51.100.{n}"},  # each within its own budget
+                timeout=30,
+            )
+            assert answer.status_code == 200
+            asked.append(((block, limit), answer.json()))
+    keys = list(redis.scan_iter("*proof-report*"))
+
+    assert len(asked) == 30
+    assert len(keys) <= 3 + 1  # three pages and the chain's summary, whatever was asked
+    for (block, limit), answer in asked[::8]:
+        assert answer == proof_report(settings.CONFIG, from_block=block, limit=limit)
+
+
+def test_reads_of_the_proof_have_a_budget_of_their_own(api, settings):
+    settings.PROOF_RATE_BURST = 3
+    settings.PROOF_RATE_PER_SECOND = 0.01
+
+    answers = [api.get("/proof.json", {"from_block": n}) for n in range(3)] + [api.get("/proof")]
+
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    assert answers[-1].json() == {"code": 1006, "message": "too many requests"}
+    assert int(answers[-1]["Retry-After"]) >= 1
+    assert api.get("/donation/data").status_code == 200  # the rest of the API is not held to it
 
 
 def test_the_page_shows_the_ranges_in_the_assets_own_units(api):
@@ -189,6 +285,7 @@ def test_the_csv_lists_every_confirmed_donation_in_block_order_and_nothing_else(
     coin = donation(250, "25.5", asset="usdt", log_index=4, tx="0x" + "b" * 64)
     donation(260, "3", status=DonationStatus.UNCONFIRMED)
     donation(270, "4", status=DonationStatus.FAILED)
+    proof_csv_refresh()  # as the task does
 
     answer = api.get("/proof/donations.csv")
 
@@ -227,19 +324,109 @@ def test_the_csv_is_read_a_chunk_at_a_time_without_losing_or_repeating_a_row():
 
 def test_a_client_that_already_has_the_csv_is_told_it_has_not_changed(api):
     donation(200, "1")
+    proof_csv_refresh()
     first = api.get("/proof/donations.csv")
     b"".join(first.streaming_content)
 
     same = api.get("/proof/donations.csv", HTTP_IF_NONE_MATCH=first["ETag"])
+    since = api.get("/proof/donations.csv", HTTP_IF_MODIFIED_SINCE=first["Last-Modified"])
     donation(201, "2")
+    proof_csv_refresh()
     changed = api.get("/proof/donations.csv", HTTP_IF_NONE_MATCH=first["ETag"])
 
     assert first["Cache-Control"] == "public, max-age=60"
-    assert same.status_code == 304
+    assert (same.status_code, since.status_code) == (304, 304)
+    assert same["ETag"] == first["ETag"]
     assert changed.status_code == 200
+    assert changed["ETag"] != first["ETag"]
+
+
+@pytest.fixture
+def downloads(settings) -> None:
+    """These tests are about the file, not its download budget."""
+    settings.PROOF_CSV_RATE_BURST = 100
+
+
+def stored_file(api) -> bytes:
+    return b"".join(api.get("/proof/donations.csv").streaming_content)
+
+
+def records_file() -> bytes:
+    return "".join(confirmed_donation_lines()).encode()
+
+
+def test_the_csv_is_built_by_the_task_once_per_change_only_where_it_changed(api, settings, downloads):
+    """Issue 35, finding 2: the file was rendered from the whole table for every request. It is stored in
+    parts, and a change (noted by the crediting code in its transaction) rebuilds only the part holding it."""
+    for i, block in enumerate((5, 5, 6, 7, 7, 9, 12, 13)):
+        donation(block, "1", tx="0x" + format(i, "064x"))
+    assert proof_csv_refresh(part_rows=3) == 3  # blocks 5-6, 7-9, 12-13: a block is never split
+    assert stored_file(api) == records_file()
+    assert proof_csv_refresh(part_rows=3) == 0  # nothing changed: nothing built
+
+    late = donation(8, "2", status=DonationStatus.UNCONFIRMED, tx="0x" + "f" * 64)
+    donations_confirm(donation_ids=[late.id], tiers=settings.CONFIG.sale_tiers)  # the judge confirms it
+    assert late.tx_hash.encode() not in stored_file(api)  # served as stored: the request built nothing
+    assert proof_csv_refresh(part_rows=3) == 1  # the part of blocks 7-9 only
+    assert stored_file(api) == records_file()
+    assert late.tx_hash.encode() in stored_file(api)
+
+    tiers = settings.CONFIG.sale_tiers
+    finalized_block_record(chain="eth", sightings=[], reverted_tx_hashes=[late.tx_hash], tiers=tiers)  # it fails
+    donation(40, "3", tx="0x" + "d" * 64)  # and one past the last part
+    assert proof_csv_refresh(part_rows=3) == 2
+    assert stored_file(api) == records_file()
+    assert late.tx_hash.encode() not in stored_file(api)
+
+
+def test_the_csv_is_served_in_byte_ranges(api, downloads):
+    for i, block in enumerate((5, 6, 7, 8)):
+        donation(block, "1", tx="0x" + format(i, "064x"))
+    proof_csv_refresh(part_rows=2)
+    whole = stored_file(api)
+    etag = api.get("/proof/donations.csv")["ETag"]
+
+    middle = api.get("/proof/donations.csv", HTTP_RANGE="bytes=100-399")
+    tail = api.get("/proof/donations.csv", HTTP_RANGE="bytes=-50")
+    stale = api.get("/proof/donations.csv", HTTP_RANGE="bytes=100-399", HTTP_IF_RANGE='"another"')
+    beyond = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes={len(whole)}-")
+
+    assert (middle.status_code, middle["Content-Range"]) == (206, f"bytes 100-399/{len(whole)}")
+    assert b"".join(middle.streaming_content) == whole[100:400]
+    assert middle["Content-Length"] == "300"
+    assert b"".join(tail.streaming_content) == whole[-50:]
+    assert stale.status_code == 200  # the file changed since the client's part: the whole file
+    assert b"".join(stale.streaming_content) == whole
+    assert (beyond.status_code, beyond["Content-Range"]) == (416, f"bytes */{len(whole)}")
+    assert api.get("/proof/donations.csv", HTTP_RANGE="bytes=0-9", HTTP_IF_RANGE=etag).status_code == 206
+
+
+@pytest.mark.django_db(transaction=True)
+def test_through_gunicorn_a_download_costs_the_worker_no_rendering():
+    """The file a web worker serves is the stored one: a donation confirmed since the last build is not in
+    it (the task adds it), whatever the request; ranges and revalidation over HTTP."""
+    from tests.web_server import gunicorn
+
+    for i, block in enumerate((5, 6, 7)):
+        donation(block, "1", tx="0x" + format(i, "064x"))
+    proof_csv_refresh()
+    stored = records_file()
+    donation(6, "2", tx="0x" + "e" * 64)  # written without the writer's change record: never rendered by a request
+    with gunicorn(workers=1) as base:
+        session = requests.Session()
+        whole = session.get(f"{base}/proof/donations.csv", timeout=30)
+        part = session.get(f"{base}/proof/donations.csv", headers={"Range": "bytes=10-59"}, timeout=30)
+        again = session.get(f"{base}/proof/donations.csv", headers={"If-None-Match": whole.headers["ETag"]}, timeout=30)
+
+    assert whole.content == stored
+    assert whole.headers["Accept-Ranges"] == "bytes"
+    assert whole.headers["Last-Modified"]
+    assert (part.status_code, part.content) == (206, stored[10:60])
+    assert again.status_code == 304
 
 
 def test_downloads_of_the_csv_have_a_budget_of_their_own(api, settings):
+    proof_csv_refresh()
     settings.PROOF_CSV_RATE_BURST = 3
     settings.PROOF_CSV_RATE_PER_SECOND = 0.01
 

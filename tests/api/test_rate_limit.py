@@ -10,10 +10,13 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import requests
 from django.conf import settings
+
+from tests.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 RATE, BURST = 50, 100
@@ -189,3 +192,42 @@ def test_the_signed_budget_is_never_below_the_documented_floor():
     assert settings.DWS_SIGNED_RATE_LIMIT_PER_SECOND >= 10
     assert settings.DWS_SIGNED_RATE_LIMIT_BURST >= 20
     assert settings.DWS_SIGNED_RATE_LIMIT_PER_SECOND < settings.DWS_RATE_LIMIT_PER_SECOND
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_redis_each_web_process_still_limits_each_client_at_the_same_rate(tmp_path, monkeypatch):
+    """Through gunicorn whose Redis is behind the chaos tests' TCP proxy: cut, the limit still answers 429
+    within the same allowance (the process's own buckets), and says so once at WARNING."""
+    from tests.web_server import gunicorn
+
+    redis = urlsplit(settings.CONFIG.redis_url)
+    log = tmp_path / "gunicorn.log"
+    monkeypatch.setenv("TEST_GUNICORN_LOG", str(log))
+    with TcpProxy(redis.hostname, redis.port) as proxy:
+        proxied = redis._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+        with gunicorn(workers=1, env={"REDIS_URL": proxied}) as base:
+            proxy.cut()
+            session = requests.Session()
+            started = time.monotonic()
+            statuses: list[int] = []
+            while len(statuses) < 5000 and 429 not in statuses:
+                statuses.append(session.get(f"{base}/no-such-page", timeout=10).status_code)
+            elapsed = time.monotonic() - started
+            refused = session.get(f"{base}/no-such-page", timeout=10)
+            scrape = session.get(f"{base}/metrics", timeout=10)
+            deadline = time.monotonic() + 10
+            while scrape.status_code == 429 and time.monotonic() < deadline:  # the bucket refills at 50/s
+                scrape = session.get(f"{base}/metrics", timeout=10)
+
+    assert statuses[-1] == 429
+    assert BURST <= len(statuses) - 1 <= allowance(elapsed)
+    assert set(statuses[:-1]) == {404}
+    assert refused.status_code == 429
+    assert refused.json() == {"code": 1006, "message": "too many requests"}
+    assert refused.headers["Retry-After"] == "1"
+    local = [line for line in scrape.text.splitlines() if line.startswith("dws_ratelimit_local_decisions_total ")]
+    assert local
+    assert float(local[0].split()[1]) >= len(statuses)
+    warnings = [line for line in log.read_text().splitlines() if "rate limit: Redis unavailable" in line]
+    assert len(warnings) == 1, warnings
+    assert "WARNING" in warnings[0]

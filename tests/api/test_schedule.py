@@ -14,6 +14,7 @@ DELPHI_JOBS = {
     "every-60s-resolve-affiliate-donations": "affiliates.tasks.resolve_affiliate_donations",
     "every-30s-deliver-webhooks": "donations.deliver_webhooks",
     "every-10m-purge-used-signatures": "affiliates.purge_used_signatures",
+    "every-10s-refresh-proof-csv": "donations.refresh_proof_csv",
 }
 
 
@@ -50,6 +51,7 @@ def test_every_periodic_task_expires_within_its_cadence():
         ("donations.tasks.complete_unstakes", "celery"),
         ("donations.deliver_webhooks", "webhooks"),
         ("affiliates.purge_used_signatures", "celery"),
+        ("donations.refresh_proof_csv", "celery"),
     ],
 )
 def test_each_task_goes_to_its_own_queue(task, queue):

@@ -148,6 +148,47 @@ def test_the_wallet_rpc_url_is_never_the_providers():
     assert RPC_KEY not in problems(env)["DWS_BASE_WALLET_RPC_URL"]
 
 
+@pytest.mark.parametrize(
+    ("provider", "wallet"),
+    [
+        ("DWS_BASE_RPC_URL", "https://base.example.org/v2/{key}/"),  # a trailing slash
+        ("DWS_BASE_RPC_URL", "https://BASE.Example.ORG/v2/{key}"),  # the host upper-cased
+        ("DWS_BASE_RPC_URL", "https://base.example.org:443/v2/{key}"),  # the default port spelt out
+        ("DWS_BASE_RPC_URL", "https://base.example.org./v2/{key}"),  # the root's trailing dot
+        ("DWS_BASE_RPC_URL", "https://base.example.org/v2/{key}?chain=base"),  # an extra query
+        ("DWS_BASE_RPC_URL", "https://base.example.org/v2/%72pcKEY-9f8e7d6c5b4a"),  # percent-encoded
+        ("DWS_BASE_RPC_URL", "https://base.example.org/rpc?key={key}"),  # the key moved to the query
+        ("ETH_RPC_URL", "https://node.example.org/public?apikey={key}"),  # another chain's provider, its query
+        ("DWS_BASE_RPC_CHECK_URL", "https://check.example.org/{key}"),  # the check provider's
+    ],
+)
+def test_a_wallet_rpc_url_sharing_a_providers_host_and_key_is_refused_without_echoing_either(provider, wallet):
+    env = three_chains()
+    env["DWS_BASE_RPC_CHECK_URL"] = f"https://check.example.org/{RPC_KEY}"
+    env["DWS_BASE_WALLET_RPC_URL"] = wallet.format(key=RPC_KEY)
+
+    problem = problems(env)["DWS_BASE_WALLET_RPC_URL"]
+
+    assert "never the provider's" in problem
+    assert provider in problem
+    assert RPC_KEY not in problem
+    assert "example.org" not in problem
+
+
+@pytest.mark.parametrize(
+    "wallet",
+    [
+        "https://mainnet.base.org",  # another host altogether
+        "https://base.example.org/public",  # the provider's host, none of its key
+    ],
+)
+def test_a_wallet_rpc_url_that_shares_no_key_with_a_provider_is_accepted(wallet):
+    env = three_chains()
+    env["DWS_BASE_WALLET_RPC_URL"] = wallet
+
+    assert load_config(env).chain("base").wallet_rpc_url == wallet
+
+
 def test_a_local_dev_node_may_be_handed_to_the_wallet_as_it_is():
     env = three_chains()
     env.update({"DWS_BASE_RPC_URL": "http://127.0.0.1:8546", "DWS_BASE_WALLET_RPC_URL": "http://127.0.0.1:8546"})

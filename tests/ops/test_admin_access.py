@@ -88,6 +88,25 @@ def test_login_attempts_are_limited_per_username_across_clients(client, alice, d
     assert alice.last_login is None
 
 
+def test_login_attempts_are_still_limited_per_client_while_the_cache_is_away(
+    client, alice, daily_login_budget, settings
+):
+    from tests.chain import free_port
+
+    settings.CACHES = {
+        "default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{free_port()}/0"}  # nobody there
+    }
+    away = {"REMOTE_ADDR": "127.0.0.77"}
+    statuses = [login(client, f"user{i}", "wrong", **away).status_code for i in range(10)]
+    assert statuses == [200] * 10
+
+    refused = login(client, "alice", PASSWORD, **away)
+
+    assert refused.status_code == 429
+    alice.refresh_from_db()
+    assert alice.last_login is None
+
+
 @pytest.fixture
 def viewer(client) -> Client:
     """A staff account that may look at the campaign, nothing more."""

@@ -14,6 +14,7 @@ from eth_account import Account
 from eth_account.messages import encode_defunct
 from playwright.sync_api import Page, expect
 
+from crawlers.runs.address_code import check_address_codes
 from crawlers.runs.crawl import crawl
 from dws_project.config_values import parse_stable_coins
 from prices.services import fetch_prices
@@ -80,6 +81,7 @@ def two_chains(settings, dev_chain: Anvil, rollup_node: Anvil) -> Anvil:
     dev_chain_setup(DevChain(rollup_node.url), rollup)
     rollup = dataclasses.replace(rollup, start_block=rollup_node.head() + 1)
     settings.CONFIG = with_chains(settings.CONFIG, eth, rollup)
+    check_address_codes("test")  # as a worker's start does: both chains' donation address read (plain)
     return rollup_node
 
 

@@ -14,9 +14,10 @@ import pytest
 from django.test import Client
 from eth_utils import to_checksum_address
 
+from crawlers.models import AddressMode
+from crawlers.record.address_modes import address_mode_record
 from crawlers.runs import address_code
 from dws_project.config_values import StableCoin
-from dws_project.redis_client import get_redis
 from tests.configs import configured, with_chains
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,9 +167,9 @@ PROVIDER_KEY = "provider-key-never-in-the-page"
 
 
 @pytest.fixture
-def three_chains(settings):
+def three_chains(settings, db):
     """eth (the dev chain), a local rollup with a coin of its own and a public RPC URL, Base with ETH only and
-    a provider URL holding a key; the same donation address on all three."""
+    a provider URL holding a key; the same donation address on all three, read as plain on each."""
     eth = settings.CONFIG.first_chain
     rollup = dataclasses.replace(
         eth,
@@ -190,6 +191,8 @@ def three_chains(settings):
         explorer_url="https://basescan.org/tx/{tx}",
     )
     settings.CONFIG = with_chains(settings.CONFIG, eth, rollup, base)
+    for chain in settings.CONFIG.chains:
+        address_mode_record(chain=chain.name, address=chain.donation_address, mode=address_code.PLAIN)
     return settings
 
 
@@ -233,28 +236,41 @@ def test_several_chains_are_offered_in_order_each_with_its_own_address_and_coins
 
 
 def test_a_chain_refused_for_its_donation_address_is_not_offered(client: Client, three_chains) -> None:
-    """The donation address is a contract (a Safe) on eth and nothing on base: base is not offered (its
-    donations, if any, are still named in the donor's list)."""
+    """The donation address is a contract (a Safe) on eth and the rollup and nothing on base: base is not
+    offered (its donations, if any, are still named in the donor's list)."""
     address = three_chains.CONFIG.first_chain.donation_address
-    redis = get_redis()
-    redis.delete(address_code.KEY)
-    try:
-        redis.hset(address_code.KEY, "eth", json.dumps({"address": address, "mode": address_code.CONTRACT}))
-        redis.hset(address_code.KEY, "base", json.dumps({"address": address, "mode": address_code.PLAIN}))
-        body = client.get("/").content.decode()
-    finally:
-        redis.delete(address_code.KEY)
+    for chain in ("eth", "rollup"):
+        address_mode_record(chain=chain, address=address, mode=address_code.CONTRACT)
+
+    body = client.get("/").content.decode()
+
     config = page_config_of(body)
     assert [c["chain"] for c in config["chains"]] == ["eth", "rollup"]
     assert config["chainLabels"] == {"eth": "local dev chain (anvil)", "rollup": "Local rollup", "base": "Base"}
     assert 'data-chain="base"' not in body
 
 
+def test_a_chain_sharing_its_address_with_one_whose_code_was_never_read_is_not_offered(
+    client: Client, three_chains
+) -> None:
+    AddressMode.objects.filter(chain="base").delete()  # base's provider never answered
+
+    config = page_config_of(client.get("/").content.decode())
+
+    # base is unknown: not offered; eth and the rollup (plain) share the address with it: held too
+    assert [c["chain"] for c in config["chains"]] == []
+
+
 def test_a_label_is_shown_as_text_never_as_markup(client: Client, settings) -> None:
     """Labels are restricted when read (DWS_NAME_LABEL); were one to carry markup, it is still only text."""
     eth = settings.CONFIG.first_chain
     hostile = dataclasses.replace(
-        eth, name="evil", chain_id=1337, label='<img src=x onerror="alert(1)">', stable_coins=()
+        eth,
+        name="evil",
+        chain_id=1337,
+        label='<img src=x onerror="alert(1)">',
+        stable_coins=(),
+        donation_address="0x" + "ab" * 20,  # an address of its own: offered without any code read
     )
     settings.CONFIG = with_chains(settings.CONFIG, eth, hostile)
     body = client.get("/").content.decode()

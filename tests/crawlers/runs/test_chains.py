@@ -5,7 +5,9 @@ local "rollup" (chain id 1337, its own USDC contract), the same donation address
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import re
 from decimal import Decimal
 
 import pytest
@@ -16,6 +18,7 @@ from django.utils import timezone
 
 from crawlers.models import FINALIZED, LATEST, ReconcileRun
 from crawlers.record.cursors import cursor_get
+from crawlers.runs.address_code import check_address_codes
 from crawlers.runs.crawl import crawl
 from crawlers.runs.jobs import run_crawler
 from donations.models import Donation, DonationStats, UserData
@@ -23,6 +26,7 @@ from donations.services import donation_record_unconfirmed
 from donations.sightings import Sighting, Transfer
 from donations.webhook_models import WebhookEvent
 from dws_project.config_values import SaleTier
+from dws_project.redis_client import get_redis
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.configs import configured
 from tests.crawlers.conftest import ROLLUP
@@ -135,6 +139,8 @@ def test_a_reorg_on_one_chain_moves_only_its_row_while_the_other_chain_confirms(
 
 
 def test_a_chain_whose_provider_is_down_never_stops_the_other_and_loses_nothing(node, rollup, settings):
+    check_address_codes("test")  # a worker's start read the shared address on both (a provider down since then
+    # would hold the other chain: whether the address is a Safe there would be unknown)
     with RpcProxy(rollup.url) as proxy:
         settings.CONFIG = configured(settings.CONFIG, chain=ROLLUP, rpc_url=proxy.url("/rpc"))
         proxy.arm("*", "error", count=None)
@@ -218,6 +224,55 @@ def test_reconcile_names_its_chain_and_checks_only_its_records(node, rollup):
     run = ReconcileRun.objects.get()
     assert (run.chain, run.ok, run.transfers) == (ROLLUP, True, 1)
     assert run.summary.startswith(f"reconcile {ROLLUP} blocks {first}..")
+
+
+def offered(page: str) -> list[str]:
+    """The chains the donation page offers, from its settings."""
+    found = re.search(r'<script id="dws-config" type="application/json">(.*?)</script>', page)
+    assert found is not None
+    return [c["chain"] for c in json.loads(found.group(1))["chains"]]
+
+
+def test_a_chain_refused_for_its_address_stays_refused_when_redis_forgets_everything(node, rollup):
+    """Issue 35, finding 3: the refusal lived only in Redis; after a Redis restart without persistence the page
+    offered the rollup again and its crawler crawled."""
+    template = node.deploy("OwnedWallet", ["address"], [ACCOUNTS[1]])
+    node.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", template, "latest"))
+    assert run_crawler(LATEST, chain="eth").held is None  # reads the contract code on eth
+    rollup.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    redis = get_redis()
+    for key in redis.scan_iter("dws:*"):
+        redis.delete(key)
+
+    held = run_crawler(LATEST, chain=ROLLUP)
+
+    assert held.held is not None
+    assert f"has no code on {ROLLUP}" in held.held
+    assert not Donation.objects.filter(chain=ROLLUP).exists()
+    assert offered(Client().get("/").content.decode()) == ["eth"]
+
+
+def test_a_plain_chain_is_held_while_the_code_on_a_chain_sharing_its_address_was_never_read(node, rollup, settings):
+    """eth's provider has not answered since the deployment began: whether the shared address is a Safe there
+    is unknown, so the rollup (no code) is neither crawled nor offered until it answers."""
+    on_rollup = rollup.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    working = settings.CONFIG
+    with RpcProxy(node.url) as down:
+        down.arm("eth_getCode", "error", count=None, message="internal error")
+        settings.CONFIG = configured(working, rpc_url=down.url("/rpc"))
+
+        held = run_crawler(LATEST, chain=ROLLUP)
+
+        assert held.held is not None
+        assert "never read" in held.held
+        assert not Donation.objects.filter(chain=ROLLUP).exists()
+        assert offered(Client().get("/").content.decode()) == []
+        assert "never read" in Client().get("/health").json()["chains"][ROLLUP]["refused"]
+
+    settings.CONFIG = working  # eth's provider answers again: its code is read (none), the rollup goes on
+    assert run_crawler(LATEST, chain=ROLLUP).held is None
+    assert Donation.objects.get(chain=ROLLUP).tx_hash == on_rollup
+    assert offered(Client().get("/").content.decode()) == ["eth", ROLLUP]
 
 
 def test_a_shared_address_that_is_a_contract_on_one_chain_only_is_refused_on_the_other(node, rollup, caplog):

@@ -17,6 +17,7 @@ import requests
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from donations.export import proof_csv_refresh
 from donations.models import DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, free_port
 from tests.rpc_proxy import RpcProxy
@@ -32,6 +33,7 @@ BALANCE_READS = ("eth_getBalance", "eth_getTransactionCount", "eth_call")
 
 
 def verify(site: str, rpc: str, *extra: str) -> subprocess.CompletedProcess:
+    proof_csv_refresh()  # the donation CSV as the task keeps it (every 10 s) after the crawls
     # -I -S: no site-packages and no environment, so anything beyond the standard library fails to import.
     return subprocess.run(
         [sys.executable, "-I", "-S", str(VERIFIER), "--site", site, "--rpc", rpc, *extra],
