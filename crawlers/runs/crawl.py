@@ -54,7 +54,7 @@ from donations.selectors import recorded_block_numbers
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings
 from dws_project.config import Config
-from dws_project.locks import chain_writer
+from dws_project.locks import DATABASE_GONE, chain_writer
 from prices.lookup import eth_price_missing, eth_price_near
 from prices.requests import price_request_file
 
@@ -215,8 +215,10 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
             if last is None or result.cursor != last.number:
                 break  # stopped part-way (shutdown): the next run continues from the cursor
             position, position_hash = last.number, last.hash
-    except SoftTimeLimitExceeded:
-        raise  # the task's time limit: the next run continues from the cursor
+    except (SoftTimeLimitExceeded, *DATABASE_GONE):
+        # The task's time limit, or the database gone (the run is held with one WARNING line, no traceback:
+        # runs/jobs.py): the next run continues from the cursor.
+        raise
     except Exception as exc:  # no answer, however it reads, makes a run raise: what it stopped at holds
         cause = (str(exc).strip().splitlines() or [""])[0][:200]
         result.held = stuck_message(position + 1, f"reading blocks from here raised {type(exc).__name__}: {cause}")

@@ -26,7 +26,7 @@ from crawlers.runs.checkpoint import CHECKPOINT
 from crawlers.runs.reconcile import ReconcileError, ReconcileReport, reconcile, reconcile_lock
 from dws_project.chain_settings import ChainSettings
 from dws_project.config import Config
-from dws_project.locks import non_overlapping
+from dws_project.locks import DATABASE_GONE, database_gone, non_overlapping
 
 logger = logging.getLogger("dws.crawlers")
 
@@ -101,6 +101,8 @@ def _in_background(chain: str) -> threading.Thread:
         try:
             if guarded() is None:
                 logger.debug("reconcile at start of %s: nothing done (or another reconcile was running)", chain)
+        except DATABASE_GONE as exc:  # a hold like any run's: one WARNING line, no traceback
+            database_gone(f"reconcile at start of {chain}", exc)
         except Exception:  # a thread's exception would be lost: say it, the daily run still comes
             logger.exception("reconcile at start of %s failed", chain)
         finally:
