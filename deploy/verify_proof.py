@@ -31,7 +31,9 @@ named and the check stops.
 Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers;
 2 bad arguments; 3 everything that could be checked matches but something could not be (a node without
 historical state cannot give old balances: use an archive node or a provider with history; a node without
-call traces cannot re-read internal ETH donations); 4 the site or the node could not be read.
+call traces cannot re-read internal ETH donations); 4 the site or the node could not be read: no full answer
+within --timeout seconds (the donation CSV: ten times that), an answer larger than its cap, nested deeper than
+the documents go, or not in the documented shape, pages that do not move forward. One line, never a traceback.
 
 Standard library only, so it runs anywhere Python 3.10+ does without installing anything.
 """
@@ -41,15 +43,21 @@ from __future__ import annotations
 import argparse
 import bisect
 import csv
+import datetime
+import email.utils
+import http.client
 import io
 import json
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
+
+__version__ = "2.0.0"
 
 MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -91,59 +99,268 @@ class RpcError(Exception):
     pass
 
 
-# --- reading the site ---------------------------------------------------------------------------------------
+# --- reading the site (and the node): one deadline per answer, a size cap, a nesting limit -----------------
 
 
-def _open(url: str, timeout: float, *, body: bytes | None = None, name: str | None = None):
-    """The answer to a GET of `url` (a POST of `body`), named `name` in messages: a node's URL may carry a
-    key, so it is never printed. A 429 is waited out as its Retry-After says (within reason)."""
+SITE_JSON_CAP = 64 * 2**20  # bytes of one /proof.json page (a full page of 500 ranges is well under 1 MiB)
+CSV_CAP = 2**30  # bytes of the donation CSV (a million donations take about 240 MiB)
+NODE_CAP = 512 * 2**20  # bytes of one answer of your node (a batch of call traces can be large)
+CSV_DEADLINE_FACTOR = 10  # the CSV, the whole sale in one answer, gets ten times --timeout
+SITE_DEPTH = 16  # /proof.json nests 5 levels deep; a site may not make the decoder recurse for ever
+NODE_DEPTH = 2 * 1024 + 64  # a call trace nests two levels per call, and the EVM stops calls at 1,024 deep
+STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _retry_after(value: str | None) -> float:
+    """Seconds a 429 asks us to wait: a whole number of seconds or an HTTP date, within 0..30; anything
+    else (a NaN, an infinity, a negative, a word) is no answer we can act on."""
+    value = (value or "").strip()
+    if re.fullmatch(r"[0-9]{1,6}", value):
+        return min(float(value), 30.0)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        when = None
+    if when is None or when.tzinfo is None:
+        raise ValueError(f"a Retry-After of {value[:40]!r}")
+    now = datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017 - Python 3.10 has no datetime.UTC
+    return min(max((when - now).total_seconds(), 0.0), 30.0)
+
+
+def _read_all(request: urllib.request.Request, seconds: float, cap: int, name: str) -> bytes:
+    """The whole body, at most `cap` bytes (more: Unreadable). The socket's own time-out only bounds each
+    read; the caller's deadline bounds the whole."""
+    with urllib.request.urlopen(request, timeout=seconds) as answer:  # noqa: S310 - the scheme is checked
+        declared = answer.headers.get("Content-Length")
+        if declared and declared.strip().isdigit() and int(declared) > cap:
+            raise Unreadable(f"{name}: the answer is larger than {cap // 2**20} MiB")
+        parts, size = [], 0
+        while chunk := answer.read(2**20):
+            size += len(chunk)
+            if size > cap:
+                raise Unreadable(f"{name}: the answer is larger than {cap // 2**20} MiB")
+            parts.append(chunk)
+        return b"".join(parts)
+
+
+def _within(seconds: float, work: Any) -> dict[str, Any] | None:
+    """`work()` in a thread of its own: {"body": its result} or {"error": what it raised}, or None when it
+    has not finished within `seconds` (the thread is left behind: the verifier exits on it anyway)."""
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["body"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread as it is
+            done["error"] = exc
+
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    reader.join(seconds)
+    return None if reader.is_alive() else done
+
+
+def fetch(url: str, seconds: float, cap: int, *, body: bytes | None = None, name: str | None = None) -> bytes:
+    """The answer to a GET of `url` (a POST of `body`), named `name` in messages (a node's URL may carry a
+    key, so it is never printed), in full within `seconds` however slowly its bytes come. A 429 is waited
+    out as its Retry-After says (within reason), each attempt with its own deadline."""
     name = name or url
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise Unreadable(f"{name}: only http and https URLs are read")
-    headers = {"User-Agent": "dws-verify-proof/1", "Accept": "*/*", "Content-Type": "application/json"}
+    headers = {"User-Agent": f"dws-verify/{__version__}", "Accept": "*/*", "Content-Type": "application/json"}
     request = urllib.request.Request(url, data=body, headers=headers)  # noqa: S310 - the scheme is checked above
     for attempt in range(RETRIES + 1):
-        try:
-            return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310
-        except urllib.error.HTTPError as exc:
+        done = _within(seconds, lambda: _read_all(request, seconds, cap, name))
+        if done is None:
+            raise Unreadable(f"{name}: no full answer within {seconds:g} s")
+        exc = done.get("error")
+        if exc is None:
+            return done["body"]
+        if isinstance(exc, urllib.error.HTTPError):
             if exc.code != 429 or attempt == RETRIES:
                 raise Unreadable(f"{name}: HTTP {exc.code} {exc.reason}") from None
-            time.sleep(min(float(exc.headers.get("Retry-After") or 5), 30.0))
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            try:
+                wait = _retry_after(exc.headers.get("Retry-After"))
+            except ValueError as why:
+                raise Unreadable(f"{name}: HTTP 429 with {why}, which says no time to wait") from None
+            time.sleep(wait)
+            continue
+        if isinstance(exc, Unreadable):
+            raise exc
+        if isinstance(exc, (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)):
             raise Unreadable(f"{name}: {getattr(exc, 'reason', exc)}") from None
+        raise exc
     raise Unreadable(name)  # not reached
 
 
-def read_proof(site: str, chain: str | None, timeout: float) -> dict:
-    """The chain's proof with every range (all pages of /proof.json)."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no number")
+
+
+def decode_json(body: bytes, name: str, depth: int) -> Any:
+    """JSON, refused when it nests deeper than `depth` (counted before decoding, outside strings) or holds
+    NaN or an infinity."""
+    level = 0
+    for bracket in BRACKETS.finditer(STRINGS.sub(b'""', body)):
+        level += 1 if bracket.group() in b"[{" else -1
+        if level > depth:
+            raise Unreadable(f"{name}: the answer is nested deeper than {depth} levels")
+    # The decoder recurses once a level: room for the depth just checked.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), depth + 500))
+    try:
+        return json.loads(body, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise Unreadable(f"{name} did not answer JSON ({str(exc)[:80]})") from None
+
+
+# --- what the site says, checked against its documented shape -------------------------------------------
+
+HASH = re.compile(r"0x[0-9a-fA-F]{64}")
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+RAW = re.compile(r"-?[0-9]{1,80}")
+AMOUNT = re.compile(r"[0-9]{1,40}(\.[0-9]{1,40})?")
+TRACE_ADDRESS = re.compile(r"[0-9]{1,5}(\.[0-9]{1,5}){0,1100}")
+
+
+class Shape:
+    """Checks that a value is what the documentation says, naming where it is not (Unreadable)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def fail(self, where: str) -> Unreadable:
+        return Unreadable(f"{self.name} is not in the documented shape ({where})")
+
+    def of(self, value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise self.fail(where)
+        return value
+
+    def block(self, value: Any, where: str) -> int:
+        number = self.of(value, int, where)
+        if not 0 <= number < 2**63:
+            raise self.fail(where)
+        return number
+
+    def text(self, value: Any, pattern: re.Pattern[str], where: str, *, null: bool = False) -> Any:
+        if value is None and null:
+            return None
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            raise self.fail(where)
+        return value
+
+
+def checked_chain(found: Any, shape: Shape) -> dict:
+    """One chain of a /proof.json page, every field the verifier reads in its documented type."""
+    chain = shape.of(found, dict, "a chain")
+    shape.of(chain.get("chain"), str, "chain")
+    if chain.get("chain_id") is not None:
+        shape.block(chain.get("chain_id"), "chain_id")
+    shape.text(chain.get("donation_address"), ADDRESS, "donation_address")
+    for asset in shape.of(chain.get("assets"), list, "assets"):
+        shape.of(asset, dict, "an asset")
+        shape.of(asset.get("asset"), str, "an asset's name")
+        shape.text(asset.get("contract"), ADDRESS, f"{asset.get('asset')}'s contract", null=asset["asset"] == "eth")
+        decimals = shape.of(asset.get("decimals"), int, f"{asset['asset']}'s decimals")
+        if not 0 <= decimals <= 77:
+            raise shape.fail(f"{asset['asset']}'s decimals")
+    for found_range in shape.of(chain.get("ranges"), list, "ranges"):
+        checked_range(found_range, shape)
+    if chain.get("next_from_block") is not None:
+        shape.block(chain["next_from_block"], "next_from_block")
+    return chain
+
+
+def checked_range(found: Any, shape: Shape) -> dict:
+    found = shape.of(found, dict, "a range")
+    first = shape.block(found.get("first_block"), "first_block")
+    last = shape.block(found.get("last_block"), "last_block")
+    where = f"range {first}..{last}"
+    if last < first:
+        raise shape.fail(f"{where} ends before it starts")
+    shape.text(found.get("last_block_hash"), HASH, f"{where}: last_block_hash")
+    shape.of(found.get("status"), str, f"{where}: status")
+    shape.of(found.get("reason"), str, f"{where}: reason")
+    nonce = shape.of(found.get("nonce"), dict, f"{where}: nonce")
+    for side in ("opening", "closing"):
+        shape.text(nonce.get(side), RAW, f"{where}: nonce {side}", null=True)
+    for asset in shape.of(found.get("assets"), list, f"{where}: assets"):
+        shape.of(asset, dict, f"{where}: an asset")
+        name = shape.of(asset.get("asset"), str, f"{where}: an asset's name")
+        for figure in ("opening", "closing", "uncredited", "left"):
+            shape.text(asset.get(figure), RAW, f"{where}: {name} {figure}", null=True)
+        for figure in ("credited", "unexplained"):
+            shape.text(asset.get(figure), RAW, f"{where}: {name} {figure}")
+        shape.block(asset.get("donations"), f"{where}: {name} donations")
+    return found
+
+
+def read_proof(site: str, chain: str | None, timeout: float, head: int) -> dict:
+    """The chain's proof with every range (all pages of /proof.json). Each page must move forward: a
+    `next_from_block` only on a full page, past the block it was asked from and the page's ranges, and
+    within the chain's head, so a site cannot keep us paging for ever."""
     query = {"limit": PAGE, "from_block": 0, **({"chain": chain} if chain else {})}
-    found, ranges = None, {}
+    found, ranges, name = None, {}, f"{site}/proof.json"
     while True:
-        with _open(f"{site}/proof.json?{urllib.parse.urlencode(query)}", timeout) as answer:
-            try:
-                body = json.load(answer)
-            except ValueError:
-                raise Unreadable(f"{site}/proof.json did not answer JSON") from None
-        chains = body.get("chains") or []
+        body = fetch(f"{site}/proof.json?{urllib.parse.urlencode(query)}", timeout, SITE_JSON_CAP, name=name)
+        page = Shape(name).of(decode_json(body, name, SITE_DEPTH), dict, "the answer")
+        chains = Shape(name).of(page.get("chains"), list, "chains")
         if not chains:
-            raise Unreadable(f"{site}/proof.json lists no chain {chain or ''}".rstrip())
-        found = found or chains[0]
+            raise Unreadable(f"{name} lists no chain {chain or ''}".rstrip())
+        this = checked_chain(chains[0], Shape(name))
+        if found is not None and this["chain"] != found["chain"]:
+            raise Unreadable(f"{name} answered chain {this['chain']} when asked for {found['chain']}")
+        found = found or this
         query["chain"] = found["chain"]
         # A range the crawler extended between two requests comes back again, longer: keep the newest.
-        ranges.update({r["first_block"]: r for r in chains[0]["ranges"]})
-        if chains[0].get("next_from_block") is None:
+        ranges.update({r["first_block"]: r for r in this["ranges"]})
+        after = this.get("next_from_block")
+        if after is None:
             break
-        query["from_block"] = chains[0]["next_from_block"]
+        asked, reached = query["from_block"], max((r["last_block"] for r in this["ranges"]), default=-1)
+        if len(this["ranges"]) < PAGE or after <= asked or after <= reached or after > head + 1:
+            raise Unreadable(
+                f"{name}: next_from_block {after} after a page of {len(this['ranges'])} range(s) asked from block "
+                f"{asked} does not move forward within the chain's head ({head})"
+            )
+        query["from_block"] = after
     found["ranges"] = [ranges[first] for first in sorted(ranges)]
     return found
 
 
+CSV_COLUMNS = "chain tx_hash log_index trace_address block_number block_hash donor asset amount".split()
+
+
 def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
-    """The listed (confirmed) donations of the chain, in block order."""
-    with _open(f"{site}/proof/donations.csv", timeout) as answer:
-        rows = [r for r in csv.DictReader(io.TextIOWrapper(answer, encoding="utf-8")) if r["chain"] == chain]
+    """The listed (confirmed) donations of the chain, in block order, each row in the documented shape."""
+    name = f"{site}/proof/donations.csv"
+    body = fetch(name, timeout * CSV_DEADLINE_FACTOR, CSV_CAP, name=name)
+    try:
+        reader = csv.DictReader(io.StringIO(body.decode("utf-8")))
+        rows = []
+        for number, row in enumerate(reader, 1):
+            if row.get("chain") == chain:
+                rows.append(_checked_row(row, Shape(f"{name} row {number}")))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise Unreadable(f"{name} is not a CSV file ({str(exc)[:80]})") from None
     rows.sort(key=lambda r: int(r["block_number"]))
     return rows
+
+
+def _checked_row(row: dict, shape: Shape) -> dict:
+    if None in row or any(row.get(column) is None for column in CSV_COLUMNS):
+        raise shape.fail("its columns")
+    shape.text(row["tx_hash"], HASH, "tx_hash")
+    shape.text(row["block_hash"], HASH, "block_hash")
+    shape.text(row["donor"], ADDRESS, "donor")
+    shape.text(row["amount"], AMOUNT, "amount")
+    shape.text(row["block_number"], re.compile(r"[0-9]{1,18}"), "block_number")
+    if row["log_index"]:
+        shape.text(row["log_index"], re.compile(r"[0-9]{1,12}"), "log_index")
+    if row["trace_address"]:
+        shape.text(row["trace_address"], TRACE_ADDRESS, "trace_address")
+    return row
 
 
 # --- asking the node ----------------------------------------------------------------------------------------
@@ -159,11 +376,8 @@ class Node:
         for start in range(0, len(calls), BATCH):
             chunk = calls[start : start + BATCH]
             body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(chunk)]
-            with _open(self.url, self.timeout, body=json.dumps(body).encode(), name="your node") as answer:
-                try:
-                    replies = json.load(answer)
-                except ValueError:
-                    raise Unreadable("your node did not answer JSON") from None
+            answer = fetch(self.url, self.timeout, NODE_CAP, body=json.dumps(body).encode(), name="your node")
+            replies = decode_json(answer, "your node", NODE_DEPTH)
             if not isinstance(replies, list):
                 raise Unreadable(f"your node refused a batch: {str(replies)[:200]}")
             by_id = {r.get("id"): r for r in replies if isinstance(r, dict)}
@@ -757,10 +971,10 @@ class Check:
 
 def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdout) -> int:
     site = site.rstrip("/")
-    proof = read_proof(site, chain, timeout)
-    rows = read_donations(site, proof["chain"], timeout)
     node = Node(rpc, timeout)
-    node_chain = int(node.call("eth_chainId"), 16)
+    node_chain, head = (int(n, 16) for n in (node.call("eth_chainId"), node.call("eth_blockNumber")))
+    proof = read_proof(site, chain, timeout, head)
+    rows = read_donations(site, proof["chain"], timeout)
     if proof.get("chain_id") is not None and node_chain != proof["chain_id"]:
         raise Unreadable(f"your node is on chain id {node_chain}; the proof is for chain id {proof['chain_id']}")
     print(
@@ -823,20 +1037,39 @@ def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdou
     return MATCHES
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 86400:  # NaN fails this too
+        raise argparse.ArgumentTypeError("a number of seconds, more than 0 and at most 86400")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Check a dws sale's proof of completeness against your own node.")
+    parser = argparse.ArgumentParser(
+        prog="dws-verify", description="Check a dws sale's proof of completeness against your own node."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--site", required=True, help="the sale's address, e.g. https://sale.example")
     parser.add_argument(
         "--rpc", required=True, help="your Ethereum node's JSON-RPC URL (an archive node for old ranges)"
     )
     parser.add_argument("--chain", help="which of the sale's chains to check (default: its first)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each answer (default 60)")
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=60.0,
+        help="seconds for each answer to arrive in full (default 60; the donation CSV gets ten times this)",
+    )
     args = parser.parse_args(argv)
     try:
         return verify(args.site, args.rpc, args.chain, args.timeout)
     except (Unreadable, RpcError) as exc:
         print(f"could not check: {exc}", file=sys.stderr)
-        return UNREADABLE
+    except Exception as exc:  # noqa: BLE001 - an answer nobody foresaw: one line and exit 4, never a traceback
+        print(f"could not check: an answer the verifier cannot read ({type(exc).__name__}: {exc})", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("could not check: interrupted", file=sys.stderr)
+    return UNREADABLE
 
 
 if __name__ == "__main__":

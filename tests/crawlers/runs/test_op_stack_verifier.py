@@ -13,7 +13,8 @@ from django.core.management import call_command
 
 from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil
-from tests.crawlers.runs.test_verifier import TamperingSite, verify
+from tests.hostile_site import TamperingSite
+from tests.hostile_site import run_verifier as verify
 from tests.op_stack import (
     L2_STANDARD_BRIDGE,
     aliased,

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import requests
@@ -19,6 +15,7 @@ from django.core.management.base import CommandError
 
 from donations.models import DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, free_port
+from tests.hostile_site import VERIFIER, TamperingSite, run_verifier
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [
@@ -26,54 +23,12 @@ pytestmark = [
     pytest.mark.usefixtures("crawl_config", "eth_prices", "campaign_row"),
 ]
 
-VERIFIER = Path(__file__).resolve().parents[3] / "deploy" / "verify_proof.py"
 USDT = 10**6
 BALANCE_READS = ("eth_getBalance", "eth_getTransactionCount", "eth_call")
 
 
 def verify(site: str, rpc: str, *extra: str) -> subprocess.CompletedProcess:
-    # -I -S: no site-packages and no environment, so anything beyond the standard library fails to import.
-    return subprocess.run(
-        [sys.executable, "-I", "-S", str(VERIFIER), "--site", site, "--rpc", rpc, *extra],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
-class TamperingSite:
-    """The site as a man in the middle (or a dishonest operator) would serve it: every GET goes to the real
-    site and `rewrite(path, body)` may change the answer."""
-
-    def __init__(self, upstream: str, rewrite: Callable[[str, bytes], bytes]) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                answer = requests.get(upstream + self.path, timeout=30)
-                body = rewrite(self.path, answer.content)
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/octet-stream"))
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self.site = site
-
-    def __enter__(self) -> TamperingSite:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    return run_verifier(site, rpc, *extra)
 
 
 @pytest.fixture

@@ -1,0 +1,135 @@
+"""Sites for the public verifier's tests (deploy/verify_proof.py): a man in the middle that rewrites an honest
+site's answers (`TamperingSite`), and a site that answers from a script of its own (`ScriptedSite`) with the
+transport faults a hostile sale can serve (a hang, an answer dripped a byte at a time, an endless or deeply
+nested answer, a 429 with a Retry-After that is no number); `run_verifier` runs the verifier as a donor
+would, in a Python without the project's packages."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Self
+
+import requests
+
+from tests.chain import free_port
+
+VERIFIER = Path(__file__).resolve().parents[1] / "deploy" / "verify_proof.py"
+
+
+def run_verifier(site: str, rpc: str, *extra: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    # -I -S: no site-packages and no environment, so anything beyond the standard library fails to import.
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(VERIFIER), "--site", site, "--rpc", rpc, *extra],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+class _Server:
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class TamperingSite(_Server):
+    """The site as a man in the middle (or a dishonest operator) would serve it: every GET goes to the real
+    site and `rewrite(path, body)` may change the answer."""
+
+    def __init__(self, upstream: str, rewrite: Callable[[str, bytes], bytes]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                answer = requests.get(upstream + self.path, timeout=30)
+                body = rewrite(self.path, answer.content)
+                self.send_response(answer.status_code)
+                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/octet-stream"))
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        super().__init__(Handler)
+
+
+class ScriptedSite(_Server):
+    """A site whose every GET is answered by `answer(handler)`; `stop` ends the drips and hangs at exit."""
+
+    def __init__(self, answer: Callable[[BaseHTTPRequestHandler], None]) -> None:
+        self.stop = threading.Event()
+        self.requests: list[str] = []
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"  # the answer ends when the connection closes
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                site.requests.append(self.path)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the verifier gave up: as meant
+                    answer(self)
+
+        super().__init__(Handler)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        super().__exit__(*exc)
+
+    # --- ready-made answers --------------------------------------------------------------------------
+    def hang(self, handler: BaseHTTPRequestHandler) -> None:
+        self.stop.wait(120)
+
+    def drip(self, handler: BaseHTTPRequestHandler, every: float = 0.3) -> None:
+        """A 200 whose body comes a byte at a time, each well inside any per-read time-out, for ever."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", "1000000")
+        handler.end_headers()
+        handler.wfile.write(b'{"chains": [')
+        handler.wfile.flush()
+        while not self.stop.wait(every):
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+
+    def endless(self, handler: BaseHTTPRequestHandler, size: int = 100 * 2**20) -> None:
+        """A 200 of `size` bytes of white space before a JSON value, without a Content-Length."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.end_headers()
+        chunk, sent = b" " * 2**20, 0
+        started = time.monotonic()
+        while sent < size and not self.stop.is_set() and time.monotonic() - started < 60:
+            handler.wfile.write(chunk)
+            sent += len(chunk)
+        handler.wfile.write(b'{"chains": []}')
+
+    @staticmethod
+    def body(handler: BaseHTTPRequestHandler, body: bytes, status: int = 200, **headers: str) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            handler.send_header(name.replace("_", "-"), value)
+        handler.end_headers()
+        handler.wfile.write(body)
