@@ -2,6 +2,12 @@
 """Check a dws token sale's public proof of completeness against your own Ethereum node.
 
     python3 verify_proof.py --site https://sale.example --rpc https://your-node.example [--chain eth]
+        [--address 0xTHE_ADDRESS_YOU_PAID] [--coin usdc=0xTHE_CONTRACT_YOU_PAID_IN ...]
+
+What it relies on comes from your node or from you, never from the sale: the chain id, each coin's
+decimals (its contract's decimals()), and, when you give them, the donation address and the coin contracts
+(the check fails when the site names others, or leaves a coin you named out). It prints the address and
+the coins it checked first.
 
 It reads the sale's proof (/proof.json) and its list of confirmed donations (/proof/donations.csv), and for
 every range of blocks the sale says it proved, asks YOUR node (never the sale's) for:
@@ -329,7 +335,7 @@ def read_proof(site: str, chain: str | None, timeout: float, head: int) -> dict:
     return found
 
 
-CSV_COLUMNS = "chain tx_hash log_index trace_address block_number block_hash donor asset amount".split()
+CSV_COLUMNS = ("chain", "tx_hash", "log_index", "trace_address", "block_number", "block_hash", "donor", "asset")
 
 
 def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
@@ -349,7 +355,7 @@ def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
 
 
 def _checked_row(row: dict, shape: Shape) -> dict:
-    if None in row or any(row.get(column) is None for column in CSV_COLUMNS):
+    if None in row or any(row.get(column) is None for column in (*CSV_COLUMNS, "amount")):
         raise shape.fail("its columns")
     shape.text(row["tx_hash"], HASH, "tx_hash")
     shape.text(row["block_hash"], HASH, "block_hash")
@@ -651,6 +657,70 @@ def _quiet_precompile(call: dict) -> bool:
         return False
 
 
+# --- what the check relies on: from your node, or from you --------------------------------------------------
+
+DECIMALS = "0x313ce567"  # decimals()
+
+
+class Sale:
+    """The donation address and the coins a proof is checked for: the site's, each equal to what you pinned
+    (--address, --coin), every coin's decimals read from your node's contract, never taken from the site."""
+
+    def __init__(self, address: str, coins: list[tuple[str, str, int]]) -> None:
+        self.address, self.coins = address, coins  # coins: (asset, contract, decimals), lower case
+
+    @classmethod
+    def of(cls, node: Node, proof: dict, rows: list[dict], pins: dict[str, str]) -> Sale:
+        address = proof["donation_address"].lower()
+        pinned = pins.get("address")
+        if pinned is not None and pinned != address:
+            raise Mismatch(f"the site's donation address is {address}; you gave {pinned}")
+        listed = {a["asset"]: a for a in proof["assets"]}
+        if "eth" not in listed or listed["eth"]["decimals"] != 18:
+            raise Mismatch("the site's proof does not account for ETH (with its 18 decimals)")
+        for asset, contract in pins.items():
+            if asset == "address":
+                continue
+            if asset not in listed:
+                raise Mismatch(f"you named {asset} {contract}; the site's proof does not account for it")
+            theirs = (listed[asset]["contract"] or "").lower()
+            if theirs != contract:
+                raise Mismatch(f"the site's {asset} contract is {theirs}; you gave {contract}")
+        unlisted = sorted({r["asset"] for r in rows} - set(listed))
+        if unlisted:
+            raise Mismatch(
+                f"the donation list holds {unlisted[0]} donations; the site's proof does not account for {unlisted[0]}"
+            )
+        coins = [(a["asset"], a["contract"].lower()) for a in proof["assets"] if a["asset"] != "eth"]
+        answers = node.batch([("eth_call", [{"to": contract, "data": DECIMALS}, "latest"]) for _, contract in coins])
+        found = []
+        for (asset, contract), answer in zip(coins, answers, strict=True):
+            decimals = _word(answer)
+            if decimals is None or decimals > 77:
+                raise Mismatch(f"the site's {asset} contract {contract} answers no decimals() on your node")
+            if decimals != listed[asset]["decimals"]:
+                raise Mismatch(
+                    f"the site says {asset} ({contract}) has {listed[asset]['decimals']} decimals; "
+                    f"its contract says {decimals} on your node"
+                )
+            found.append((asset, contract, decimals))
+        return cls(address, found)
+
+    def describe(self) -> str:
+        if not self.coins:
+            return "coins checked: none (ETH only)"
+        return "coins checked: " + ", ".join(
+            f"{asset} {contract} ({decimals} decimals, from your node)" for asset, contract, decimals in self.coins
+        )
+
+
+def _word(answer: object) -> int | None:
+    """A uint256 an eth_call returned, or None (an error, no code there: "0x", not one word)."""
+    if not isinstance(answer, str) or not re.fullmatch(r"0x[0-9a-fA-F]{64}", answer):
+        return None
+    return int(answer, 16)
+
+
 # --- one range ----------------------------------------------------------------------------------------------
 
 
@@ -665,13 +735,16 @@ def raw_amount(text: str, decimals: int) -> int:
 class Check:
     """One range's check against the node."""
 
-    def __init__(self, node: Node, proof: dict, found: dict, rows: list[dict]) -> None:
+    def __init__(self, node: Node, sale: Sale, found: dict, rows: list[dict]) -> None:
         self.node, self.found, self.rows = node, found, rows
-        self.us = proof["donation_address"].lower()
-        self.decimals = {a["asset"]: a["decimals"] for a in proof["assets"]}
-        self.coins = [(a["asset"], a["contract"].lower()) for a in proof["assets"] if a["contract"]]
+        self.us = sale.address
+        self.decimals = {"eth": 18, **{asset: decimals for asset, _, decimals in sale.coins}}
+        self.coins = [(asset, contract) for asset, contract, _ in sale.coins]
         self.first, self.last = found["first_block"], found["last_block"]
         self.site = {a["asset"]: a for a in found["assets"]}
+        absent = [asset for asset in self.decimals if asset not in self.site]
+        if absent:
+            raise Mismatch(f"the site gives no figures for {absent[0]}")
         self.missing: list[str] = []  # what could not be checked
 
     def run(self) -> None:
@@ -969,7 +1042,11 @@ class Check:
 # --- the whole proof ----------------------------------------------------------------------------------------
 
 
-def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdout) -> int:
+def verify(
+    site: str, rpc: str, chain: str | None, timeout: float, pins: dict[str, str] | None = None, out=sys.stdout
+) -> int:
+    """Check the proof of `chain` (the site's first when None); `pins`: what you said the address ("address")
+    and each coin's contract (by asset) are."""
     site = site.rstrip("/")
     node = Node(rpc, timeout)
     node_chain, head = (int(n, 16) for n in (node.call("eth_chainId"), node.call("eth_blockNumber")))
@@ -978,10 +1055,16 @@ def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdou
     if proof.get("chain_id") is not None and node_chain != proof["chain_id"]:
         raise Unreadable(f"your node is on chain id {node_chain}; the proof is for chain id {proof['chain_id']}")
     print(
-        f"proof of {site}, chain {proof['chain']} (chain id {node_chain}), "
-        f"donation address {proof['donation_address']}",
+        f"proof of {site}, chain {proof['chain']} (chain id {node_chain}, from your node), "
+        f"donation address {proof['donation_address'].lower()}",
         file=out,
     )
+    try:
+        sale = Sale.of(node, proof, rows, pins or {})
+    except Mismatch as exc:
+        print(f"does not match: {exc}", file=out)
+        return MISMATCH
+    print(sale.describe(), file=out)
     ranges = proof["ranges"]
     if not ranges:
         print("the site has published no range yet: nothing to check", file=out)
@@ -1002,8 +1085,8 @@ def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdou
         inside = rows[
             bisect.bisect_left(blocks, found["first_block"]) : bisect.bisect_right(blocks, found["last_block"])
         ]
-        check = Check(node, proof, found, inside)
         try:
+            check = Check(node, sale, found, inside)
             check.run()
         except Mismatch as exc:
             print(f"does not match: {name}: {exc}", file=out)
@@ -1037,6 +1120,19 @@ def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdou
     return MATCHES
 
 
+def _address(text: str) -> str:
+    if not ADDRESS.fullmatch(text):
+        raise argparse.ArgumentTypeError("an address: 0x and 40 hex digits")
+    return text.lower()
+
+
+def _coin(text: str) -> tuple[str, str]:
+    asset, _, contract = text.partition("=")
+    if not re.fullmatch(r"[a-z0-9]{1,16}", asset) or asset == "eth" or not ADDRESS.fullmatch(contract):
+        raise argparse.ArgumentTypeError("ASSET=0xCONTRACT, e.g. usdc=0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48")
+    return asset, contract.lower()
+
+
 def _seconds(text: str) -> float:
     value = float(text)
     if not 0 < value <= 86400:  # NaN fails this too
@@ -1055,14 +1151,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--chain", help="which of the sale's chains to check (default: its first)")
     parser.add_argument(
+        "--address", type=_address, help="the donation address you paid (the check fails if the site says another)"
+    )
+    parser.add_argument(
+        "--coin",
+        type=_coin,
+        action="append",
+        default=[],
+        metavar="ASSET=0xCONTRACT",
+        help="a coin you paid in, e.g. usdc=0xa0b8...eb48 (repeatable; the check fails if the site lists another "
+        "contract for it, or leaves it out)",
+    )
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=60.0,
         help="seconds for each answer to arrive in full (default 60; the donation CSV gets ten times this)",
     )
     args = parser.parse_args(argv)
+    pins = dict(args.coin) | ({"address": args.address} if args.address else {})
     try:
-        return verify(args.site, args.rpc, args.chain, args.timeout)
+        return verify(args.site, args.rpc, args.chain, args.timeout, pins)
     except (Unreadable, RpcError) as exc:
         print(f"could not check: {exc}", file=sys.stderr)
     except Exception as exc:  # noqa: BLE001 - an answer nobody foresaw: one line and exit 4, never a traceback

@@ -4,6 +4,7 @@ a node without historical state gets a plain account of what could not be checke
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from django.core.management.base import CommandError
 
 from donations.models import DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, free_port
+from tests.configs import configured
 from tests.hostile_site import VERIFIER, TamperingSite, run_verifier
 from tests.rpc_proxy import RpcProxy
 
@@ -333,3 +335,104 @@ def test_a_donors_coin_paid_beside_a_call_the_address_was_made_to_make_is_no_own
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert f"(tx {tx}, block {block_of(node, tx)}) is not a listed donation" in run.stdout, run.stdout
+
+
+# --- what it relies on comes from your node or from you ----------------------------------------------------
+
+
+def test_it_prints_the_address_and_the_coins_it_checks_with_their_decimals_from_your_node(live_server, node):
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+
+    run = verify(live_server.url, node.url)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    top = run.stdout.splitlines()[:2]
+    assert top[0].endswith(f"chain eth (chain id 31337, from your node), donation address {DONATION_ADDRESS}")
+    assert top[1] == (
+        f"coins checked: usdt {node.coins['usdt']} (6 decimals, from your node), "
+        f"usdc {node.coins['usdc']} (6 decimals, from your node)"
+    )
+
+
+def test_a_sale_that_declares_usdc_with_18_decimals_does_not_match(live_server, node, settings):
+    """The crawler configured with USDC at scale 18 (the config's 2..18 allows it) writes a 50 USDC donation as
+    0.00000000005 USDC: dust, credited to nobody, and every published figure adds up. Only your node's
+    decimals() shows the lie."""
+    coins = tuple(
+        dataclasses.replace(c, scale=18) if c.asset == "usdc" else c for c in settings.CONFIG.first_chain.stable_coins
+    )
+    settings.CONFIG = configured(settings.CONFIG, stable_coins=coins)
+    node.mint(node.coins["usdc"], ACCOUNTS[2], 50 * USDT)
+    node.transfer_token(node.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 50 * USDT)
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+
+    run = verify(live_server.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1] == (
+        f"does not match: the site says usdc ({node.coins['usdc']}) has 18 decimals; its contract says 6 on your node"
+    )
+
+
+def without_usdc(path: str, body: bytes) -> bytes:
+    """The sale's answers with USDC left out: not among the assets, not in any range, not in the CSV."""
+    if path.startswith("/proof/donations.csv"):
+        return b"".join(line for line in body.splitlines(keepends=True) if b",usdc," not in line)
+    if not path.startswith("/proof.json"):
+        return body
+    answer = json.loads(body)
+    for chain in answer["chains"]:
+        chain["assets"] = [a for a in chain["assets"] if a["asset"] != "usdc"]
+        for found in chain["ranges"]:
+            found["assets"] = [a for a in found["assets"] if a["asset"] != "usdc"]
+    return json.dumps(answer).encode()
+
+
+def test_a_coin_left_out_is_shown_and_fails_the_check_when_you_name_it(live_server, node, sale):
+    with TamperingSite(live_server.url, without_usdc) as site:
+        unpinned = verify(site.url, node.url)
+        pinned = verify(site.url, node.url, "--coin", f"usdc={node.coins['usdc']}")
+
+    assert f"coins checked: usdt {node.coins['usdt']} (6 decimals, from your node)\n" in unpinned.stdout
+    assert pinned.returncode == 1, pinned.stdout + pinned.stderr
+    assert pinned.stdout.splitlines()[-1] == (
+        f"does not match: you named usdc {node.coins['usdc']}; the site's proof does not account for it"
+    )
+
+
+def test_a_coin_the_donation_list_holds_and_the_proof_leaves_out_does_not_match(live_server, node, sale):
+    def proof_only(path: str, body: bytes) -> bytes:
+        return body if path.startswith("/proof/donations.csv") else without_usdc(path, body)
+
+    with TamperingSite(live_server.url, proof_only) as site:
+        run = verify(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1] == (
+        "does not match: the donation list holds usdc donations; the site's proof does not account for usdc"
+    )
+
+
+def test_what_you_pin_must_be_what_the_site_says(live_server, node):
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+    other = ACCOUNTS[7]
+
+    same = verify(live_server.url, node.url, "--address", DONATION_ADDRESS.upper().replace("0X", "0x"))
+    address = verify(live_server.url, node.url, "--address", other)
+    coin = verify(live_server.url, node.url, "--coin", f"usdt={node.coins['usdc']}")
+    bad = verify(live_server.url, node.url, "--coin", "usdt")
+
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert address.returncode == 1
+    assert address.stdout.splitlines()[-1] == (
+        f"does not match: the site's donation address is {DONATION_ADDRESS}; you gave {other}"
+    )
+    assert coin.returncode == 1
+    assert coin.stdout.splitlines()[-1] == (
+        f"does not match: the site's usdt contract is {node.coins['usdt']}; you gave {node.coins['usdc']}"
+    )
+    assert bad.returncode == 2
+    assert "--coin: ASSET=0xCONTRACT" in bad.stderr
