@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.views.decorators.http import condition, require_safe
@@ -14,13 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from crawlers.models import ProofStatus
-from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, cached_proof_report, proof_chains
+from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, VERIFIER, cached_proof_report, proof_chains
 from donations.export import confirmed_donation_lines, confirmed_donations_version
 from dws_project import api_errors
 from dws_project.api_base import PublicApi, error_responses, whole_field
 from dws_project.ratelimit import check_budget, retry_after_header
 
-VERIFIER = Path(settings.BASE_DIR) / "deploy" / "verify_proof.py"
 PROOF_MAX_AGE = 10  # the figures change at most once a finalized block
 CSV_MAX_AGE = 60
 VERIFIER_MAX_AGE = 3600
@@ -78,6 +75,12 @@ class ProofCoinSerializer(serializers.Serializer):
     decimals = serializers.IntegerField()
 
 
+class ProofVerifierSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="where this site serves the verifier")
+    version = serializers.CharField(help_text="the verifier's version (its __version__)")
+    sha256 = serializers.CharField(help_text="the SHA-256 of the file served; README.md publishes the same")
+
+
 class ProofChainSerializer(serializers.Serializer):
     chain = serializers.CharField()
     chain_id = serializers.IntegerField(allow_null=True)
@@ -111,6 +114,7 @@ class ProofApi(PublicApi):
 
     @extend_schema_serializer(component_name="ProofOutput")
     class OutputSerializer(serializers.Serializer):
+        verifier = ProofVerifierSerializer()
         chains = ProofChainSerializer(many=True)
 
     @extend_schema(

@@ -16,12 +16,17 @@ storing them means an operator's later "credit this transaction" moves the value
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import re
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, cast
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max, Sum
 from redis.exceptions import RedisError
@@ -36,6 +41,22 @@ DEFAULT_RANGES = 100
 MAX_RANGES = 500
 MAX_INFLOWS = 100  # open inflows listed per chain (the total is given beside them)
 ETH_DECIMALS = 18
+
+
+VERIFIER = Path(settings.BASE_DIR) / "deploy" / "verify_proof.py"  # served as /proof/verify.py
+
+
+@functools.cache
+def verifier_fingerprint() -> dict[str, str]:
+    """The verifier's version (its `__version__`) and the SHA-256 of the file served, so a donor can tell
+    the copy they run is the one the project publishes (README.md gives the same two)."""
+    body = VERIFIER.read_bytes()
+    named = re.search(rb'^__version__ = "([^"]+)"$', body, re.MULTILINE)
+    return {
+        "path": "/proof/verify.py",
+        "version": named.group(1).decode() if named else "unknown",
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
 
 
 @dataclass(frozen=True)
@@ -76,11 +97,12 @@ def proof_report(
     (`from_block` None: the newest `limit` ranges, for the page)."""
     limit = max(1, min(limit, MAX_RANGES))
     return {
+        "verifier": verifier_fingerprint(),
         "chains": [
             _chain_report(found, from_block, limit)
             for found in proof_chains(config)
             if chain is None or found.chain == chain
-        ]
+        ],
     }
 
 
