@@ -43,6 +43,29 @@ class ProofNonceSerializer(serializers.Serializer):
     closing = _raw_field("its nonce at last_block")
 
 
+class ProofRangeInflowSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text='"inflow"')
+    block_number = serializers.IntegerField()
+    block_hash = serializers.CharField()
+    asset = serializers.CharField()
+    amount_raw = whole_field("raw units (negative: a coin that left without a Transfer log)")
+    amount = serializers.CharField(help_text="in the asset's own units")
+    status = serializers.CharField(help_text="open, or dismissed (closed as not a donation)")
+    tx_hash = serializers.CharField(allow_blank=True, help_text="the transaction an operator named, if any")
+
+
+class ProofPendingSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text='"pending"')
+    block_number = serializers.IntegerField()
+    block_hash = serializers.CharField()
+    asset = serializers.CharField()
+    tx_hash = serializers.CharField()
+    log_index = serializers.CharField(allow_blank=True, help_text="a coin Transfer's log index; empty for ETH")
+    trace_address = serializers.CharField(allow_blank=True, help_text="ETH sent in an internal call: its path")
+    donor = serializers.CharField()
+    amount = serializers.CharField(help_text="at the stored scale, as in the donation CSV")
+
+
 class ProofRangeSerializer(serializers.Serializer):
     first_block = serializers.IntegerField()
     last_block = serializers.IntegerField()
@@ -52,6 +75,10 @@ class ProofRangeSerializer(serializers.Serializer):
     checked_at = serializers.CharField()
     nonce = ProofNonceSerializer()
     assets = ProofAssetSerializer(many=True)
+    inflows = ProofRangeInflowSerializer(many=True, help_text="the range's unexplained inflows, one by one")
+    pending = ProofPendingSerializer(
+        many=True, help_text="donations recorded in the range and not confirmed yet (a paused sale's backlog)"
+    )
 
 
 class ProofInflowSerializer(serializers.Serializer):

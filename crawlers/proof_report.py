@@ -153,12 +153,19 @@ class _ByBlock:
         self._page = page
         self.sums: dict[tuple[int, str], int] = defaultdict(int)
         self.counts: dict[tuple[int, str], int] = defaultdict(int)
+        self.items: dict[int, list[dict[str, Any]]] = defaultdict(list)  # range -> what it itemises
 
-    def add(self, block: int, asset: str, raw: int, count: int = 1) -> None:
+    def _range_of(self, block: int) -> int | None:
         at = bisect_right(self._firsts, block) - 1
-        if at >= 0 and block <= self._page[at].last_block:
-            self.sums[(self._page[at].pk, asset)] += raw
-            self.counts[(self._page[at].pk, asset)] += count
+        return self._page[at].pk if at >= 0 and block <= self._page[at].last_block else None
+
+    def add(self, block: int, asset: str, raw: int, count: int = 1, item: dict[str, Any] | None = None) -> None:
+        pk = self._range_of(block)
+        if pk is not None:
+            self.sums[(pk, asset)] += raw
+            self.counts[(pk, asset)] += count
+            if item is not None:
+                self.items[pk].append(item)
 
 
 def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
@@ -183,7 +190,48 @@ def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
     )
     for inflow in inflows:
         unexplained.add(inflow["block_number"], inflow["asset"], int(inflow["total"]))
-    return [_range(chain, r, credited, unexplained) for r in page]
+    itemised = _itemised(chain, page, low, high)
+    return [_range(chain, r, credited, unexplained, itemised) for r in page]
+
+
+def _itemised(chain: ChainAssets, page: list[ProofRange], low: int, high: int) -> _ByBlock:
+    """Per range, what its `unexplained` and the paused part of its `uncredited` are made of, one by one, so
+    the verifier can check each against the chain: the inflows (open, or closed as not a donation) and the
+    donations recorded and not confirmed yet (a paused sale's backlog; a row of a block a re-org replaced
+    until the judge fails it). Dust, rounding and the address's own money the verifier finds on chain by
+    the crawler's rules."""
+    found = _ByBlock(page)
+    inflows = (
+        UnexplainedInflow.objects.filter(chain=chain.chain, block_number__gte=low, block_number__lte=high)
+        .exclude(status=InflowStatus.CREDITED)
+        .order_by("block_number", "id")
+    )
+    for inflow in inflows:
+        item = {"kind": "inflow", **inflow_public(inflow), "status": inflow.status, "tx_hash": inflow.tx_hash}
+        del item["recorded_at"]
+        found.add(inflow.block_number, inflow.asset, 0, 0, item)
+    pending = Donation.objects.filter(
+        chain=chain.chain, status=DonationStatus.UNCONFIRMED, block_number__gte=low, block_number__lte=high
+    ).order_by("block_number", "id")
+    for row in pending:
+        found.add(
+            row.block_number,
+            row.asset,
+            0,
+            0,
+            {
+                "kind": "pending",
+                "block_number": row.block_number,
+                "block_hash": row.block_hash,
+                "asset": row.asset,
+                "tx_hash": row.tx_hash,
+                "log_index": "" if row.log_index is None else str(row.log_index),
+                "trace_address": row.trace_address or "",
+                "donor": row.address,
+                "amount": format(row.amount, "f"),
+            },
+        )
+    return found
 
 
 def _raw(amount: Decimal, decimals: int) -> int:
@@ -191,7 +239,9 @@ def _raw(amount: Decimal, decimals: int) -> int:
     return int(amount.scaleb(decimals))
 
 
-def _range(chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained: _ByBlock) -> dict[str, Any]:
+def _range(
+    chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained: _ByBlock, itemised: _ByBlock
+) -> dict[str, Any]:
     stored = {a.asset: a for a in row.assets.all()}
     assets = []
     for asset, _, _ in chain.assets:
@@ -226,6 +276,8 @@ def _range(chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained:
         "checked_at": utc_second_text(row.checked_at),
         "nonce": {"opening": _text(row.nonce_opening), "closing": _text(row.nonce_closing)},
         "assets": assets,
+        "inflows": [i for i in itemised.items[row.pk] if i["kind"] == "inflow"],
+        "pending": [i for i in itemised.items[row.pk] if i["kind"] == "pending"],
     }
 
 

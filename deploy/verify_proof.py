@@ -71,6 +71,7 @@ BALANCE_OF = "0x70a08231"  # balanceOf(address)
 ZERO_ADDRESS = "0x" + "0" * 40  # a Transfer from it is a mint: no sender to credit
 PAGE = 500  # ranges per /proof.json request
 BATCH = 100  # calls per JSON-RPC batch
+TRACE_BATCH = 8  # blocks' call traces per batch: a busy block's is megabytes
 LOG_SPAN = 2000  # blocks per eth_getLogs; halved when the node refuses a span
 COLUMN_DECIMALS = 10  # donation amounts are stored with at most 10 decimals (ETH with 8)
 ETH_DECIMALS = 8
@@ -299,6 +300,15 @@ def checked_range(found: Any, shape: Shape) -> dict:
         for figure in ("credited", "unexplained"):
             shape.text(asset.get(figure), RAW, f"{where}: {name} {figure}")
         shape.block(asset.get("donations"), f"{where}: {name} donations")
+    for inflow in shape.of(found.get("inflows"), list, f"{where}: inflows"):
+        shape.of(inflow, dict, f"{where}: an inflow")
+        shape.block(inflow.get("block_number"), f"{where}: an inflow's block_number")
+        shape.of(inflow.get("asset"), str, f"{where}: an inflow's asset")
+        shape.text(inflow.get("amount_raw"), RAW, f"{where}: an inflow's amount_raw")
+    for item in shape.of(found.get("pending"), list, f"{where}: pending"):
+        _checked_row(shape.of(item, dict, f"{where}: a pending donation"), shape, (*CSV_COLUMNS[1:], "amount"))
+        shape.block(item.get("block_number"), f"{where}: a pending donation's block_number")
+        item["block_number"] = str(item["block_number"])  # as the CSV writes it
     return found
 
 
@@ -354,14 +364,15 @@ def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
     return rows
 
 
-def _checked_row(row: dict, shape: Shape) -> dict:
-    if None in row or any(row.get(column) is None for column in (*CSV_COLUMNS, "amount")):
+def _checked_row(row: dict, shape: Shape, columns: tuple[str, ...] = (*CSV_COLUMNS, "amount")) -> dict:
+    if None in row or any(row.get(column) is None for column in columns):
         raise shape.fail("its columns")
     shape.text(row["tx_hash"], HASH, "tx_hash")
     shape.text(row["block_hash"], HASH, "block_hash")
     shape.text(row["donor"], ADDRESS, "donor")
     shape.text(row["amount"], AMOUNT, "amount")
-    shape.text(row["block_number"], re.compile(r"[0-9]{1,18}"), "block_number")
+    if not isinstance(row["block_number"], int):
+        shape.text(row["block_number"], re.compile(r"[0-9]{1,18}"), "block_number")
     if row["log_index"]:
         shape.text(row["log_index"], re.compile(r"[0-9]{1,12}"), "log_index")
     if row["trace_address"]:
@@ -376,11 +387,11 @@ class Node:
     def __init__(self, url: str, timeout: float) -> None:
         self.url, self.timeout, self.calls = url, timeout, 0
 
-    def batch(self, calls: list[tuple[str, list]]) -> list:
-        """Each call's result, or an RpcError in its place."""
+    def batch(self, calls: list[tuple[str, list]], size: int = BATCH) -> list:
+        """Each call's result, or an RpcError in its place; `size` calls a post."""
         results: list = []
-        for start in range(0, len(calls), BATCH):
-            chunk = calls[start : start + BATCH]
+        for start in range(0, len(calls), size):
+            chunk = calls[start : start + size]
             body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(chunk)]
             answer = fetch(self.url, self.timeout, NODE_CAP, body=json.dumps(body).encode(), name="your node")
             replies = decode_json(answer, "your node", NODE_DEPTH)
@@ -553,8 +564,10 @@ def _mint(tx: dict) -> int:
     return (_quantity(tx, "mint") or 0) if _is_deposit(tx) else 0
 
 
-# Frames by which an account acts outside itself (a delegatecall or staticcall from it does not).
+# Frames by which an account acts outside itself (a delegatecall or staticcall from it does not), and those by
+# which ETH leaves it (a callcode runs the callee in the caller's own account: nothing leaves).
 ACTING_KINDS = ("call", "callcode", "create", "create2", "selfdestruct")
+LEAVING_KINDS = ("call", "create", "create2", "selfdestruct")
 
 
 def _frames_to(call: dict, path: list[int]) -> list[dict] | None:
@@ -721,7 +734,7 @@ def _word(answer: object) -> int | None:
     return int(answer, 16)
 
 
-# --- one range ----------------------------------------------------------------------------------------------
+# --- one range: what arrived, found on your node, and what the site says each part of it is -------------------
 
 
 def raw_amount(text: str, decimals: int) -> int:
@@ -730,6 +743,175 @@ def raw_amount(text: str, decimals: int) -> int:
     if text.partition(".")[2].rstrip("0")[decimals:]:
         raise Mismatch(f"the donation amount {text} has more decimals than the asset")
     return int(whole) * 10**decimals + int(fraction or "0")
+
+
+class Payment:
+    """Value that reached the donation address, as your node shows it: an ETH transaction to it (`where` ""),
+    ETH in an internal call (`where` its path, "0.1"), a coin's Transfer log (`where` "log N"), or what a
+    deposit the address made on L1 minted to it. `own`: the address's own money by the crawler's rule (None:
+    not known yet, asked of the node only if the list does not hold it)."""
+
+    def __init__(
+        self, asset: str, block: int, block_hash: str, tx: str, where: str, sender: str, raw: int, own: bool | None
+    ) -> None:
+        self.asset, self.block, self.block_hash, self.tx = asset, block, block_hash.lower(), tx.lower()
+        self.where, self.sender, self.raw, self.own = where, sender.lower(), raw, own
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """As the donation list names a donation: (tx_hash, log_index, trace_address)."""
+        if self.where.startswith("log "):
+            return self.tx, self.where[4:], ""
+        return self.tx, "", self.where
+
+    @property
+    def internal(self) -> bool:
+        return bool(self.where) and not self.where.startswith(("log ", "mint"))
+
+    def describe(self) -> str:
+        unit = "wei" if self.asset == "eth" else f"raw units of {self.asset}"
+        how = {"": "", "mint": " (minted by its deposit from L1)"}.get(self.where)
+        if how is None:
+            how = f" ({self.where})" if self.where.startswith("log ") else f" (internal call {self.where})"
+        return f"transaction {self.tx} paid the address {self.raw} {unit} in block {self.block} from {self.sender}{how}"
+
+
+def column_unit(asset: str, decimals: int) -> int:
+    """The smallest amount the donation column holds, in raw units: ETH is kept at 8 decimals, a coin at
+    10 (so a 6-decimal coin has no dust). Below it is dust; the remainder of a donation below it, rounding."""
+    return 10 ** max(0, decimals - (ETH_DECIMALS if asset == "eth" else COLUMN_DECIMALS))
+
+
+def _identity(row: dict) -> tuple[str, str, str]:
+    return row["tx_hash"].lower(), row.get("log_index") or "", row.get("trace_address") or ""
+
+
+class Ledger:
+    """What arrived in one range, sorted by what the rules say each payment is: a listed donation, the
+    address's own money, dust, a donation not confirmed yet (listed under `pending`), or an unexplained
+    inflow the site lists in its block. Then the site's `uncredited` must be exactly the dust, the rounding,
+    the own money and the pending of it, each found here."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+        self.listed = {_identity(r): r for r in check.rows}
+        self.pending = {_identity(p): p for p in check.found["pending"]}
+        self.inflows: dict[tuple[int, str], int] = {}
+        for inflow in check.found["inflows"]:
+            key = (inflow["block_number"], inflow["asset"])
+            self.inflows[key] = self.inflows.get(key, 0) + int(inflow["amount_raw"])
+        self.need: dict[tuple[int, str], int] = {}  # arrived there that only an inflow can account for
+        self.maybe: dict[tuple[int, str], int] = {}  # internal own money and dust: a crawler without traces
+        self.unlisted: dict[tuple[int, str], Payment] = {}  # ... counts it into the block's inflow
+        self.parts: dict[str, dict[str, int]] = {}  # asset -> own, dust, rounding, pending
+        self.closed: set[str] = set()  # the assets whose every payment was found and sorted
+
+    def part(self, asset: str) -> dict[str, int]:
+        return self.parts.setdefault(asset, {"own": 0, "dust": 0, "rounding": 0, "pending": 0, "pending rows": 0})
+
+    def sort(self, payment: Payment) -> None:
+        unit = column_unit(payment.asset, self.check.decimals[payment.asset])
+        parts, key = self.part(payment.asset), (payment.block, payment.asset)
+        row = self.listed.pop(payment.identity, None)
+        if row is not None:
+            if payment.own:
+                raise Mismatch(f"the listed donation {row['tx_hash']} is the address's own money: {payment.describe()}")
+            self.same(row, payment, unit, "listed donation")
+            parts["rounding"] += payment.raw % unit
+            return
+        if payment.raw < unit:
+            parts["dust"] += payment.raw
+        elif payment.own if payment.own is not None else self.check.own_coin(payment):
+            parts["own"] += payment.raw
+        else:
+            self.pend(payment, unit, parts, key)
+            return
+        if payment.internal:
+            self.maybe[key] = self.maybe.get(key, 0) + payment.raw
+
+    def pend(self, payment: Payment, unit: int, parts: dict[str, int], key: tuple[int, str]) -> None:
+        """A donation by the rules that the list does not hold: not confirmed yet, or an inflow."""
+        item = self.pending.pop(payment.identity, None)
+        if item is not None:
+            self.same(item, payment, unit, "donation the site lists as not confirmed yet")
+            parts["pending"] += payment.raw - payment.raw % unit
+            parts["pending rows"] += 1
+            parts["rounding"] += payment.raw % unit
+            return
+        self.need[key] = self.need.get(key, 0) + payment.raw
+        self.unlisted.setdefault(key, payment)
+
+    def same(self, row: dict, payment: Payment, unit: int, what: str) -> None:
+        if (
+            row["asset"] != payment.asset
+            or raw_amount(row["amount"], self.check.decimals[payment.asset]) != payment.raw - payment.raw % unit
+            or row["donor"].lower() != payment.sender
+            or int(row["block_number"]) != payment.block
+            or row["block_hash"].lower() != payment.block_hash
+        ):
+            raise Mismatch(f"the {what} {row['tx_hash']} is not what your node shows: {payment.describe()}")
+
+    def unattributed(self, block: int, asset: str, raw: int) -> None:
+        """Value that arrived in `block` outside any transaction, call or log (a self-destruct's beneficiary,
+        a withdrawal): only an inflow the site lists there accounts for it."""
+        if raw:
+            self.need[(block, asset)] = self.need.get((block, asset), 0) + raw
+
+    def close(self, asset: str, mode: str, left_over: int = 0) -> None:
+        """Every inflow-only arrival of `asset` covered by the inflows the site lists in its block, and no
+        listed donation left that your node does not show. `mode` "block" (ETH, read block by block): no
+        inflow listed where nothing arrived unexplained either; "range" (a coin, whose balance is read at the
+        range's edges only): what no log explains over the range (`left_over`) and the unlisted payments are
+        the range's inflows together; "lower" (no balances to judge by): only the first rule."""
+        unit = "wei" if asset == "eth" else f"raw units of {asset}"
+        for key in sorted({k for k in (*self.need, *self.inflows) if k[1] == asset}):
+            covered, needed = self.inflows.get(key, 0), self.need.get(key, 0)
+            if covered < needed:
+                if key in self.unlisted and covered < self.unlisted[key].raw:
+                    raise Mismatch(
+                        f"{self.unlisted[key].describe()}, and it is neither a listed donation nor an unexplained "
+                        "inflow the site lists"
+                    )
+                raise Mismatch(
+                    f"{needed} {unit} arrived in block {key[0]} that no transfer explains; the site lists "
+                    f"{covered} {unit} of unexplained inflows there"
+                )
+            if mode == "block" and covered > needed + self.maybe.get(key, 0):
+                raise Mismatch(
+                    f"the site lists {covered} {unit} of unexplained inflows in block {key[0]}; {needed} {unit} "
+                    "arrived there that no transfer explains"
+                )
+        if mode == "range":
+            listed = sum(v for k, v in self.inflows.items() if k[1] == asset)
+            needed = sum(v for k, v in self.need.items() if k[1] == asset) + left_over
+            if listed != needed:
+                raise Mismatch(
+                    f"the {asset} Transfer logs and the unexplained inflows do not explain the balance change: "
+                    f"{needed} {unit} arrived that no donation or own money accounts for, the site lists {listed}"
+                )
+        for row in self.listed.values():
+            if row["asset"] == asset:
+                where = f" (log {row['log_index']})" if row.get("log_index") else ""
+                where = f" ({row['trace_address']})" if row.get("trace_address") else where
+                raise Mismatch(
+                    f"the listed donation {row['tx_hash']}{where} is not a payment to the address in block "
+                    f"{row['block_number']} on your node"
+                )
+        self.closed.add(asset)
+
+    def uncredited(self, asset: str) -> None:
+        """The site's `uncredited` is what the rules say it is, found here part by part."""
+        parts = self.part(asset)
+        slack = sum(self.inflows.get(k, 0) - v for k, v in self.need.items() if k[1] == asset and k in self.inflows)
+        slack += sum(v for k, v in self.inflows.items() if k[1] == asset and k not in self.need)
+        expected = parts["own"] + parts["dust"] + parts["rounding"] + parts["pending"] - slack
+        said = self.check.site[asset]["uncredited"]
+        if said is not None and int(said) != expected:
+            raise Mismatch(
+                f"the site's uncredited {asset} is {said}; your node shows {expected}: dust {parts['dust']}, "
+                f"rounding {parts['rounding']}, the address's own money {parts['own']}, not confirmed yet "
+                f"{parts['pending']}" + (f", less {slack} the site lists as unexplained" if slack else "")
+            )
 
 
 class Check:
@@ -746,6 +928,8 @@ class Check:
         if absent:
             raise Mismatch(f"the site gives no figures for {absent[0]}")
         self.missing: list[str] = []  # what could not be checked
+        self.ledger = Ledger(self)
+        self.authorizing: dict[int, bool] = {}  # block -> the address signed an EIP-7702 authorization there
 
     def run(self) -> None:
         self.listed_sums()
@@ -755,31 +939,50 @@ class Check:
                 f"block {self.last} is {block.get('hash') if isinstance(block, dict) else None} on your node, "
                 f"the site says {self.found['last_block_hash']}"
             )
-        logs = self.coin_logs()
-        arrived = self.coin_rows(logs[0])
+        to_us, from_us = self.coin_logs()
         if self.found["status"] != "proven":
             self.missing.append(f"the site does not claim this range complete ({self.found['reason']})")
+            self.coin_rows_alone(to_us)
             self.eth_rows_without_blocks()
             return
         try:
             edges = balances(self.node, self.us, self.coins, [self.first - 1, self.last])
         except NoHistory as exc:
             self.missing.append(f"balances not checked: {exc}")
+            self.coin_rows_alone(to_us)
             self.eth_rows_without_blocks()
             return
         self.compare_balances(edges)
-        self.coin_sums(arrived, logs[1])
-        self.check_eth(edges)
+        self.eth_payments(edges)
+        self.coin_payments(to_us, from_us)
+        for asset in sorted(self.ledger.closed):
+            self.ledger.uncredited(asset)
+
+    def pending_note(self) -> str:
+        notes = []
+        for asset, parts in self.ledger.parts.items():
+            if parts["pending rows"]:
+                unit = "wei" if asset == "eth" else f"raw units of {asset}"
+                notes.append(f"{parts['pending rows']} donation(s) not confirmed yet: {parts['pending']} {unit}")
+        return "; " + "; ".join(notes) if notes else ""
 
     def listed_sums(self) -> None:
-        """The site's arithmetic, and its credited equal to the listed donations."""
-        for asset, figures in self.site.items():
+        """The site's arithmetic, its credited equal to the listed donations, its unexplained to the inflows it
+        lists."""
+        for asset in self.decimals:
+            figures = self.site[asset]
             mine = [r for r in self.rows if r["asset"] == asset]
             listed = sum(raw_amount(r["amount"], self.decimals[asset]) for r in mine)
             if listed != int(figures["credited"]) or len(mine) != figures["donations"]:
                 raise Mismatch(
                     f"the site says {figures['credited']} raw units of {asset} were credited in "
                     f"{figures['donations']} donations; its donation list has {listed} in {len(mine)}"
+                )
+            inflows = sum(int(i["amount_raw"]) for i in self.found["inflows"] if i["asset"] == asset)
+            if inflows != int(figures["unexplained"]):
+                raise Mismatch(
+                    f"the site says {figures['unexplained']} raw units of {asset} arrived unexplained; the inflows "
+                    f"it lists add up to {inflows}"
                 )
             if None in (figures["opening"], figures["closing"], figures["left"]):
                 continue
@@ -802,6 +1005,8 @@ class Check:
                         f"the {asset} balance at block {block} is {value} on your node, the site says {said}"
                     )
 
+    # --- coins ---------------------------------------------------------------------------------------------
+
     def coin_logs(self) -> tuple[list[dict], list[dict]]:
         if not self.coins:
             return [], []
@@ -811,45 +1016,53 @@ class Check:
             transfer_logs(self.node, contracts, [TRANSFER_TOPIC, _topic(self.us)], self.first, self.last),
         )
 
-    def coin_rows(self, to_us: list[dict]) -> dict[str, int]:
-        """Every coin Transfer to the address is a listed donation (or too small to be one, from the address
-        itself, or minted to it: from the zero address, no sender to credit) and every listed coin donation is
-        such a Transfer; what arrived, per coin."""
+    def coin_payment(self, log: dict) -> Payment:
         by_contract = {c: a for a, c in self.coins}
-        listed = {
-            (r["tx_hash"].lower(), int(r["log_index"])): r for r in self.rows if r["asset"] in by_contract.values()
-        }
-        arrived = dict.fromkeys(by_contract.values(), 0)
+        contract, sender = log["address"].lower(), "0x" + log["topics"][1][-40:].lower()
+        own = True if sender == self.us else None  # else asked only if the list does not hold it
+        return Payment(
+            by_contract[contract],
+            int(log["blockNumber"], 16),
+            log["blockHash"],
+            log["transactionHash"],
+            f"log {int(log['logIndex'], 16)}",
+            sender,
+            int(log.get("data") or "0x0", 16),
+            own,
+        )
+
+    def coin_payments(self, to_us: list[dict], from_us: list[dict]) -> None:
+        """Every coin Transfer to the address sorted (ledger), what left by Transfer logs equal to the site's
+        `left`, and what no log explains of each coin's balance change covered by the inflows the site lists."""
+        arrived = dict.fromkeys(self.decimals, 0)
+        left = dict.fromkeys(self.decimals, 0)
         for log in to_us:
-            asset, value = by_contract[log["address"].lower()], int(log.get("data") or "0x0", 16)
-            arrived[asset] += value
-            row = listed.pop((log["transactionHash"].lower(), int(log["logIndex"], 16)), None)
-            sender = "0x" + log["topics"][1][-40:]
-            unit = 10 ** max(0, self.decimals[asset] - COLUMN_DECIMALS)
-            if row is None:
-                if (
-                    value >= unit
-                    and sender.lower() not in (self.us, ZERO_ADDRESS)
-                    and not self.own_transaction(log["transactionHash"], log["address"].lower())
-                ):
-                    raise Mismatch(
-                        f"a Transfer of {value} raw units of {asset} to the address (tx {log['transactionHash']}, "
-                        f"block {int(log['blockNumber'], 16)}) is not a listed donation"
-                    )
-                continue
-            if (
-                raw_amount(row["amount"], self.decimals[asset]) != value - value % unit
-                or row["donor"].lower() != sender.lower()
-            ):
+            payment = self.coin_payment(log)
+            arrived[payment.asset] += payment.raw
+            self.ledger.sort(payment)
+        by_contract = {c: a for a, c in self.coins}
+        for log in from_us:
+            left[by_contract[log["address"].lower()]] += int(log.get("data") or "0x0", 16)
+        for asset, _ in self.coins:
+            site = self.site[asset]
+            if int(site["left"]) != left[asset]:
                 raise Mismatch(
-                    f"the listed donation {row['tx_hash']} (log {row['log_index']}) is not what its Transfer says"
+                    f"{left[asset]} raw units of {asset} left in Transfer logs, the site says {site['left']}"
                 )
-        if listed:
-            row = next(iter(listed.values()))
-            raise Mismatch(
-                f"the listed donation {row['tx_hash']} (log {row['log_index']}) has no Transfer to the address there"
-            )
-        return arrived
+            change = int(site["closing"]) - int(site["opening"])
+            self.ledger.close(asset, "range", left_over=change - arrived[asset] + left[asset])
+
+    def coin_rows_alone(self, to_us: list[dict]) -> None:
+        """Without the balances: each coin Transfer to the address is still sorted against the list."""
+        for log in to_us:
+            self.ledger.sort(self.coin_payment(log))
+        for asset, _ in self.coins:
+            self.ledger.close(asset, "lower")
+        self.ledger.closed.clear()  # the balances were not read: nothing to judge "uncredited" by
+
+    def own_coin(self, payment: Payment) -> bool:
+        contract = next(c for a, c in self.coins if a == payment.asset)
+        return self.own_transaction(payment.tx, contract)
 
     def own_transaction(self, tx_hash: str, contract: str) -> bool:
         """Whether the address's own doing brought the coin of `contract` in (never a donation): it signed
@@ -862,6 +1075,9 @@ class Check:
             raise Unreadable(f"your node did not give transaction {tx_hash}: {exc}") from exc
         if isinstance(tx, dict) and (tx.get("from") or "").lower() == self.us:
             return True
+        code = self.node.call("eth_getCode", self.us, tx.get("blockNumber") if isinstance(tx, dict) else "latest")
+        if code in ("0x", "0x0", "") and not self.authorized_in(tx):
+            return False  # a plain account acts outside itself only by the transactions it signs
         try:
             trace = self.node.call("debug_traceTransaction", tx_hash, {"tracer": "callTracer"})
         except RpcError:
@@ -879,46 +1095,48 @@ class Check:
             frames += [(c, under_ours, failed) for c in frame.get("calls") or [] if isinstance(c, dict)]
         return bool(into) and all(into)
 
-    def coin_sums(self, arrived: dict[str, int], from_us: list[dict]) -> None:
-        """What left by Transfer logs is what the site says, and the logs explain each coin's balance change."""
-        by_contract = {c: a for a, c in self.coins}
-        left = dict.fromkeys(by_contract.values(), 0)
-        for log in from_us:
-            left[by_contract[log["address"].lower()]] += int(log.get("data") or "0x0", 16)
-        for asset in by_contract.values():
-            site = self.site[asset]
-            if int(site["left"]) != left[asset]:
-                raise Mismatch(
-                    f"{left[asset]} raw units of {asset} left in Transfer logs, the site says {site['left']}"
-                )
-            change = int(site["closing"]) - int(site["opening"])
-            if arrived[asset] - left[asset] + int(site["unexplained"]) != change:
-                raise Mismatch(
-                    f"the {asset} Transfer logs and the unexplained inflows do not explain the balance change"
-                )
+    def authorized_in(self, tx: object) -> bool:
+        """Whether the address may have had code during this transaction's block though it has none after it:
+        the block moved its nonce by more than its own transactions (an EIP-7702 authorization it signed)."""
+        return (
+            isinstance(tx, dict)
+            and tx.get("blockNumber") is not None
+            and self.authorizing.get(int(tx["blockNumber"], 16), False)
+        )
 
-    def check_eth(self, edges: dict[int, dict]) -> None:
-        code = self.node.batch([("eth_getCode", [self.us, hex(self.last)])])[0]
-        if isinstance(code, RpcError) or code not in ("0x", "0x0", ""):
-            self.missing.append(
-                "the address has code: ETH can come and go in internal calls, which cancel out in the "
-                "balances; only a trace of every block could show them"
-            )
-        low = (self.first - 1, edges[self.first - 1])
-        high = (self.last, edges[self.last])
+    # --- ETH -----------------------------------------------------------------------------------------------
+
+    def eth_payments(self, edges: dict[int, dict]) -> None:
+        """Every block where the ETH balance or the nonce moved (halving), and every block in which the address
+        had code, read in full: its own transactions (what left, and what its deposits minted to it), the
+        transactions paying it, and, where the balance moved by more than those explain or the address had
+        code, the block's call traces: every internal call paying it, and every one by which it paid out."""
+        low, high = (self.first - 1, edges[self.first - 1]), (self.last, edges[self.last])
         try:
             moved = moved_blocks(self.node, self.us, low, high)
         except NoHistory as exc:
             self.missing.append(f"ETH transfers not re-read: {exc}")
             self.eth_rows_without_blocks()
             return
-        eth_rows = [r for r in self.rows if r["asset"] == "eth"]
-        direct = {r["tx_hash"].lower(): r for r in eth_rows if not r["trace_address"]}
-        internal = [r for r in eth_rows if r["trace_address"]]
-        blocks = self.node.batch([("eth_getBlockByNumber", [hex(n), True]) for n, _, _ in moved])
-        ours = []  # (block number, tx) of transactions from or to the address
-        for (number, _, _), block in zip(moved, blocks, strict=True):
-            if isinstance(block, RpcError):
+        changes = {n: after["eth"] - before["eth"] for n, before, after in moved}
+        nonces = {n: after["nonce"] - before["nonce"] for n, before, after in moved}
+        coded = self.blocks_with_code(moved)
+        extra = sorted(coded - set(changes))
+        if extra:
+            around = self.node.batch([("eth_getBalance", [self.us, hex(n)]) for b in extra for n in (b - 1, b)])
+            for i, number in enumerate(extra):
+                before, after = around[2 * i : 2 * i + 2]
+                if isinstance(before, RpcError) or isinstance(after, RpcError):
+                    raise Unreadable(f"your node did not give the balance around block {number}: {before} {after}")
+                changes[number], nonces[number] = int(after, 16) - int(before, 16), 0
+        numbers = sorted(changes)
+        answers = self.node.batch([("eth_getBlockByNumber", [hex(n), True]) for n in numbers])
+        blocks = dict(zip(numbers, answers, strict=True))
+        residual, left, sent = dict(changes), 0, dict.fromkeys(numbers, 0)
+        ours = []  # (block, tx) of transactions from or to the address
+        for number in numbers:
+            block = blocks[number]
+            if isinstance(block, RpcError) or not isinstance(block, dict):
                 raise Unreadable(f"your node did not give block {number}: {block}")
             ours += [
                 (number, tx)
@@ -926,12 +1144,12 @@ class Check:
                 if self.us in ((tx.get("from") or "").lower(), (tx.get("to") or "").lower())
             ]
         receipts = self.node.batch([("eth_getTransactionReceipt", [tx["hash"]]) for _, tx in ours])
-        left, residual = 0, {n: after["eth"] - before["eth"] for n, before, after in moved}
         for (number, tx), receipt in zip(ours, receipts, strict=True):
             if isinstance(receipt, RpcError):
                 raise Unreadable(f"your node did not give the receipt of {tx['hash']}: {receipt}")
             ok, value = receipt.get("status") == "0x1", int(tx.get("value") or "0x0", 16)
-            if (tx.get("from") or "").lower() == self.us:
+            block_hash, sender = blocks[number]["hash"], (tx.get("from") or "").lower()
+            if sender == self.us:
                 try:
                     if _is_deposit(tx) != _is_deposit(receipt):
                         raise UnreadableAmount("its block and its receipt disagree on whether it is a deposit")
@@ -942,40 +1160,104 @@ class Check:
                         f"block {number}) cost: {exc}"
                     ) from None
                 left += spent
-                # A deposit the address made on L1 minted ETH to it: its own money, part of no donation.
-                residual[number] += spent - minted
+                sent[number] += 1
+                residual[number] += spent
+                if minted:  # a deposit the address made on L1 minted ETH to it: its own money
+                    residual[number] -= minted
+                    self.ledger.sort(Payment("eth", number, block_hash, tx["hash"], "mint", sender, minted, True))
             if (tx.get("to") or "").lower() == self.us and ok and value:
                 residual[number] -= value
-                row = direct.pop(tx["hash"].lower(), None)
-                if row is None and value >= 10 ** (18 - ETH_DECIMALS) and (tx.get("from") or "").lower() != self.us:
-                    raise Mismatch(
-                        f"transaction {tx['hash']} paid the address {value} wei in block {number}, "
-                        "and it is not a listed donation"
-                    )
-                if row is not None and (
-                    raw_amount(row["amount"], 18) != value - value % 10 ** (18 - ETH_DECIMALS)
-                    or int(row["block_number"]) != number
-                    or row["donor"].lower() != tx["from"].lower()
-                ):
-                    raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
-        if direct:
-            row = next(iter(direct.values()))
-            raise Mismatch(
-                f"the listed donation {row['tx_hash']} is not a transaction paying the address "
-                f"in block {row['block_number']}"
-            )
-        if not self.missing and left != int(self.site["eth"]["left"]):
-            raise Mismatch(f"{left} wei left the address in its transactions; the site says {self.site['eth']['left']}")
-        unexplained_in = sum(v for v in residual.values() if v > 0)
-        if any(v < 0 for v in residual.values()) and not self.missing:
-            number = next(n for n, v in residual.items() if v < 0)
+                self.ledger.sort(Payment("eth", number, block_hash, tx["hash"], "", sender, value, sender == self.us))
+        # A nonce that moved by more than the address's own transactions: an EIP-7702 authorization it signed.
+        self.authorizing = {n: nonces[n] > sent[n] for n in numbers}
+        coded |= {n for n, signed in self.authorizing.items() if signed}
+        if any(v < 0 for n, v in residual.items() if n not in coded) and not self.missing:
+            number = next(n for n, v in residual.items() if v < 0 and n not in coded)
             raise Mismatch(f"ETH left the address in block {number} that no transaction of it shows")
-        traced = self.internal_rows(internal)
-        if traced + int(self.site["eth"]["unexplained"]) > unexplained_in:
-            raise Mismatch(
-                f"the site credits {traced} wei of internal ETH and {self.site['eth']['unexplained']} "
-                f"unexplained, but only {unexplained_in} wei arrived outside the address's transactions"
+        traced = sorted(n for n in numbers if residual[n] or n in coded)
+        out = self.internal_payments(traced, blocks, residual, coded)
+        if out is None and coded:
+            return  # what left by internal calls is unknown too
+        left += out or 0
+        if left != int(self.site["eth"]["left"]):
+            raise Mismatch(f"{left} wei left the address in its transactions; the site says {self.site['eth']['left']}")
+        if out is not None:
+            self.ledger.close("eth", "block")
+
+    def blocks_with_code(self, moved: list[tuple[int, dict, dict]]) -> set[int]:
+        """The blocks of the range in which the address had code (a contract, an EIP-7702 delegation) at any
+        point: its code is read at the opening edge and after every block where its nonce moved (the only way
+        a delegation comes or goes); those where it signed an authorization are added by eth_payments."""
+        code = self.node.batch([("eth_getCode", [self.us, hex(n)]) for n in (self.first - 1, self.last)])
+        if any(isinstance(c, RpcError) for c in code):
+            raise Unreadable(f"your node did not give the address's code: {code}")
+        if all(c in ("0x", "0x0", "") for c in code):
+            return set()
+        return set(range(self.first, self.last + 1))
+
+    def internal_payments(
+        self, numbers: list[int], blocks: dict[int, dict], residual: dict[int, int], coded: set[int]
+    ) -> int | None:
+        """The call traces of `numbers`: each internal call paying the address sorted (ledger), what arrived
+        outside any call covered by inflows, and what left by internal calls (returned). None when your node
+        gives no call traces: then what arrived outside the transactions is only bounded, and noted."""
+        if not numbers:
+            return 0
+        calls = [("debug_traceBlockByNumber", [hex(n), {"tracer": "callTracer"}]) for n in numbers]
+        traces = self.node.batch(calls, size=TRACE_BATCH)
+        if any(isinstance(t, RpcError) for t in traces):
+            refused = str(next(t for t in traces if isinstance(t, RpcError)))[:80]
+            with_code = sorted(coded & set(numbers))
+            self.missing.append(
+                f"the address had code in blocks {with_code[0]}..{with_code[-1]}: ETH can come and go in internal "
+                f"calls that cancel out in the balances, and your node gives no call traces ({refused})"
+                if with_code
+                else f"ETH that arrived outside the address's transactions in {len(numbers)} block(s) from block "
+                f"{numbers[0]} is not itemised: your node gives no call traces ({refused})"
             )
+            self.bound_internal(residual)
+            return None
+        out = 0
+        for number, trace in zip(numbers, traces, strict=True):
+            block = blocks[number]
+            hashes = [tx["hash"].lower() for tx in block["transactions"]]
+            if not isinstance(trace, list) or len(trace) != len(hashes):
+                raise Unreadable(f"your node's call traces of block {number} do not list its transactions")
+            arrived = left = 0
+            for tx_hash, item in zip(hashes, trace, strict=True):
+                root = item.get("result") if isinstance(item, dict) else None
+                if not isinstance(root, dict):
+                    raise Unreadable(f"your node gives no call trace of {tx_hash} in block {number}")
+                for frame, path, payer, own in _eth_frames(root, self.us):
+                    value = _hex(frame.get("value")) or 0
+                    if (frame.get("to") or "").lower() == self.us:
+                        arrived += value
+                        where = ".".join(map(str, path))
+                        self.ledger.sort(Payment("eth", number, block["hash"], tx_hash, where, payer, value, own))
+                    else:
+                        left += value
+            out += left
+            outside = residual[number] - arrived + left
+            if outside < 0:
+                raise Mismatch(f"ETH left the address in block {number} that no transaction or call of it shows")
+            self.ledger.unattributed(number, "eth", outside)
+        return out
+
+    def bound_internal(self, residual: dict[int, int]) -> None:
+        """Without traces: the listed internal donations each checked by their receipt, and together with the
+        unexplained inflows no more than what arrived outside the address's transactions."""
+        internal = [r for r in self.rows if r["asset"] == "eth" and r["trace_address"]]
+        for row in internal:
+            self.succeeded(row)
+            self.ledger.listed.pop(_identity(row), None)
+        arrived = sum(v for v in residual.values() if v > 0)
+        credited = sum(raw_amount(r["amount"], 18) for r in internal)
+        if credited + int(self.site["eth"]["unexplained"]) > arrived:
+            raise Mismatch(
+                f"the site credits {credited} wei of internal ETH and {self.site['eth']['unexplained']} "
+                f"unexplained, but only {arrived} wei arrived outside the address's transactions"
+            )
+        self.ledger.inflows = {k: v for k, v in self.ledger.inflows.items() if k[1] != "eth"}
 
     def succeeded(self, row: dict, method: str = "eth_getTransactionReceipt") -> dict:
         """The listed donation's receipt (or transaction): it exists on your node and succeeded in its block."""
@@ -991,13 +1273,10 @@ class Check:
             raise Mismatch(f"the listed donation {row['tx_hash']} did not succeed in block {row['block_number']}")
         return answer
 
-    def internal_rows(self, rows: list[dict]) -> int:
-        """Each internal ETH donation re-read through the node's call traces; their sum in wei."""
-        total = 0
+    def internal_rows(self, rows: list[dict]) -> None:
+        """Without the blocks: each internal ETH donation re-read through the node's trace of its transaction."""
         for row in rows:
             self.succeeded(row)
-            amount = raw_amount(row["amount"], 18)
-            total += amount
             try:
                 trace = self.node.call("debug_traceTransaction", row["tx_hash"], {"tracer": "callTracer"})
             except RpcError:
@@ -1019,24 +1298,50 @@ class Check:
                 or failed
                 or (frame.get("to") or "").lower() != self.us
                 or _sender(trace, path) != row["donor"].lower()
-                or value - value % 10 ** (18 - ETH_DECIMALS) != amount
+                or value - value % 10 ** (18 - ETH_DECIMALS) != raw_amount(row["amount"], 18)
             ):
                 raise Mismatch(
                     f"the listed donation {row['tx_hash']} ({row['trace_address']}) is not what its call trace says"
                 )
-        return total
 
     def eth_rows_without_blocks(self) -> None:
         """Without the blocks' balances: each listed ETH donation's own transaction, at least."""
-        for row in (r for r in self.rows if r["asset"] == "eth"):
+        rows = [r for r in self.rows if r["asset"] == "eth"]
+        self.internal_rows([r for r in rows if r["trace_address"]])
+        for row in (r for r in rows if not r["trace_address"]):
             self.succeeded(row)
-            if not row["trace_address"]:
-                tx = self.succeeded(row, "eth_getTransactionByHash")
-                value = int(tx.get("value") or "0x0", 16)
-                if (tx.get("to") or "").lower() != self.us or raw_amount(row["amount"], 18) != value - value % 10 ** (
-                    18 - ETH_DECIMALS
-                ):
-                    raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
+            tx = self.succeeded(row, "eth_getTransactionByHash")
+            value = int(tx.get("value") or "0x0", 16)
+            if (tx.get("to") or "").lower() != self.us or raw_amount(row["amount"], 18) != value - value % 10 ** (
+                18 - ETH_DECIMALS
+            ):
+                raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
+
+
+def _eth_frames(root: dict, us: str) -> list[tuple[dict, list[int], str, bool]]:
+    """The succeeded frames below the top level of one transaction's call trace that moved ETH to or from
+    `us`: (frame, path, whose ETH it is, whether it is our own money). Paths as the crawler numbers them
+    (value-less precompile calls take no place); the payer of ETH to us is the frame's `from` except for ETH
+    the OP-stack standard bridge relayed from L1 (its `_from`, `_sender`); what reaches us under a call we
+    made ourselves, or that we bridged from L1, is our own. Walked without recursion (calls nest 1,024 deep)."""
+    found = []
+    stack: list[tuple[dict, list[int], bool, bool]] = [(root, [], False, False)]
+    while stack:
+        frame, path, under_ours, reverted = stack.pop()
+        kind = str(frame.get("type") or "").lower()
+        sender, to = (frame.get("from") or "").lower(), (frame.get("to") or "").lower()
+        reverted = reverted or bool(frame.get("error"))
+        under_ours = under_ours or (sender == us and kind in ACTING_KINDS)
+        value = _hex(frame.get("value")) or 0
+        if path and value and not reverted and sender != to:
+            if to == us and kind == "call":
+                payer = _sender(root, path) or sender
+                found.append((frame, path, payer, under_ours or payer == us))
+            elif sender == us and kind in LEAVING_KINDS:
+                found.append((frame, path, sender, True))
+        children = [c for c in frame.get("calls") or [] if isinstance(c, dict) and not _quiet_precompile(c)]
+        stack += [(c, [*path, i], under_ours, reverted) for i, c in reversed(list(enumerate(children)))]
+    return found
 
 
 # --- the whole proof ----------------------------------------------------------------------------------------
@@ -1098,7 +1403,7 @@ def verify(
                 file=out,
             )
         else:
-            print(f"{name}: matches ({len(inside)} donation(s))", file=out)
+            print(f"{name}: matches ({len(inside)} donation(s)){check.pending_note()}", file=out)
         previous = found["last_block"]
     beyond = len(blocks) - bisect.bisect_right(blocks, ranges[-1]["last_block"])
     if beyond:

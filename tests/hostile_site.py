@@ -18,8 +18,6 @@ from typing import Self
 
 import requests
 
-from tests.chain import free_port
-
 VERIFIER = Path(__file__).resolve().parents[1] / "deploy" / "verify_proof.py"
 
 
@@ -35,10 +33,11 @@ def run_verifier(site: str, rpc: str, *extra: str, timeout: float = 180) -> subp
 
 class _Server:
     def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        # A port the kernel picks as it binds: no window in which another test's server can take it.
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     def __enter__(self) -> Self:

@@ -136,6 +136,8 @@ def one_block_ranges(first: int, count: int) -> list[dict]:
             "checked_at": "2026-12-01T00:00:00Z",
             "nonce": {"opening": "0", "closing": "0"},
             "assets": [{"asset": "eth", **figures, "uncredited": "0", "left": "0"}],
+            "inflows": [],
+            "pending": [],
         }
         for n in range(first, first + count)
     ]
