@@ -53,6 +53,7 @@ import datetime
 import email.utils
 import http.client
 import io
+import itertools
 import json
 import re
 import sys
@@ -930,6 +931,7 @@ class Check:
         self.missing: list[str] = []  # what could not be checked
         self.ledger = Ledger(self)
         self.authorizing: dict[int, bool] = {}  # block -> the address signed an EIP-7702 authorization there
+        self.coded: set[int] | None = None  # the blocks in which it had code (None: not known)
 
     def run(self) -> None:
         self.listed_sums()
@@ -1075,8 +1077,8 @@ class Check:
             raise Unreadable(f"your node did not give transaction {tx_hash}: {exc}") from exc
         if isinstance(tx, dict) and (tx.get("from") or "").lower() == self.us:
             return True
-        code = self.node.call("eth_getCode", self.us, tx.get("blockNumber") if isinstance(tx, dict) else "latest")
-        if code in ("0x", "0x0", "") and not self.authorized_in(tx):
+        block = int(tx["blockNumber"], 16) if isinstance(tx, dict) and tx.get("blockNumber") else None
+        if self.coded is not None and block is not None and block not in self.coded:
             return False  # a plain account acts outside itself only by the transactions it signs
         try:
             trace = self.node.call("debug_traceTransaction", tx_hash, {"tracer": "callTracer"})
@@ -1121,7 +1123,7 @@ class Check:
         changes = {n: after["eth"] - before["eth"] for n, before, after in moved}
         nonces = {n: after["nonce"] - before["nonce"] for n, before, after in moved}
         coded = self.blocks_with_code(moved)
-        extra = sorted(coded - set(changes))
+        extra = sorted(self.blocks_called(coded) - set(changes))
         if extra:
             around = self.node.batch([("eth_getBalance", [self.us, hex(n)]) for b in extra for n in (b - 1, b)])
             for i, number in enumerate(extra):
@@ -1171,6 +1173,7 @@ class Check:
         # A nonce that moved by more than the address's own transactions: an EIP-7702 authorization it signed.
         self.authorizing = {n: nonces[n] > sent[n] for n in numbers}
         coded |= {n for n, signed in self.authorizing.items() if signed}
+        self.coded = coded
         if any(v < 0 for n, v in residual.items() if n not in coded) and not self.missing:
             number = next(n for n, v in residual.items() if v < 0 and n not in coded)
             raise Mismatch(f"ETH left the address in block {number} that no transaction of it shows")
@@ -1178,22 +1181,60 @@ class Check:
         out = self.internal_payments(traced, blocks, residual, coded)
         if out is None and coded:
             return  # what left by internal calls is unknown too
+        if out is not None:
+            self.ledger.close("eth", "block")  # first: a payment nobody accounts for is the graver finding
         left += out or 0
         if left != int(self.site["eth"]["left"]):
             raise Mismatch(f"{left} wei left the address in its transactions; the site says {self.site['eth']['left']}")
-        if out is not None:
-            self.ledger.close("eth", "block")
 
     def blocks_with_code(self, moved: list[tuple[int, dict, dict]]) -> set[int]:
         """The blocks of the range in which the address had code (a contract, an EIP-7702 delegation) at any
-        point: its code is read at the opening edge and after every block where its nonce moved (the only way
-        a delegation comes or goes); those where it signed an authorization are added by eth_payments."""
-        code = self.node.batch([("eth_getCode", [self.us, hex(n)]) for n in (self.first - 1, self.last)])
-        if any(isinstance(c, RpcError) for c in code):
-            raise Unreadable(f"your node did not give the address's code: {code}")
-        if all(c in ("0x", "0x0", "") for c in code):
-            return set()
-        return set(range(self.first, self.last + 1))
+        point. Its code is read at the opening edge and after every block where its nonce moved: a delegation
+        comes or goes only with an authorization the address signs, which moves its nonce (a block where it
+        signed one is added by eth_payments, which counts its own transactions there). Code at the closing
+        edge that is not the code after the last such block: the whole range."""
+        moves = sorted(n for n, before, after in moved if after["nonce"] != before["nonce"])
+        points = sorted({self.first - 1, *moves, self.last})
+        answers = self.node.batch([("eth_getCode", [self.us, hex(n)]) for n in points])
+        if any(isinstance(c, RpcError) or not isinstance(c, str) for c in answers):
+            raise Unreadable(f"your node did not give the address's code: {answers}")
+        code = dict(zip(points, (c not in ("0x", "0x0", "") for c in answers), strict=True))
+        if code[self.last] != code[max(p for p in points if p in moves or p == self.first - 1)]:
+            return set(range(self.first, self.last + 1))  # its code changed with no nonce move: trust no edge
+        coded: set[int] = set()
+        for before, end in itertools.pairwise(points):
+            if code[before]:
+                coded |= set(range(before + 1, end + 1))  # had it from the block after `before` on
+            if code[end] and end in moves:
+                coded.add(end)  # got it within `end`
+        self.coded = coded
+        return coded
+
+    def blocks_called(self, coded: set[int]) -> set[int]:
+        """Of the blocks in which the address had code, those in which it took part in a call, found by
+        trace_filter (to and from it, over each stretch) where your node serves it; else all of them."""
+        spans: list[list[int]] = []
+        for number in sorted(coded):
+            if spans and spans[-1][1] == number - 1:
+                spans[-1][1] = number
+            else:
+                spans.append([number, number])
+        calls = [
+            ("trace_filter", [{"fromBlock": hex(a), "toBlock": hex(b), direction: [self.us]}])
+            for a, b in spans
+            for direction in ("toAddress", "fromAddress")
+        ]
+        found: set[int] = set()
+        for answer in self.node.batch(calls, size=2):
+            if not isinstance(answer, list):
+                return coded  # not served (or no answer): every block
+            for item in answer:
+                said: Any = item.get("blockNumber") if isinstance(item, dict) else None
+                number = int(said, 16) if isinstance(said, str) and QUANTITY.fullmatch(said) else said
+                if not isinstance(number, int) or number not in coded:
+                    return coded  # an answer we cannot place: every block
+                found.add(number)
+        return found
 
     def internal_payments(
         self, numbers: list[int], blocks: dict[int, dict], residual: dict[int, int], coded: set[int]
