@@ -282,14 +282,35 @@ def test_a_range_the_site_could_not_prove_is_checked_as_far_as_it_goes_and_said_
 
     run = verify(live_server.url, node.url)
 
-    assert run.returncode == 3, run.stdout + run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
     first = ranges(live_server.url)[0]
     assert first["status"] == "unproven"
     assert (
-        f"blocks {first['first_block']}..{first['last_block']}: checked what could be (2 donation(s)); not checked: "
-        "the site does not claim this range complete (the provider keeps no historical state" in run.stdout
+        f"blocks {first['first_block']}..{first['last_block']}: matches (2 donation(s)); the site calls it unproven "
+        "(the provider keeps no historical state" in run.stdout
     )
-    assert run.stdout.splitlines()[-1].startswith("matches as far as it could be checked")
+    assert "your node answered everything" in run.stdout
+    assert run.stdout.splitlines()[-1].startswith("matches:")
+
+
+def test_a_range_the_site_calls_unproven_is_checked_in_full_where_your_node_has_the_history(live_server, node, sale):
+    """"Unproven" is your node's question, not the site's: a site marking a range unproven (its figures gone)
+    to turn the checks off is checked in full all the same, and the donation it hid is found."""
+    hidden = sale["late"]
+    target = holding(ranges(live_server.url), block_of(node, hidden))
+
+    def unproven(found: dict) -> None:
+        found.update(status="unproven", reason="the provider keeps no historical state")
+        found["nonce"] = {"opening": None, "closing": None}
+        for figures in found["assets"]:
+            figures.update(opening=None, closing=None, uncredited=None, left=None)
+        shift(found, "eth", credited=-ETHER, donations=-1)
+
+    with TamperingSite(live_server.url, lie_about(target["first_block"], unproven, csv_without=hidden)) as site:
+        run = verify(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"transaction {hidden} paid the address {ETHER} wei in block" in run.stdout.splitlines()[-1]
 
 
 def test_the_addresss_own_coin_coming_back_matches_though_no_donation_lists_it(live_server, node):
