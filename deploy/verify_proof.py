@@ -671,6 +671,88 @@ def _quiet_precompile(call: dict) -> bool:
         return False
 
 
+# --- a coin minted to the address: whose it is (the crawler's mint rule, crawlers/decode/mints.py) ---------
+#
+# A Transfer from the zero address has no sender, but Circle's CCTP names one: its MessageTransmitter's
+# receiveMessage mints to the burn message's mintRecipient, then emits MessageReceived(..., messageBody),
+# whose burn message names the depositor (messageSender). A mint followed in its transaction's logs by a known
+# transmitter's MessageReceived (the first after it) naming the address and exactly the amount minted (v2:
+# amount - feeExecuted) is messageSender's donation; messageSender being the address makes it its own money,
+# as does a mint in a transaction it signed or called out in; any other mint must be an unexplained inflow.
+# Burn message: version uint32 at 0, burnToken at 4, mintRecipient at 36, amount at 68, messageSender at 100
+# (v1: exactly 132 bytes; v2 adds maxFee at 132, feeExecuted at 164, expirationBlock at 196, hookData).
+
+CCTP_TRANSMITTERS = frozenset(
+    {
+        "0x0a992d191deec32afe36203ad87d7d289a738f81",  # v1 Ethereum
+        "0x8186359af5f57fbb40c6b14a588d2a59c0c29880",  # v1 Avalanche
+        "0x4d41f22c5a0e5c74090899e5a8fb597a8842b3e8",  # v1 OP Mainnet
+        "0xc30362313fbba5cf9163f0bb16a0e01f01a896ca",  # v1 Arbitrum
+        "0xad09780d193884d503182ad4588450c416d6f9d4",  # v1 Base
+        "0xf3be9355363857f3e001be68856a2f96b4c39ba9",  # v1 Polygon PoS
+        "0x7865fafc2db2093669d92c0f33aeef291086befd",  # v1 Sepolia, Base Sepolia, OP Sepolia
+        "0xacf1ceef35caac005e15888ddb8a3515c41b4872",  # v1 Arbitrum Sepolia
+        "0x81d40f21f12a8f0e3252bccb954d722d4c464b64",  # v2, every mainnet
+        "0xe737e5cebeeba77efe34d4aa090756590b1ce275",  # v2, every testnet
+    }
+)
+MESSAGE_RECEIVED_V1 = "0x58200b4c34ae05ee816d710053fff3fb75af4395915d3d2a771b24aa10e3cc5d"
+MESSAGE_RECEIVED_V2 = "0xff48c13eda96b1cceacc6b9edeedc9e9db9d6226afbc30146b720c19d3addb1c"
+
+
+def _burn_message(body: bytes, v2: bool) -> tuple[str, int, str] | None:
+    """(mintRecipient, what it receives, messageSender) of a burn message in its version's layout, or None."""
+    if (len(body) != 132 if not v2 else len(body) < 228) or int.from_bytes(body[:4], "big") != int(v2):
+        return None
+    recipient, depositor = body[36:68], body[100:132]
+    amount = int.from_bytes(body[68:100], "big")
+    fee = int.from_bytes(body[164:196], "big") if v2 else 0
+    if any(recipient[:12]) or any(depositor[:12]) or fee > amount:
+        return None
+    return "0x" + recipient[12:].hex(), amount - fee, "0x" + depositor[12:].hex()
+
+
+def _log_index(log: dict) -> int:
+    value = log.get("logIndex")
+    return int(value, 16) if isinstance(value, str) and QUANTITY.fullmatch(value) else -1
+
+
+def mint_depositor(mint: dict, logs: list[Any], recipient: str) -> str | None:
+    """Who deposited what the Transfer `mint` (from the zero address to `recipient`) brought, by the first
+    MessageReceived of a known CCTP transmitter after it among its transaction's `logs`; None: no such message,
+    or one that does not name `recipient` and exactly the amount minted."""
+    tx, after = str(mint.get("transactionHash") or "").lower(), _log_index(mint)
+    following = sorted(
+        (
+            log
+            for log in logs
+            if isinstance(log, dict)
+            and str(log.get("transactionHash") or "").lower() == tx
+            and _log_index(log) > after >= 0
+            and str(log.get("address") or "").lower() in CCTP_TRANSMITTERS
+            and [str(t).lower() for t in log.get("topics") or []][:1] in ([MESSAGE_RECEIVED_V1], [MESSAGE_RECEIVED_V2])
+            and not log.get("removed")
+        ),
+        key=_log_index,
+    )
+    if not following:
+        return None
+    first = following[0]
+    try:
+        data = bytes.fromhex(str(first.get("data") or "0x")[2:])
+    except ValueError:
+        return None
+    offset = int.from_bytes(data[64:96], "big")
+    size = int.from_bytes(data[offset : offset + 32], "big") if offset + 32 <= len(data) else -1
+    if size < 0 or offset + 32 + size > len(data):
+        return None
+    v2 = str(first["topics"][0]).lower() == MESSAGE_RECEIVED_V2
+    burn = _burn_message(data[offset + 32 : offset + 32 + size], v2)
+    if burn is None or burn[0] != recipient or burn[1] != int(str(mint.get("data") or "0x0"), 16):
+        return None
+    return burn[2]
+
+
 # --- what the check relies on: from your node, or from you --------------------------------------------------
 
 DECIMALS = "0x313ce567"  # decimals()
@@ -797,11 +879,15 @@ class Ledger:
         self.check = check
         self.listed = {_identity(r): r for r in check.rows}
         self.pending = {_identity(p): p for p in check.found["pending"]}
-        self.inflows: dict[tuple[int, str], int] = {}
+        self.inflows: dict[tuple[int, str], int] = {}  # (block, asset) -> every inflow listed there
+        self.open: dict[tuple[int, str], int] = {}  # ... those still open (not closed as "not a donation")
         for inflow in check.found["inflows"]:
             key = (inflow["block_number"], inflow["asset"])
             self.inflows[key] = self.inflows.get(key, 0) + int(inflow["amount_raw"])
+            if inflow.get("status") == "open":
+                self.open[key] = self.open.get(key, 0) + int(inflow["amount_raw"])
         self.need: dict[tuple[int, str], int] = {}  # arrived there that only an inflow can account for
+        self.donated: dict[tuple[int, str], int] = {}  # ... of it, donations by the rules: open inflows only
         self.maybe: dict[tuple[int, str], int] = {}  # internal own money and dust: a crawler without traces
         self.unlisted: dict[tuple[int, str], Payment] = {}  # ... counts it into the block's inflow
         self.parts: dict[str, dict[str, int]] = {}  # asset -> own, dust, rounding, pending
@@ -840,6 +926,7 @@ class Ledger:
             parts["rounding"] += payment.raw % unit
             return
         self.need[key] = self.need.get(key, 0) + payment.raw
+        self.donated[key] = self.donated.get(key, 0) + payment.raw
         self.unlisted.setdefault(key, payment)
 
     def same(self, row: dict, payment: Payment, unit: int, what: str) -> None:
@@ -867,12 +954,12 @@ class Ledger:
         unit = "wei" if asset == "eth" else f"raw units of {asset}"
         for key in sorted({k for k in (*self.need, *self.inflows) if k[1] == asset}):
             covered, needed = self.inflows.get(key, 0), self.need.get(key, 0)
+            if self.open.get(key, 0) < self.donated.get(key, 0):  # a donor's payment "not a donation"? No.
+                raise Mismatch(
+                    f"{self.unlisted[key].describe()}, and it is neither a listed donation nor an open unexplained "
+                    "inflow the site lists"
+                )
             if covered < needed:
-                if key in self.unlisted and covered < self.unlisted[key].raw:
-                    raise Mismatch(
-                        f"{self.unlisted[key].describe()}, and it is neither a listed donation nor an unexplained "
-                        "inflow the site lists"
-                    )
                 raise Mismatch(
                     f"{needed} {unit} arrived in block {key[0]} that no transfer explains; the site lists "
                     f"{covered} {unit} of unexplained inflows there"
@@ -1025,6 +1112,12 @@ class Check:
         by_contract = {c: a for a, c in self.coins}
         contract, sender = log["address"].lower(), "0x" + log["topics"][1][-40:].lower()
         own = True if sender == self.us else None  # else asked only if the list does not hold it
+        if sender == ZERO_ADDRESS:  # a mint: its depositor, if a CCTP message names one, is the payer
+            receipt = self.node.call("eth_getTransactionReceipt", log["transactionHash"])
+            logs = receipt.get("logs") if isinstance(receipt, dict) else None
+            depositor = mint_depositor(log, logs if isinstance(logs, list) else [], self.us)
+            if depositor is not None:
+                sender, own = depositor, True if depositor == self.us else None
         return Payment(
             by_contract[contract],
             int(log["blockNumber"], 16),

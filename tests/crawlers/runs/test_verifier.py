@@ -294,7 +294,7 @@ def test_a_range_the_site_could_not_prove_is_checked_as_far_as_it_goes_and_said_
 
 
 def test_a_range_the_site_calls_unproven_is_checked_in_full_where_your_node_has_the_history(live_server, node, sale):
-    """"Unproven" is your node's question, not the site's: a site marking a range unproven (its figures gone)
+    """ "Unproven" is your node's question, not the site's: a site marking a range unproven (its figures gone)
     to turn the checks off is checked in full all the same, and the donation it hid is found."""
     hidden = sale["late"]
     target = holding(ranges(live_server.url), block_of(node, hidden))
@@ -360,7 +360,7 @@ def test_a_donors_coin_paid_beside_a_call_the_address_was_made_to_make_is_no_own
         f"transaction {tx} paid the address {200 * USDT} raw units of usdt in block {block_of(node, tx)} from {payer}"
         in run.stdout
     ), run.stdout
-    assert "and it is neither a listed donation nor an unexplained inflow the site lists" in run.stdout
+    assert "and it is neither a listed donation nor an open unexplained inflow the site lists" in run.stdout
 
 
 # --- what it relies on comes from your node or from you ----------------------------------------------------

@@ -91,7 +91,7 @@ def test_a_contract_paid_donation_failed_by_the_operator_and_repaired_is_named_b
     assert run.stdout.splitlines()[-1] == (
         f"does not match: blocks {found['first_block']}..{found['last_block']}: transaction {paid} paid the address "
         f"{3 * ETHER} wei in block {block_of(node, paid)} from {relay_contract} (internal call 0), and it is neither "
-        "a listed donation nor an unexplained inflow the site lists"
+        "a listed donation nor an open unexplained inflow the site lists"
     )
 
 
@@ -169,3 +169,29 @@ def test_a_paused_sales_backlog_is_itemised_and_matches_and_hiding_it_does_not(l
     assert f"1 donation(s) not confirmed yet: {ETHER} wei" in honest.stdout
     assert lying.returncode == 1, lying.stdout + lying.stderr
     assert f"transaction {paid} paid the address {ETHER} wei in block" in lying.stdout.splitlines()[-1]
+
+
+def test_a_coin_minted_to_the_address_by_no_one_it_names_must_be_an_open_inflow(live_server, node):
+    """A mint no CCTP message names a depositor for (an unknown bridge, or anyone minting a coin it controls):
+    not the address's own, so only an open unexplained inflow may account for it. A site that leaves it out
+    (or a crawler that takes it for nobody's money) does not match."""
+    usdc = node.coins["usdc"]
+    minted = node.mint(usdc, DONATION_ADDRESS, 40 * 10**6)
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+    block = block_of(node, minted)
+    found = holding(live_server.url, block)
+
+    def without_the_inflow(target: dict) -> None:
+        gone = sum(int(i["amount_raw"]) for i in target["inflows"] if i["block_number"] == block)
+        target["inflows"] = [i for i in target["inflows"] if i["block_number"] != block]
+        shift(target, "usdc", unexplained=-gone, uncredited=gone)
+
+    with TamperingSite(live_server.url, rewrite_range(found["first_block"], without_the_inflow)) as site:
+        run = run_verifier(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1].endswith(
+        f"transaction {minted} paid the address {40 * 10**6} raw units of usdc in block {block} from "
+        f"0x{'0' * 40} (log 0), and it is neither a listed donation nor an open unexplained inflow the site lists"
+    )
