@@ -4,44 +4,61 @@
     python3 verify_proof.py --site https://sale.example --rpc https://your-node.example [--chain eth]
         [--address 0xTHE_ADDRESS_YOU_PAID] [--coin usdc=0xTHE_CONTRACT_YOU_PAID_IN ...]
 
-What it relies on comes from your node or from you, never from the sale: the chain id, each coin's
-decimals (its contract's decimals()), and, when you give them, the donation address and the coin contracts
-(the check fails when the site names others, or leaves a coin you named out). It prints the address and
-the coins it checked first.
+Take this file from the project's repository (or check its SHA-256 against the README's), not only from the
+sale it checks: a dishonest sale could serve one that always matches. `--version` names its version.
 
-It reads the sale's proof (/proof.json) and its list of confirmed donations (/proof/donations.csv), and for
-every range of blocks the sale says it proved, asks YOUR node (never the sale's) for:
+What it relies on comes from your node or from you, never from the sale: the chain id, each coin's decimals
+(its contract's decimals()), and, when you give them, the donation address and the coin contracts (the check
+fails when the site names others, or leaves a coin you named out). It prints the address and the coins first.
+
+It reads the sale's proof (/proof.json) and its confirmed donations (/proof/donations.csv), and for every
+range of blocks the site publishes, proven or not, asks YOUR node (never the sale's):
 
 * the donation address's ETH balance, nonce and each coin's balanceOf at the block before the range and at
-  its last block, and that last block's hash;
-* every block of the range where the ETH balance or the nonce moved (found by halving the range, asking the
-  balances at midpoints), read in full: what the address sent (values and fees: on an OP-stack rollup the
-  receipt's l1Fee and operator fee too, on Arbitrum the gas alone, which holds the L1 part), what a deposit
-  it made from L1 minted to it, the ETH transactions that paid it (a deposit from L1 included: its donor is
-  its `from`), and what arrived in internal calls;
-* the coins' Transfer logs to and from the address over the range;
-* each listed donation: its transaction succeeded in that block and paid the address that amount (an ETH
-  donation made by a contract, in an internal call, is re-read through the node's call traces: its donor is
-  the contract that made the call, or for ETH an OP-stack rollup's standard bridge relayed from L1 the L1
-  account that bridged it, as the sale's crawler reads it).
+  its last block, and that last block's hash: they must be what the site says;
+* every block where the ETH balance or the nonce moved (found by halving the range), read in full: what the
+  address sent (value and fee, by the crawler's rules for the chain), what a deposit it made from L1 minted
+  to it, the transactions that paid it; and the call traces of every such block whose balance rose by more
+  than those explain: each internal call that paid it (its payer the call's `from`, or for ETH an OP-stack
+  rollup's standard bridge relayed from L1 the L1 account that bridged it);
+* the address's code at the opening edge and after every block where its nonce moved (an EIP-7702
+  delegation comes and goes only so): every block in which it had code is read through its call traces too
+  (found with trace_filter where your node serves it), what came in and what went out by internal calls;
+* the coins' Transfer logs to and from the address (a coin minted to it: whose a CCTP message says it is).
 
-A range matches when the balances are the ones the sale published, every ETH transaction and coin Transfer
-that paid the address is a listed donation (or too small to credit), every listed donation is such a
-payment, what left the address is what the sale says, and for every asset
+Every payment at or above the dust (1e-8 ETH; a coin's 10th decimal) must then be a listed donation (same
+amount at the stored scale, same payer, same block), the address's own money by the crawler's rules (from
+itself, in a transaction it signed, nested under a call it made, bridged by itself), a donation the site lists
+as not confirmed yet (a paused sale's backlog), or an open unexplained inflow the site lists in that block;
+anything else "does not match", naming the transaction, the amount, the payer and the call path. What left
+the address must be the site's `left`, the site's own figures must add up,
 
     closing - opening = credited + unexplained + uncredited - left
 
-with credited equal to the sum of the range's listed donations. The first range that does not match is
-named and the check stops.
+and `uncredited` must be exactly the dust, rounding, own money and backlog found. A range the site calls
+unproven is checked in full all the same where your node has the history. The first range that does not
+match is named and the check stops.
 
-Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers;
-2 bad arguments; 3 everything that could be checked matches but something could not be (a node without
-historical state cannot give old balances: use an archive node or a provider with history; a node without
-call traces cannot re-read internal ETH donations); 4 the site or the node could not be read: no full answer
-within --timeout seconds (the donation CSV: ten times that), an answer larger than its cap, nested deeper than
-the documents go, or not in the documented shape, pages that do not move forward. One line, never a traceback.
+Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers; 2 bad
+arguments; 3 everything that could be checked matches but your node could not answer everything (no state
+for old blocks: use an archive node or a provider with history; no call traces where they were needed);
+4 the site or the node could not be read: no full answer within --timeout seconds (the donation CSV: ten
+times that), an answer larger than its cap, nested deeper than the documents go, not in the documented
+shape, pages that do not move forward, your node on another chain. One line, never a traceback.
 
 Standard library only, so it runs anywhere Python 3.10+ does without installing anything.
+
+Contents (each section a line of dashes below):
+    reading the site (and the node) ......... fetch: one deadline per answer, size caps, a nesting limit
+    what the site says ...................... the documented shape of /proof.json and the donation CSV
+    asking the node ......................... batches, balances, halving to the blocks that moved, logs
+    what a transaction cost its sender ...... the fee rules per chain (as the crawler's)
+    call traces ............................. frames, their paths, whose ETH each moves, our own money
+    a coin minted to the address ............ the CCTP mint rule (as the crawler's)
+    what the check relies on ................ Sale: the address, the coins, their decimals, your pins
+    one range: every payment found .......... Payment, Ledger: what the rules say each payment is
+    one range: the check against your node .. Check: balances, ETH, coins, the mode inside the range
+    the whole proof ......................... verify(), main()
 """
 
 from __future__ import annotations
@@ -107,7 +124,7 @@ class RpcError(Exception):
     pass
 
 
-# --- reading the site (and the node): one deadline per answer, a size cap, a nesting limit -----------------
+# --- reading the site (and the node): one deadline per answer, a size cap, a nesting limit --------------------
 
 
 SITE_JSON_CAP = 64 * 2**20  # bytes of one /proof.json page (a full page of 500 ranges is well under 1 MiB)
@@ -196,6 +213,8 @@ def fetch(url: str, seconds: float, cap: int, *, body: bytes | None = None, name
             continue
         if isinstance(exc, Unreadable):
             raise exc
+        if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
+            raise Unreadable(f"{name}: no full answer within {seconds:g} s") from None  # one read's time-out
         if isinstance(exc, (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)):
             raise Unreadable(f"{name}: {getattr(exc, 'reason', exc)}") from None
         raise exc
@@ -222,7 +241,7 @@ def decode_json(body: bytes, name: str, depth: int) -> Any:
         raise Unreadable(f"{name} did not answer JSON ({str(exc)[:80]})") from None
 
 
-# --- what the site says, checked against its documented shape -------------------------------------------
+# --- what the site says, checked against its documented shape -------------------------------------------------
 
 HASH = re.compile(r"0x[0-9a-fA-F]{64}")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
@@ -381,7 +400,7 @@ def _checked_row(row: dict, shape: Shape, columns: tuple[str, ...] = (*CSV_COLUM
     return row
 
 
-# --- asking the node ----------------------------------------------------------------------------------------
+# --- asking the node ------------------------------------------------------------------------------------------
 
 
 class Node:
@@ -494,8 +513,11 @@ def transfer_logs(node: Node, contracts: list[str], topics: list, first: int, la
     return found
 
 
-# What a transaction cost its sender, on every chain the sale takes donations on: exactly the crawler's rules
-# (crawlers/decode/receipts.py, receipt_fee; a test holds the two to the same answers on the same receipts).
+# --- what a transaction cost its sender -----------------------------------------------------------------------
+#
+# On every chain the sale takes donations on: exactly the crawler's rules (crawlers/decode/receipts.py,
+# receipt_fee; a test holds the two to the same answers on the same receipts).
+
 DEPOSIT_TX_TYPE = 0x7E  # an OP-stack deposit: made on L1, its gas bought there
 BLOB_TX_TYPE = 0x03  # EIP-4844: the only transactions that pay for blob gas
 OPERATOR_FEE_SCALAR_UNIT = 1_000_000  # OP-stack Isthmus: operatorFeeScalar has six decimals
@@ -564,6 +586,8 @@ def _mint(tx: dict) -> int:
     """What an OP-stack deposit minted to its `from` (bridged from L1), whether it succeeded or not."""
     return (_quantity(tx, "mint") or 0) if _is_deposit(tx) else 0
 
+
+# --- call traces: a transaction's frames, their paths, whose ETH each moves -----------------------------------
 
 # Frames by which an account acts outside itself (a delegatecall or staticcall from it does not), and those by
 # which ETH leaves it (a callcode runs the callee in the caller's own account: nothing leaves).
@@ -671,7 +695,33 @@ def _quiet_precompile(call: dict) -> bool:
         return False
 
 
-# --- a coin minted to the address: whose it is (the crawler's mint rule, crawlers/decode/mints.py) ---------
+def _eth_frames(root: dict, us: str) -> list[tuple[dict, list[int], str, bool]]:
+    """The succeeded frames below the top level of one transaction's call trace that moved ETH to or from
+    `us`: (frame, path, whose ETH it is, whether it is our own money). Paths as the crawler numbers them
+    (value-less precompile calls take no place); the payer of ETH to us is the frame's `from` except for ETH
+    the OP-stack standard bridge relayed from L1 (its `_from`, `_sender`); what reaches us under a call we
+    made ourselves, or that we bridged from L1, is our own. Walked without recursion (calls nest 1,024 deep)."""
+    found = []
+    stack: list[tuple[dict, list[int], bool, bool]] = [(root, [], False, False)]
+    while stack:
+        frame, path, under_ours, reverted = stack.pop()
+        kind = str(frame.get("type") or "").lower()
+        sender, to = (frame.get("from") or "").lower(), (frame.get("to") or "").lower()
+        reverted = reverted or bool(frame.get("error"))
+        under_ours = under_ours or (sender == us and kind in ACTING_KINDS)
+        value = _hex(frame.get("value")) or 0
+        if path and value and not reverted and sender != to:
+            if to == us and kind == "call":
+                payer = _sender(root, path) or sender
+                found.append((frame, path, payer, under_ours or payer == us))
+            elif sender == us and kind in LEAVING_KINDS:
+                found.append((frame, path, sender, True))
+        children = [c for c in frame.get("calls") or [] if isinstance(c, dict) and not _quiet_precompile(c)]
+        stack += [(c, [*path, i], under_ours, reverted) for i, c in reversed(list(enumerate(children)))]
+    return found
+
+
+# --- a coin minted to the address: whose it is (the crawler's mint rule, crawlers/decode/mints.py) ------------
 #
 # A Transfer from the zero address has no sender, but Circle's CCTP names one: its MessageTransmitter's
 # receiveMessage mints to the burn message's mintRecipient, then emits MessageReceived(..., messageBody),
@@ -753,7 +803,7 @@ def mint_depositor(mint: dict, logs: list[Any], recipient: str) -> str | None:
     return burn[2]
 
 
-# --- what the check relies on: from your node, or from you --------------------------------------------------
+# --- what the check relies on: from your node, or from you ----------------------------------------------------
 
 DECIMALS = "0x313ce567"  # decimals()
 
@@ -817,7 +867,7 @@ def _word(answer: object) -> int | None:
     return int(answer, 16)
 
 
-# --- one range: what arrived, found on your node, and what the site says each part of it is -------------------
+# --- one range: every payment found, and what the rules say each is -------------------------------------------
 
 
 def raw_amount(text: str, decimals: int) -> int:
@@ -1000,6 +1050,9 @@ class Ledger:
                 f"rounding {parts['rounding']}, the address's own money {parts['own']}, not confirmed yet "
                 f"{parts['pending']}" + (f", less {slack} the site lists as unexplained" if slack else "")
             )
+
+
+# --- one range: the check against your node -------------------------------------------------------------------
 
 
 class Check:
@@ -1455,33 +1508,7 @@ class Check:
                 raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
 
 
-def _eth_frames(root: dict, us: str) -> list[tuple[dict, list[int], str, bool]]:
-    """The succeeded frames below the top level of one transaction's call trace that moved ETH to or from
-    `us`: (frame, path, whose ETH it is, whether it is our own money). Paths as the crawler numbers them
-    (value-less precompile calls take no place); the payer of ETH to us is the frame's `from` except for ETH
-    the OP-stack standard bridge relayed from L1 (its `_from`, `_sender`); what reaches us under a call we
-    made ourselves, or that we bridged from L1, is our own. Walked without recursion (calls nest 1,024 deep)."""
-    found = []
-    stack: list[tuple[dict, list[int], bool, bool]] = [(root, [], False, False)]
-    while stack:
-        frame, path, under_ours, reverted = stack.pop()
-        kind = str(frame.get("type") or "").lower()
-        sender, to = (frame.get("from") or "").lower(), (frame.get("to") or "").lower()
-        reverted = reverted or bool(frame.get("error"))
-        under_ours = under_ours or (sender == us and kind in ACTING_KINDS)
-        value = _hex(frame.get("value")) or 0
-        if path and value and not reverted and sender != to:
-            if to == us and kind == "call":
-                payer = _sender(root, path) or sender
-                found.append((frame, path, payer, under_ours or payer == us))
-            elif sender == us and kind in LEAVING_KINDS:
-                found.append((frame, path, sender, True))
-        children = [c for c in frame.get("calls") or [] if isinstance(c, dict) and not _quiet_precompile(c)]
-        stack += [(c, [*path, i], under_ours, reverted) for i, c in reversed(list(enumerate(children)))]
-    return found
-
-
-# --- the whole proof ----------------------------------------------------------------------------------------
+# --- the whole proof ------------------------------------------------------------------------------------------
 
 
 def verify(
