@@ -7,6 +7,8 @@ would, in a Python without the project's packages."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import json
 import subprocess
 import sys
 import threading
@@ -14,6 +16,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import ModuleType
 from typing import Self
 
 import requests
@@ -29,6 +32,45 @@ def run_verifier(site: str, rpc: str, *extra: str, timeout: float = 180) -> subp
         text=True,
         timeout=timeout,
     )
+
+
+def verifier_module(name: str) -> ModuleType:
+    """The verifier loaded as a module (it cannot import project code, nor be imported by its path)."""
+    spec = importlib.util.spec_from_file_location(name, VERIFIER)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lie_about(first_block: int, change: Callable[[dict], None], csv_without: str | None = None):
+    """A rewrite for TamperingSite: /proof.json with the range starting at `first_block` changed by `change`
+    (it gets the range itself; setting "drop" in it leaves the range out), and perhaps every CSV row of the
+    transaction `csv_without` gone."""
+
+    def rewrite(path: str, body: bytes) -> bytes:
+        if path.startswith("/proof/donations.csv") and csv_without:
+            return b"".join(line for line in body.splitlines(keepends=True) if csv_without.encode() not in line)
+        if not path.startswith("/proof.json"):
+            return body
+        answer = json.loads(body)
+        ranges = answer["chains"][0]["ranges"]
+        for found in list(ranges):
+            if found["first_block"] == first_block:
+                change(found)
+                if found.get("drop"):
+                    ranges.remove(found)
+        return json.dumps(answer).encode()
+
+    return rewrite
+
+
+def shift(found: dict, asset: str, **deltas: int) -> None:
+    """Move a range's published figures of `asset` by `deltas` (raw units; `donations` a count)."""
+    figures = next(a for a in found["assets"] if a["asset"] == asset)
+    for name, delta in deltas.items():
+        figures[name] = figures[name] + delta if name == "donations" else str(int(figures[name]) + delta)
 
 
 class _Server:

@@ -6,31 +6,19 @@ fee executed); its depositor is the burn message's messageSender. Once the crawl
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 from eth_abi import encode
 from eth_utils import keccak
 
-VERIFIER_PATH = Path(__file__).resolve().parents[3] / "deploy" / "verify_proof.py"
+from tests.hostile_site import verifier_module
+
 US, DEPOSITOR, TX = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "aa" * 32
 V1_TRANSMITTER = "0x0a992d191deec32afe36203ad87d7d289a738f81"  # Circle's, on Ethereum
 V2_TRANSMITTER = "0x81d40f21f12a8f0e3252bccb954d722d4c464b64"  # Circle's, on every mainnet
 TRANSFER = "0x" + keccak(text="Transfer(address,address,uint256)").hex()
 
 
-def _verifier() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("verify_proof_mints_under_test", VERIFIER_PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-VERIFIER = _verifier()
+VERIFIER = verifier_module("verify_proof_mints_under_test")
 
 
 def word(value: int | str) -> bytes:

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from donations.models import DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, free_port
 from tests.configs import configured
-from tests.hostile_site import VERIFIER, TamperingSite, run_verifier
+from tests.hostile_site import VERIFIER, TamperingSite, lie_about, run_verifier, shift
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [
@@ -180,32 +180,6 @@ def test_the_site_serves_the_verifier_it_documents(live_server):
     assert answer.status_code == 200
     assert answer.headers["Content-Type"].startswith("text/x-python")
     assert answer.content == VERIFIER.read_bytes()
-
-
-def lie_about(first_block: int, change: Callable[[dict], None], csv_without: str | None = None):
-    """A site answer with one range changed (`change` gets the range itself), and perhaps a CSV row gone."""
-
-    def rewrite(path: str, body: bytes) -> bytes:
-        if path.startswith("/proof/donations.csv") and csv_without:
-            return b"".join(line for line in body.splitlines(keepends=True) if csv_without.encode() not in line)
-        if not path.startswith("/proof.json"):
-            return body
-        answer = json.loads(body)
-        ranges = answer["chains"][0]["ranges"]
-        for found in list(ranges):
-            if found["first_block"] == first_block:
-                change(found)
-                if found.get("drop"):
-                    ranges.remove(found)
-        return json.dumps(answer).encode()
-
-    return rewrite
-
-
-def shift(found: dict, asset: str, **deltas: int) -> None:
-    figures = next(a for a in found["assets"] if a["asset"] == asset)
-    for name, delta in deltas.items():
-        figures[name] = figures[name] + delta if name == "donations" else str(int(figures[name]) + delta)
 
 
 def test_each_kind_of_lie_is_named_by_the_first_range_it_is_in(live_server, node, sale, settings):

@@ -7,16 +7,13 @@ would, against the live site and a site that rewrites its answers (tests/hostile
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-
 import pytest
 import requests
 from django.core.management import call_command
 
 from donations.models import CampaignStatus, Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.hostile_site import TamperingSite, run_verifier
+from tests.hostile_site import TamperingSite, lie_about, run_verifier, shift
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -48,30 +45,6 @@ def relay(node, sender: str, wei: int) -> str:
     contract = node.deploy("EthRelay")
     data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
     return node.send({"from": sender, "to": contract, "value": hex(wei), "data": data, "gas": hex(200_000)})
-
-
-def rewrite_range(first_block: int, change: Callable[[dict], None], csv_without: str | None = None):
-    """The site's answers with one range changed by `change` (it gets the range), and perhaps the CSV rows of
-    one transaction left out."""
-
-    def rewrite(path: str, body: bytes) -> bytes:
-        if path.startswith("/proof/donations.csv") and csv_without:
-            return b"".join(line for line in body.splitlines(keepends=True) if csv_without.encode() not in line)
-        if not path.startswith("/proof.json"):
-            return body
-        answer = json.loads(body)
-        for found in answer["chains"][0]["ranges"]:
-            if found["first_block"] == first_block:
-                change(found)
-        return json.dumps(answer).encode()
-
-    return rewrite
-
-
-def shift(found: dict, asset: str, **deltas: int) -> None:
-    figures = next(a for a in found["assets"] if a["asset"] == asset)
-    for name, delta in deltas.items():
-        figures[name] = figures[name] + delta if name == "donations" else str(int(figures[name]) + delta)
 
 
 def test_a_contract_paid_donation_failed_by_the_operator_and_repaired_is_named_by_its_call(live_server, node):
@@ -112,7 +85,7 @@ def test_an_inflow_the_crawler_could_not_trace_matches_while_listed_and_not_once
         target["inflows"] = []
         shift(target, "eth", unexplained=-2 * ETHER, uncredited=2 * ETHER)
 
-    with TamperingSite(live_server.url, rewrite_range(found["first_block"], hidden)) as site:
+    with TamperingSite(live_server.url, lie_about(found["first_block"], hidden)) as site:
         lying = run_verifier(site.url, node.url)
 
     assert honest.returncode == 0, honest.stdout + honest.stderr
@@ -142,7 +115,7 @@ def test_an_inflow_the_site_lists_where_nothing_arrived_does_not_match(live_serv
         ]
         shift(target, "eth", unexplained=5, uncredited=-5)
 
-    with TamperingSite(live_server.url, rewrite_range(found["first_block"], invented)) as site:
+    with TamperingSite(live_server.url, lie_about(found["first_block"], invented)) as site:
         run = run_verifier(site.url, node.url)
 
     assert run.returncode == 1, run.stdout + run.stderr
@@ -162,7 +135,7 @@ def test_a_paused_sales_backlog_is_itemised_and_matches_and_hiding_it_does_not(l
     assert [p["tx_hash"] for p in found["pending"]] == [paid]
 
     honest = run_verifier(live_server.url, node.url)
-    with TamperingSite(live_server.url, rewrite_range(found["first_block"], lambda r: r.update(pending=[]))) as site:
+    with TamperingSite(live_server.url, lie_about(found["first_block"], lambda r: r.update(pending=[]))) as site:
         lying = run_verifier(site.url, node.url)
 
     assert honest.returncode == 0, honest.stdout + honest.stderr
@@ -187,7 +160,7 @@ def test_a_coin_minted_to_the_address_by_no_one_it_names_must_be_an_open_inflow(
         target["inflows"] = [i for i in target["inflows"] if i["block_number"] != block]
         shift(target, "usdc", unexplained=-gone, uncredited=gone)
 
-    with TamperingSite(live_server.url, rewrite_range(found["first_block"], without_the_inflow)) as site:
+    with TamperingSite(live_server.url, lie_about(found["first_block"], without_the_inflow)) as site:
         run = run_verifier(site.url, node.url)
 
     assert run.returncode == 1, run.stdout + run.stderr
