@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 # pytest workers: the tests mostly wait (on anvil, on processes starting), so more workers than the two cores.
 TEST_WORKERS ?= 4
 
-.PHONY: run test deps services lint assets browser lock audit fuzz
+.PHONY: run test deps services lint assets browser lock audit fuzz verifier-hash
 
 run: deps services assets
 	deploy/run-local.sh
@@ -65,3 +65,8 @@ lint: $(VENV)/.installed
 SEEDS ?= 20
 fuzz: deps services
 	FUZZ_SEEDS=$(SEEDS) $(VENV)/bin/pytest tests/crawlers/runs/test_fuzz.py -q -p no:cacheprovider
+
+# After changing deploy/verify_proof.py: its SHA-256 into the README, which publishes it (a test keeps them equal).
+verifier-hash:
+	sed -i "s/^\(| SHA-256 | \`\)[0-9a-f]*\(\` |\)$$/\1$$(sha256sum deploy/verify_proof.py | cut -d' ' -f1)\2/" README.md
+	sed -i "s/^\(| version | \`\)[^\`]*\(\` |\)$$/\1$$(sed -n 's/^__version__ = \"\(.*\)\"$$/\1/p' deploy/verify_proof.py)\2/" README.md

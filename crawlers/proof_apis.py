@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, StreamingHttpResponse
@@ -16,13 +15,12 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from crawlers.models import ProofStatus
-from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, cached_proof_json, proof_chains
+from crawlers.proof_report import DEFAULT_RANGES, MAX_RANGES, VERIFIER, cached_proof_json, proof_chains
 from donations.export import StoredCsv, stored_csv, stored_csv_bytes
 from dws_project import api_errors
 from dws_project.api_base import PublicApi, error_responses, whole_field
 from dws_project.ratelimit import check_budget, retry_after_header
 
-VERIFIER = Path(settings.BASE_DIR) / "deploy" / "verify_proof.py"
 PROOF_MAX_AGE = 10  # the figures change at most once a finalized block
 CSV_MAX_AGE = 60
 VERIFIER_MAX_AGE = 3600
@@ -48,6 +46,29 @@ class ProofNonceSerializer(serializers.Serializer):
     closing = _raw_field("its nonce at last_block")
 
 
+class ProofRangeInflowSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text='"inflow"')
+    block_number = serializers.IntegerField()
+    block_hash = serializers.CharField()
+    asset = serializers.CharField()
+    amount_raw = whole_field("raw units (negative: a coin that left without a Transfer log)")
+    amount = serializers.CharField(help_text="in the asset's own units")
+    status = serializers.CharField(help_text="open, or dismissed (closed as not a donation)")
+    tx_hash = serializers.CharField(allow_blank=True, help_text="the transaction an operator named, if any")
+
+
+class ProofPendingSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text='"pending"')
+    block_number = serializers.IntegerField()
+    block_hash = serializers.CharField()
+    asset = serializers.CharField()
+    tx_hash = serializers.CharField()
+    log_index = serializers.CharField(allow_blank=True, help_text="a coin Transfer's log index; empty for ETH")
+    trace_address = serializers.CharField(allow_blank=True, help_text="ETH sent in an internal call: its path")
+    donor = serializers.CharField()
+    amount = serializers.CharField(help_text="at the stored scale, as in the donation CSV")
+
+
 class ProofRangeSerializer(serializers.Serializer):
     first_block = serializers.IntegerField()
     last_block = serializers.IntegerField()
@@ -57,6 +78,10 @@ class ProofRangeSerializer(serializers.Serializer):
     checked_at = serializers.CharField()
     nonce = ProofNonceSerializer()
     assets = ProofAssetSerializer(many=True)
+    inflows = ProofRangeInflowSerializer(many=True, help_text="the range's unexplained inflows, one by one")
+    pending = ProofPendingSerializer(
+        many=True, help_text="donations recorded in the range and not confirmed yet (a paused sale's backlog)"
+    )
 
 
 class ProofInflowSerializer(serializers.Serializer):
@@ -78,6 +103,12 @@ class ProofCoinSerializer(serializers.Serializer):
     asset = serializers.CharField()
     contract = serializers.CharField(allow_null=True, help_text="the coin's contract; null for ETH")
     decimals = serializers.IntegerField()
+
+
+class ProofVerifierSerializer(serializers.Serializer):
+    path = serializers.CharField(help_text="where this site serves the verifier")
+    version = serializers.CharField(help_text="the verifier's version (its __version__)")
+    sha256 = serializers.CharField(help_text="the SHA-256 of the file served; README.md publishes the same")
 
 
 class ProofChainSerializer(serializers.Serializer):
@@ -113,6 +144,7 @@ class ProofApi(PublicApi):
 
     @extend_schema_serializer(component_name="ProofOutput")
     class OutputSerializer(serializers.Serializer):
+        verifier = ProofVerifierSerializer()
         chains = ProofChainSerializer(many=True)
 
     @extend_schema(

@@ -16,13 +16,18 @@ storing them means an operator's later "credit this transaction" moves the value
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
+import re
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, cast
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Max, Sum
@@ -38,6 +43,22 @@ DEFAULT_RANGES = 100
 MAX_RANGES = 500
 MAX_INFLOWS = 100  # open inflows listed per chain (the total is given beside them)
 ETH_DECIMALS = 18
+
+
+VERIFIER = Path(settings.BASE_DIR) / "deploy" / "verify_proof.py"  # served as /proof/verify.py
+
+
+@functools.cache
+def verifier_fingerprint() -> dict[str, str]:
+    """The verifier's version (its `__version__`) and the SHA-256 of the file served, so a donor can tell
+    the copy they run is the one the project publishes (README.md gives the same two)."""
+    body = VERIFIER.read_bytes()
+    named = re.search(rb'^__version__ = "([^"]+)"$', body, re.MULTILINE)
+    return {
+        "path": "/proof/verify.py",
+        "version": named.group(1).decode() if named else "unknown",
+        "sha256": hashlib.sha256(body).hexdigest(),
+    }
 
 
 @dataclass(frozen=True)
@@ -78,11 +99,12 @@ def proof_report(
     (`from_block` None: the newest `limit` ranges, for the page)."""
     limit = max(1, min(limit, MAX_RANGES))
     return {
+        "verifier": verifier_fingerprint(),
         "chains": [
             _chain_report(found, from_block, limit)
             for found in proof_chains(config)
             if chain is None or found.chain == chain
-        ]
+        ],
     }
 
 
@@ -133,12 +155,19 @@ class _ByBlock:
         self._page = page
         self.sums: dict[tuple[int, str], int] = defaultdict(int)
         self.counts: dict[tuple[int, str], int] = defaultdict(int)
+        self.items: dict[int, list[dict[str, Any]]] = defaultdict(list)  # range -> what it itemises
 
-    def add(self, block: int, asset: str, raw: int, count: int = 1) -> None:
+    def _range_of(self, block: int) -> int | None:
         at = bisect_right(self._firsts, block) - 1
-        if at >= 0 and block <= self._page[at].last_block:
-            self.sums[(self._page[at].pk, asset)] += raw
-            self.counts[(self._page[at].pk, asset)] += count
+        return self._page[at].pk if at >= 0 and block <= self._page[at].last_block else None
+
+    def add(self, block: int, asset: str, raw: int, count: int = 1, item: dict[str, Any] | None = None) -> None:
+        pk = self._range_of(block)
+        if pk is not None:
+            self.sums[(pk, asset)] += raw
+            self.counts[(pk, asset)] += count
+            if item is not None:
+                self.items[pk].append(item)
 
 
 def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
@@ -163,7 +192,48 @@ def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
     )
     for inflow in inflows:
         unexplained.add(inflow["block_number"], inflow["asset"], int(inflow["total"]))
-    return [_range(chain, r, credited, unexplained) for r in page]
+    itemised = _itemised(chain, page, low, high)
+    return [_range(chain, r, credited, unexplained, itemised) for r in page]
+
+
+def _itemised(chain: ChainAssets, page: list[ProofRange], low: int, high: int) -> _ByBlock:
+    """Per range, what its `unexplained` and the paused part of its `uncredited` are made of, one by one, so
+    the verifier can check each against the chain: the inflows (open, or closed as not a donation) and the
+    donations recorded and not confirmed yet (a paused sale's backlog; a row of a block a re-org replaced
+    until the judge fails it). Dust, rounding and the address's own money the verifier finds on chain by
+    the crawler's rules."""
+    found = _ByBlock(page)
+    inflows = (
+        UnexplainedInflow.objects.filter(chain=chain.chain, block_number__gte=low, block_number__lte=high)
+        .exclude(status=InflowStatus.CREDITED)
+        .order_by("block_number", "id")
+    )
+    for inflow in inflows:
+        item = {"kind": "inflow", **inflow_public(inflow), "status": inflow.status, "tx_hash": inflow.tx_hash}
+        del item["recorded_at"]
+        found.add(inflow.block_number, inflow.asset, 0, 0, item)
+    pending = Donation.objects.filter(
+        chain=chain.chain, status=DonationStatus.UNCONFIRMED, block_number__gte=low, block_number__lte=high
+    ).order_by("block_number", "id")
+    for row in pending:
+        found.add(
+            row.block_number,
+            row.asset,
+            0,
+            0,
+            {
+                "kind": "pending",
+                "block_number": row.block_number,
+                "block_hash": row.block_hash,
+                "asset": row.asset,
+                "tx_hash": row.tx_hash,
+                "log_index": "" if row.log_index is None else str(row.log_index),
+                "trace_address": row.trace_address or "",
+                "donor": row.address,
+                "amount": format(row.amount, "f"),
+            },
+        )
+    return found
 
 
 def _raw(amount: Decimal, decimals: int) -> int:
@@ -171,7 +241,9 @@ def _raw(amount: Decimal, decimals: int) -> int:
     return int(amount.scaleb(decimals))
 
 
-def _range(chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained: _ByBlock) -> dict[str, Any]:
+def _range(
+    chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained: _ByBlock, itemised: _ByBlock
+) -> dict[str, Any]:
     stored = {a.asset: a for a in row.assets.all()}
     assets = []
     for asset, _, _ in chain.assets:
@@ -206,6 +278,8 @@ def _range(chain: ChainAssets, row: ProofRange, credited: _ByBlock, unexplained:
         "checked_at": utc_second_text(row.checked_at),
         "nonce": {"opening": _text(row.nonce_opening), "closing": _text(row.nonce_closing)},
         "assets": assets,
+        "inflows": [i for i in itemised.items[row.pk] if i["kind"] == "inflow"],
+        "pending": [i for i in itemised.items[row.pk] if i["kind"] == "pending"],
     }
 
 
@@ -224,7 +298,7 @@ def _text(value: Decimal | int | None) -> str | None:
 # change, and Redis holds one copy of the proof whatever the callers ask.
 
 PAGE_RANGES = 100
-CACHE_FORMAT = 2  # bump when what a cached page or summary holds changes shape: every entry is rebuilt
+CACHE_FORMAT = 3  # bump when what a cached page or summary holds changes shape: every entry is rebuilt
 
 _SUMMARY_VERSION_SQL = """
 SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range WHERE chain = %(chain)s
@@ -235,18 +309,21 @@ SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range 
 """
 
 # The page's ranges (written after the page's last ordinal or extended, its checked_at moves), and what the
-# records hold in its blocks: the confirmed donations (a confirmed row never changes or leaves that status)
-# and the inflows (any status change moves one of the counts).
+# records hold in its blocks: the donations, confirmed (summed) or not yet (itemised as `pending`), whose
+# status changes move a count and whose re-recording in another block moves the sum of their blocks; and the
+# inflows (itemised, with their status and the transaction an operator named when resolving one).
 _PAGE_VERSION_SQL = """
 WITH page AS (
     SELECT count(*) AS ranges, min(first_block) AS low, max(last_block) AS high, max(checked_at) AS checked
     FROM proof_range WHERE chain = %(chain)s AND ordinal >= %(first)s AND ordinal < %(end)s
 )
 SELECT concat_ws('/', page.ranges, page.low, page.high, page.checked,
-       (SELECT concat_ws(':', count(*), max(id), max(modified_at)) FROM donation
-        WHERE chain = %(chain)s AND status = 'confirmed' AND block_number BETWEEN page.low AND page.high),
+       (SELECT concat_ws(':', count(*) FILTER (WHERE status = 'confirmed'),
+                         count(*) FILTER (WHERE status = 'unconfirmed'), max(id), max(modified_at),
+                         sum(block_number))
+        FROM donation WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high),
        (SELECT concat_ws(':', count(*), count(*) FILTER (WHERE status = 'open'),
-                         count(*) FILTER (WHERE status = 'credited'), max(created_at))
+                         count(*) FILTER (WHERE status = 'credited'), max(created_at), max(resolved_at))
         FROM unexplained_inflow WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high))
 FROM page
 """
@@ -275,7 +352,7 @@ def cached_proof_json(
             chains.append(_cached_chain_json(found, from_block, limit, seconds))
         except RedisError:
             chains.append(_json(_chain_report(found, from_block, limit)))
-    return '{"chains":[' + ",".join(chains) + "]}"
+    return '{"verifier":' + _json(verifier_fingerprint()) + ',"chains":[' + ",".join(chains) + "]}"
 
 
 def cached_proof_report(config: Config, *, seconds: int, **params: Any) -> dict[str, Any]:

@@ -2,38 +2,63 @@
 """Check a dws token sale's public proof of completeness against your own Ethereum node.
 
     python3 verify_proof.py --site https://sale.example --rpc https://your-node.example [--chain eth]
+        [--address 0xTHE_ADDRESS_YOU_PAID] [--coin usdc=0xTHE_CONTRACT_YOU_PAID_IN ...]
 
-It reads the sale's proof (/proof.json) and its list of confirmed donations (/proof/donations.csv), and for
-every range of blocks the sale says it proved, asks YOUR node (never the sale's) for:
+Take this file from the project's repository (or check its SHA-256 against the README's), not only from the
+sale it checks: a dishonest sale could serve one that always matches. `--version` names its version.
+
+What it relies on comes from your node or from you, never from the sale: the chain id, each coin's decimals
+(its contract's decimals()), and, when you give them, the donation address and the coin contracts (the check
+fails when the site names others, or leaves a coin you named out). It prints the address and the coins first.
+
+It reads the sale's proof (/proof.json) and its confirmed donations (/proof/donations.csv), and for every
+range of blocks the site publishes, proven or not, asks YOUR node (never the sale's):
 
 * the donation address's ETH balance, nonce and each coin's balanceOf at the block before the range and at
-  its last block, and that last block's hash;
-* every block of the range where the ETH balance or the nonce moved (found by halving the range, asking the
-  balances at midpoints), read in full: what the address sent (values and fees: on an OP-stack rollup the
-  receipt's l1Fee and operator fee too, on Arbitrum the gas alone, which holds the L1 part), what a deposit
-  it made from L1 minted to it, the ETH transactions that paid it (a deposit from L1 included: its donor is
-  its `from`), and what arrived in internal calls;
-* the coins' Transfer logs to and from the address over the range;
-* each listed donation: its transaction succeeded in that block and paid the address that amount (an ETH
-  donation made by a contract, in an internal call, is re-read through the node's call traces: its donor is
-  the contract that made the call, or for ETH an OP-stack rollup's standard bridge relayed from L1 the L1
-  account that bridged it, as the sale's crawler reads it).
+  its last block, and that last block's hash: they must be what the site says;
+* every block where the ETH balance or the nonce moved (found by halving the range), read in full: what the
+  address sent (value and fee, by the crawler's rules for the chain), what a deposit it made from L1 minted
+  to it, the transactions that paid it; and the call traces of every such block whose balance rose by more
+  than those explain: each internal call that paid it (its payer the call's `from`, or for ETH an OP-stack
+  rollup's standard bridge relayed from L1 the L1 account that bridged it);
+* the address's code at the opening edge and after every block where its nonce moved (an EIP-7702
+  delegation comes and goes only so): every block in which it had code is read through its call traces too
+  (found with trace_filter where your node serves it), what came in and what went out by internal calls;
+* the coins' Transfer logs to and from the address (a coin minted to it: whose a CCTP message says it is).
 
-A range matches when the balances are the ones the sale published, every ETH transaction and coin Transfer
-that paid the address is a listed donation (or too small to credit), every listed donation is such a
-payment, what left the address is what the sale says, and for every asset
+Every payment at or above the dust (1e-8 ETH; a coin's 10th decimal) must then be a listed donation (same
+amount at the stored scale, same payer, same block), the address's own money by the crawler's rules (from
+itself, in a transaction it signed, nested under a call it made, bridged by itself), a donation the site lists
+as not confirmed yet (a paused sale's backlog), or an open unexplained inflow the site lists in that block;
+anything else "does not match", naming the transaction, the amount, the payer and the call path. What left
+the address must be the site's `left`, the site's own figures must add up,
 
     closing - opening = credited + unexplained + uncredited - left
 
-with credited equal to the sum of the range's listed donations. The first range that does not match is
-named and the check stops.
+and `uncredited` must be exactly the dust, rounding, own money and backlog found. A range the site calls
+unproven is checked in full all the same where your node has the history. The first range that does not
+match is named and the check stops.
 
-Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers;
-2 bad arguments; 3 everything that could be checked matches but something could not be (a node without
-historical state cannot give old balances: use an archive node or a provider with history; a node without
-call traces cannot re-read internal ETH donations); 4 the site or the node could not be read.
+Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers; 2 bad
+arguments; 3 everything that could be checked matches but your node could not answer everything (no state
+for old blocks: use an archive node or a provider with history; no call traces where they were needed);
+4 the site or the node could not be read: no full answer within --timeout seconds (the donation CSV: ten
+times that), an answer larger than its cap, nested deeper than the documents go, not in the documented
+shape, pages that do not move forward, your node on another chain. One line, never a traceback.
 
 Standard library only, so it runs anywhere Python 3.10+ does without installing anything.
+
+Contents (each section a line of dashes below):
+    reading the site (and the node) ......... fetch: one deadline per answer, size caps, a nesting limit
+    what the site says ...................... the documented shape of /proof.json and the donation CSV
+    asking the node ......................... batches, balances, halving to the blocks that moved, logs
+    what a transaction cost its sender ...... the fee rules per chain (as the crawler's)
+    call traces ............................. frames, their paths, whose ETH each moves, our own money
+    a coin minted to the address ............ the CCTP mint rule (as the crawler's)
+    what the check relies on ................ Sale: the address, the coins, their decimals, your pins
+    one range: every payment found .......... Payment, Ledger: what the rules say each payment is
+    one range: the check against your node .. Check: balances, ETH, coins, the mode inside the range
+    the whole proof ......................... verify(), main()
 """
 
 from __future__ import annotations
@@ -41,15 +66,22 @@ from __future__ import annotations
 import argparse
 import bisect
 import csv
+import datetime
+import email.utils
+import http.client
 import io
+import itertools
 import json
 import re
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
+
+__version__ = "2.0.0"
 
 MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -57,6 +89,7 @@ BALANCE_OF = "0x70a08231"  # balanceOf(address)
 ZERO_ADDRESS = "0x" + "0" * 40  # a Transfer from it is a mint: no sender to credit
 PAGE = 500  # ranges per /proof.json request
 BATCH = 100  # calls per JSON-RPC batch
+TRACE_BATCH = 8  # blocks' call traces per batch: a busy block's is megabytes
 LOG_SPAN = 2000  # blocks per eth_getLogs; halved when the node refuses a span
 COLUMN_DECIMALS = 10  # donation amounts are stored with at most 10 decimals (ETH with 8)
 ETH_DECIMALS = 8
@@ -91,79 +124,297 @@ class RpcError(Exception):
     pass
 
 
-# --- reading the site ---------------------------------------------------------------------------------------
+# --- reading the site (and the node): one deadline per answer, a size cap, a nesting limit --------------------
 
 
-def _open(url: str, timeout: float, *, body: bytes | None = None, name: str | None = None):
-    """The answer to a GET of `url` (a POST of `body`), named `name` in messages: a node's URL may carry a
-    key, so it is never printed. A 429 is waited out as its Retry-After says (within reason)."""
+SITE_JSON_CAP = 64 * 2**20  # bytes of one /proof.json page (a full page of 500 ranges is well under 1 MiB)
+CSV_CAP = 2**30  # bytes of the donation CSV (a million donations take about 240 MiB)
+NODE_CAP = 512 * 2**20  # bytes of one answer of your node (a batch of call traces can be large)
+CSV_DEADLINE_FACTOR = 10  # the CSV, the whole sale in one answer, gets ten times --timeout
+SITE_DEPTH = 16  # /proof.json nests 5 levels deep; a site may not make the decoder recurse for ever
+NODE_DEPTH = 2 * 1024 + 64  # a call trace nests two levels per call, and the EVM stops calls at 1,024 deep
+STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _retry_after(value: str | None) -> float:
+    """Seconds a 429 asks us to wait: a whole number of seconds or an HTTP date, within 0..30; anything
+    else (a NaN, an infinity, a negative, a word) is no answer we can act on."""
+    value = (value or "").strip()
+    if re.fullmatch(r"[0-9]{1,6}", value):
+        return min(float(value), 30.0)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        when = None
+    if when is None or when.tzinfo is None:
+        raise ValueError(f"a Retry-After of {value[:40]!r}")
+    now = datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017 - Python 3.10 has no datetime.UTC
+    return min(max((when - now).total_seconds(), 0.0), 30.0)
+
+
+def _read_all(request: urllib.request.Request, seconds: float, cap: int, name: str) -> bytes:
+    """The whole body, at most `cap` bytes (more: Unreadable). The socket's own time-out only bounds each
+    read; the caller's deadline bounds the whole."""
+    with urllib.request.urlopen(request, timeout=seconds) as answer:  # noqa: S310 - the scheme is checked
+        declared = answer.headers.get("Content-Length")
+        if declared and declared.strip().isdigit() and int(declared) > cap:
+            raise Unreadable(f"{name}: the answer is larger than {cap // 2**20} MiB")
+        parts, size = [], 0
+        while chunk := answer.read(2**20):
+            size += len(chunk)
+            if size > cap:
+                raise Unreadable(f"{name}: the answer is larger than {cap // 2**20} MiB")
+            parts.append(chunk)
+        return b"".join(parts)
+
+
+def _within(seconds: float, work: Any) -> dict[str, Any] | None:
+    """`work()` in a thread of its own: {"body": its result} or {"error": what it raised}, or None when it
+    has not finished within `seconds` (the thread is left behind: the verifier exits on it anyway)."""
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            done["body"] = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread as it is
+            done["error"] = exc
+
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    reader.join(seconds)
+    return None if reader.is_alive() else done
+
+
+def fetch(url: str, seconds: float, cap: int, *, body: bytes | None = None, name: str | None = None) -> bytes:
+    """The answer to a GET of `url` (a POST of `body`), named `name` in messages (a node's URL may carry a
+    key, so it is never printed), in full within `seconds` however slowly its bytes come. A 429 is waited
+    out as its Retry-After says (within reason), each attempt with its own deadline."""
     name = name or url
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         raise Unreadable(f"{name}: only http and https URLs are read")
-    headers = {"User-Agent": "dws-verify-proof/1", "Accept": "*/*", "Content-Type": "application/json"}
+    headers = {"User-Agent": f"dws-verify/{__version__}", "Accept": "*/*", "Content-Type": "application/json"}
     request = urllib.request.Request(url, data=body, headers=headers)  # noqa: S310 - the scheme is checked above
     for attempt in range(RETRIES + 1):
-        try:
-            return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310
-        except urllib.error.HTTPError as exc:
+        done = _within(seconds, lambda: _read_all(request, seconds, cap, name))
+        if done is None:
+            raise Unreadable(f"{name}: no full answer within {seconds:g} s")
+        exc = done.get("error")
+        if exc is None:
+            return done["body"]
+        if isinstance(exc, urllib.error.HTTPError):
             if exc.code != 429 or attempt == RETRIES:
                 raise Unreadable(f"{name}: HTTP {exc.code} {exc.reason}") from None
-            time.sleep(min(float(exc.headers.get("Retry-After") or 5), 30.0))
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            try:
+                wait = _retry_after(exc.headers.get("Retry-After"))
+            except ValueError as why:
+                raise Unreadable(f"{name}: HTTP 429 with {why}, which says no time to wait") from None
+            time.sleep(wait)
+            continue
+        if isinstance(exc, Unreadable):
+            raise exc
+        if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
+            raise Unreadable(f"{name}: no full answer within {seconds:g} s") from None  # one read's time-out
+        if isinstance(exc, (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)):
             raise Unreadable(f"{name}: {getattr(exc, 'reason', exc)}") from None
+        raise exc
     raise Unreadable(name)  # not reached
 
 
-def read_proof(site: str, chain: str | None, timeout: float) -> dict:
-    """The chain's proof with every range (all pages of /proof.json)."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is no number")
+
+
+def decode_json(body: bytes, name: str, depth: int) -> Any:
+    """JSON, refused when it nests deeper than `depth` (counted before decoding, outside strings) or holds
+    NaN or an infinity."""
+    level = 0
+    for bracket in BRACKETS.finditer(STRINGS.sub(b'""', body)):
+        level += 1 if bracket.group() in b"[{" else -1
+        if level > depth:
+            raise Unreadable(f"{name}: the answer is nested deeper than {depth} levels")
+    # The decoder recurses once a level: room for the depth just checked.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), depth + 500))
+    try:
+        return json.loads(body, parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise Unreadable(f"{name} did not answer JSON ({str(exc)[:80]})") from None
+
+
+# --- what the site says, checked against its documented shape -------------------------------------------------
+
+HASH = re.compile(r"0x[0-9a-fA-F]{64}")
+ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
+RAW = re.compile(r"-?[0-9]{1,80}")
+AMOUNT = re.compile(r"[0-9]{1,40}(\.[0-9]{1,40})?")
+TRACE_ADDRESS = re.compile(r"[0-9]{1,5}(\.[0-9]{1,5}){0,1100}")
+
+
+class Shape:
+    """Checks that a value is what the documentation says, naming where it is not (Unreadable)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def fail(self, where: str) -> Unreadable:
+        return Unreadable(f"{self.name} is not in the documented shape ({where})")
+
+    def of(self, value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            raise self.fail(where)
+        return value
+
+    def block(self, value: Any, where: str) -> int:
+        number = self.of(value, int, where)
+        if not 0 <= number < 2**63:
+            raise self.fail(where)
+        return number
+
+    def text(self, value: Any, pattern: re.Pattern[str], where: str, *, null: bool = False) -> Any:
+        if value is None and null:
+            return None
+        if not isinstance(value, str) or not pattern.fullmatch(value):
+            raise self.fail(where)
+        return value
+
+
+def checked_chain(found: Any, shape: Shape) -> dict:
+    """One chain of a /proof.json page, every field the verifier reads in its documented type."""
+    chain = shape.of(found, dict, "a chain")
+    shape.of(chain.get("chain"), str, "chain")
+    if chain.get("chain_id") is not None:
+        shape.block(chain.get("chain_id"), "chain_id")
+    shape.text(chain.get("donation_address"), ADDRESS, "donation_address")
+    for asset in shape.of(chain.get("assets"), list, "assets"):
+        shape.of(asset, dict, "an asset")
+        shape.of(asset.get("asset"), str, "an asset's name")
+        shape.text(asset.get("contract"), ADDRESS, f"{asset.get('asset')}'s contract", null=asset["asset"] == "eth")
+        decimals = shape.of(asset.get("decimals"), int, f"{asset['asset']}'s decimals")
+        if not 0 <= decimals <= 77:
+            raise shape.fail(f"{asset['asset']}'s decimals")
+    for found_range in shape.of(chain.get("ranges"), list, "ranges"):
+        checked_range(found_range, shape)
+    if chain.get("next_from_block") is not None:
+        shape.block(chain["next_from_block"], "next_from_block")
+    return chain
+
+
+def checked_range(found: Any, shape: Shape) -> dict:
+    found = shape.of(found, dict, "a range")
+    first = shape.block(found.get("first_block"), "first_block")
+    last = shape.block(found.get("last_block"), "last_block")
+    where = f"range {first}..{last}"
+    if last < first:
+        raise shape.fail(f"{where} ends before it starts")
+    shape.text(found.get("last_block_hash"), HASH, f"{where}: last_block_hash")
+    shape.of(found.get("status"), str, f"{where}: status")
+    shape.of(found.get("reason"), str, f"{where}: reason")
+    nonce = shape.of(found.get("nonce"), dict, f"{where}: nonce")
+    for side in ("opening", "closing"):
+        shape.text(nonce.get(side), RAW, f"{where}: nonce {side}", null=True)
+    for asset in shape.of(found.get("assets"), list, f"{where}: assets"):
+        shape.of(asset, dict, f"{where}: an asset")
+        name = shape.of(asset.get("asset"), str, f"{where}: an asset's name")
+        for figure in ("opening", "closing", "uncredited", "left"):
+            shape.text(asset.get(figure), RAW, f"{where}: {name} {figure}", null=True)
+        for figure in ("credited", "unexplained"):
+            shape.text(asset.get(figure), RAW, f"{where}: {name} {figure}")
+        shape.block(asset.get("donations"), f"{where}: {name} donations")
+    for inflow in shape.of(found.get("inflows"), list, f"{where}: inflows"):
+        shape.of(inflow, dict, f"{where}: an inflow")
+        shape.block(inflow.get("block_number"), f"{where}: an inflow's block_number")
+        shape.of(inflow.get("asset"), str, f"{where}: an inflow's asset")
+        shape.text(inflow.get("amount_raw"), RAW, f"{where}: an inflow's amount_raw")
+    for item in shape.of(found.get("pending"), list, f"{where}: pending"):
+        _checked_row(shape.of(item, dict, f"{where}: a pending donation"), shape, (*CSV_COLUMNS[1:], "amount"))
+        shape.block(item.get("block_number"), f"{where}: a pending donation's block_number")
+        item["block_number"] = str(item["block_number"])  # as the CSV writes it
+    return found
+
+
+def read_proof(site: str, chain: str | None, timeout: float, head: int) -> dict:
+    """The chain's proof with every range (all pages of /proof.json). Each page must move forward: a
+    `next_from_block` only on a full page, past the block it was asked from and the page's ranges, and
+    within the chain's head, so a site cannot keep us paging for ever."""
     query = {"limit": PAGE, "from_block": 0, **({"chain": chain} if chain else {})}
-    found, ranges = None, {}
+    found, ranges, name = None, {}, f"{site}/proof.json"
     while True:
-        with _open(f"{site}/proof.json?{urllib.parse.urlencode(query)}", timeout) as answer:
-            try:
-                body = json.load(answer)
-            except ValueError:
-                raise Unreadable(f"{site}/proof.json did not answer JSON") from None
-        chains = body.get("chains") or []
+        body = fetch(f"{site}/proof.json?{urllib.parse.urlencode(query)}", timeout, SITE_JSON_CAP, name=name)
+        page = Shape(name).of(decode_json(body, name, SITE_DEPTH), dict, "the answer")
+        chains = Shape(name).of(page.get("chains"), list, "chains")
         if not chains:
-            raise Unreadable(f"{site}/proof.json lists no chain {chain or ''}".rstrip())
-        found = found or chains[0]
+            raise Unreadable(f"{name} lists no chain {chain or ''}".rstrip())
+        this = checked_chain(chains[0], Shape(name))
+        if found is not None and this["chain"] != found["chain"]:
+            raise Unreadable(f"{name} answered chain {this['chain']} when asked for {found['chain']}")
+        found = found or this
         query["chain"] = found["chain"]
         # A range the crawler extended between two requests comes back again, longer: keep the newest.
-        ranges.update({r["first_block"]: r for r in chains[0]["ranges"]})
-        if chains[0].get("next_from_block") is None:
+        ranges.update({r["first_block"]: r for r in this["ranges"]})
+        after = this.get("next_from_block")
+        if after is None:
             break
-        query["from_block"] = chains[0]["next_from_block"]
+        asked, reached = query["from_block"], max((r["last_block"] for r in this["ranges"]), default=-1)
+        if len(this["ranges"]) < PAGE or after <= asked or after <= reached or after > head + 1:
+            raise Unreadable(
+                f"{name}: next_from_block {after} after a page of {len(this['ranges'])} range(s) asked from block "
+                f"{asked} does not move forward within the chain's head ({head})"
+            )
+        query["from_block"] = after
     found["ranges"] = [ranges[first] for first in sorted(ranges)]
     return found
 
 
+CSV_COLUMNS = ("chain", "tx_hash", "log_index", "trace_address", "block_number", "block_hash", "donor", "asset")
+
+
 def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
-    """The listed (confirmed) donations of the chain, in block order."""
-    with _open(f"{site}/proof/donations.csv", timeout) as answer:
-        rows = [r for r in csv.DictReader(io.TextIOWrapper(answer, encoding="utf-8")) if r["chain"] == chain]
+    """The listed (confirmed) donations of the chain, in block order, each row in the documented shape."""
+    name = f"{site}/proof/donations.csv"
+    body = fetch(name, timeout * CSV_DEADLINE_FACTOR, CSV_CAP, name=name)
+    try:
+        reader = csv.DictReader(io.StringIO(body.decode("utf-8")))
+        rows = []
+        for number, row in enumerate(reader, 1):
+            if row.get("chain") == chain:
+                rows.append(_checked_row(row, Shape(f"{name} row {number}")))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise Unreadable(f"{name} is not a CSV file ({str(exc)[:80]})") from None
     rows.sort(key=lambda r: int(r["block_number"]))
     return rows
 
 
-# --- asking the node ----------------------------------------------------------------------------------------
+def _checked_row(row: dict, shape: Shape, columns: tuple[str, ...] = (*CSV_COLUMNS, "amount")) -> dict:
+    if None in row or any(row.get(column) is None for column in columns):
+        raise shape.fail("its columns")
+    shape.text(row["tx_hash"], HASH, "tx_hash")
+    shape.text(row["block_hash"], HASH, "block_hash")
+    shape.text(row["donor"], ADDRESS, "donor")
+    shape.text(row["amount"], AMOUNT, "amount")
+    if not isinstance(row["block_number"], int):
+        shape.text(row["block_number"], re.compile(r"[0-9]{1,18}"), "block_number")
+    if row["log_index"]:
+        shape.text(row["log_index"], re.compile(r"[0-9]{1,12}"), "log_index")
+    if row["trace_address"]:
+        shape.text(row["trace_address"], TRACE_ADDRESS, "trace_address")
+    return row
+
+
+# --- asking the node ------------------------------------------------------------------------------------------
 
 
 class Node:
     def __init__(self, url: str, timeout: float) -> None:
         self.url, self.timeout, self.calls = url, timeout, 0
 
-    def batch(self, calls: list[tuple[str, list]]) -> list:
-        """Each call's result, or an RpcError in its place."""
+    def batch(self, calls: list[tuple[str, list]], size: int = BATCH) -> list:
+        """Each call's result, or an RpcError in its place; `size` calls a post."""
         results: list = []
-        for start in range(0, len(calls), BATCH):
-            chunk = calls[start : start + BATCH]
+        for start in range(0, len(calls), size):
+            chunk = calls[start : start + size]
             body = [{"jsonrpc": "2.0", "id": i, "method": m, "params": p} for i, (m, p) in enumerate(chunk)]
-            with _open(self.url, self.timeout, body=json.dumps(body).encode(), name="your node") as answer:
-                try:
-                    replies = json.load(answer)
-                except ValueError:
-                    raise Unreadable("your node did not answer JSON") from None
+            answer = fetch(self.url, self.timeout, NODE_CAP, body=json.dumps(body).encode(), name="your node")
+            replies = decode_json(answer, "your node", NODE_DEPTH)
             if not isinstance(replies, list):
                 raise Unreadable(f"your node refused a batch: {str(replies)[:200]}")
             by_id = {r.get("id"): r for r in replies if isinstance(r, dict)}
@@ -262,8 +513,11 @@ def transfer_logs(node: Node, contracts: list[str], topics: list, first: int, la
     return found
 
 
-# What a transaction cost its sender, on every chain the sale takes donations on: exactly the crawler's rules
-# (crawlers/decode/receipts.py, receipt_fee; a test holds the two to the same answers on the same receipts).
+# --- what a transaction cost its sender -----------------------------------------------------------------------
+#
+# On every chain the sale takes donations on: exactly the crawler's rules (crawlers/decode/receipts.py,
+# receipt_fee; a test holds the two to the same answers on the same receipts).
+
 DEPOSIT_TX_TYPE = 0x7E  # an OP-stack deposit: made on L1, its gas bought there
 BLOB_TX_TYPE = 0x03  # EIP-4844: the only transactions that pay for blob gas
 OPERATOR_FEE_SCALAR_UNIT = 1_000_000  # OP-stack Isthmus: operatorFeeScalar has six decimals
@@ -333,8 +587,12 @@ def _mint(tx: dict) -> int:
     return (_quantity(tx, "mint") or 0) if _is_deposit(tx) else 0
 
 
-# Frames by which an account acts outside itself (a delegatecall or staticcall from it does not).
+# --- call traces: a transaction's frames, their paths, whose ETH each moves -----------------------------------
+
+# Frames by which an account acts outside itself (a delegatecall or staticcall from it does not), and those by
+# which ETH leaves it (a callcode runs the callee in the caller's own account: nothing leaves).
 ACTING_KINDS = ("call", "callcode", "create", "create2", "selfdestruct")
+LEAVING_KINDS = ("call", "create", "create2", "selfdestruct")
 
 
 def _frames_to(call: dict, path: list[int]) -> list[dict] | None:
@@ -437,7 +695,179 @@ def _quiet_precompile(call: dict) -> bool:
         return False
 
 
-# --- one range ----------------------------------------------------------------------------------------------
+def _eth_frames(root: dict, us: str) -> list[tuple[dict, list[int], str, bool]]:
+    """The succeeded frames below the top level of one transaction's call trace that moved ETH to or from
+    `us`: (frame, path, whose ETH it is, whether it is our own money). Paths as the crawler numbers them
+    (value-less precompile calls take no place); the payer of ETH to us is the frame's `from` except for ETH
+    the OP-stack standard bridge relayed from L1 (its `_from`, `_sender`); what reaches us under a call we
+    made ourselves, or that we bridged from L1, is our own. Walked without recursion (calls nest 1,024 deep)."""
+    found = []
+    stack: list[tuple[dict, list[int], bool, bool]] = [(root, [], False, False)]
+    while stack:
+        frame, path, under_ours, reverted = stack.pop()
+        kind = str(frame.get("type") or "").lower()
+        sender, to = (frame.get("from") or "").lower(), (frame.get("to") or "").lower()
+        reverted = reverted or bool(frame.get("error"))
+        under_ours = under_ours or (sender == us and kind in ACTING_KINDS)
+        value = _hex(frame.get("value")) or 0
+        if path and value and not reverted and sender != to:
+            if to == us and kind == "call":
+                payer = _sender(root, path) or sender
+                found.append((frame, path, payer, under_ours or payer == us))
+            elif sender == us and kind in LEAVING_KINDS:
+                found.append((frame, path, sender, True))
+        children = [c for c in frame.get("calls") or [] if isinstance(c, dict) and not _quiet_precompile(c)]
+        stack += [(c, [*path, i], under_ours, reverted) for i, c in reversed(list(enumerate(children)))]
+    return found
+
+
+# --- a coin minted to the address: whose it is (the crawler's mint rule, crawlers/decode/mints.py) ------------
+#
+# A Transfer from the zero address has no sender, but Circle's CCTP names one: its MessageTransmitter's
+# receiveMessage mints to the burn message's mintRecipient, then emits MessageReceived(..., messageBody),
+# whose burn message names the depositor (messageSender). A mint followed in its transaction's logs by a known
+# transmitter's MessageReceived (the first after it) naming the address and exactly the amount minted (v2:
+# amount - feeExecuted) is messageSender's donation; messageSender being the address makes it its own money,
+# as does a mint in a transaction it signed or called out in; any other mint must be an unexplained inflow.
+# Burn message: version uint32 at 0, burnToken at 4, mintRecipient at 36, amount at 68, messageSender at 100
+# (v1: exactly 132 bytes; v2 adds maxFee at 132, feeExecuted at 164, expirationBlock at 196, hookData).
+
+CCTP_TRANSMITTERS = frozenset(
+    {
+        "0x0a992d191deec32afe36203ad87d7d289a738f81",  # v1 Ethereum
+        "0x8186359af5f57fbb40c6b14a588d2a59c0c29880",  # v1 Avalanche
+        "0x4d41f22c5a0e5c74090899e5a8fb597a8842b3e8",  # v1 OP Mainnet
+        "0xc30362313fbba5cf9163f0bb16a0e01f01a896ca",  # v1 Arbitrum
+        "0xad09780d193884d503182ad4588450c416d6f9d4",  # v1 Base
+        "0xf3be9355363857f3e001be68856a2f96b4c39ba9",  # v1 Polygon PoS
+        "0x7865fafc2db2093669d92c0f33aeef291086befd",  # v1 Sepolia, Base Sepolia, OP Sepolia
+        "0xacf1ceef35caac005e15888ddb8a3515c41b4872",  # v1 Arbitrum Sepolia
+        "0x81d40f21f12a8f0e3252bccb954d722d4c464b64",  # v2, every mainnet
+        "0xe737e5cebeeba77efe34d4aa090756590b1ce275",  # v2, every testnet
+    }
+)
+MESSAGE_RECEIVED_V1 = "0x58200b4c34ae05ee816d710053fff3fb75af4395915d3d2a771b24aa10e3cc5d"
+MESSAGE_RECEIVED_V2 = "0xff48c13eda96b1cceacc6b9edeedc9e9db9d6226afbc30146b720c19d3addb1c"
+
+
+def _burn_message(body: bytes, v2: bool) -> tuple[str, int, str] | None:
+    """(mintRecipient, what it receives, messageSender) of a burn message in its version's layout, or None."""
+    if (len(body) != 132 if not v2 else len(body) < 228) or int.from_bytes(body[:4], "big") != int(v2):
+        return None
+    recipient, depositor = body[36:68], body[100:132]
+    amount = int.from_bytes(body[68:100], "big")
+    fee = int.from_bytes(body[164:196], "big") if v2 else 0
+    if any(recipient[:12]) or any(depositor[:12]) or fee > amount:
+        return None
+    return "0x" + recipient[12:].hex(), amount - fee, "0x" + depositor[12:].hex()
+
+
+def _log_index(log: dict) -> int:
+    value = log.get("logIndex")
+    return int(value, 16) if isinstance(value, str) and QUANTITY.fullmatch(value) else -1
+
+
+def mint_depositor(mint: dict, logs: list[Any], recipient: str) -> str | None:
+    """Who deposited what the Transfer `mint` (from the zero address to `recipient`) brought, by the first
+    MessageReceived of a known CCTP transmitter after it among its transaction's `logs`; None: no such message,
+    or one that does not name `recipient` and exactly the amount minted."""
+    tx, after = str(mint.get("transactionHash") or "").lower(), _log_index(mint)
+    following = sorted(
+        (
+            log
+            for log in logs
+            if isinstance(log, dict)
+            and str(log.get("transactionHash") or "").lower() == tx
+            and _log_index(log) > after >= 0
+            and str(log.get("address") or "").lower() in CCTP_TRANSMITTERS
+            and [str(t).lower() for t in log.get("topics") or []][:1] in ([MESSAGE_RECEIVED_V1], [MESSAGE_RECEIVED_V2])
+            and not log.get("removed")
+        ),
+        key=_log_index,
+    )
+    if not following:
+        return None
+    first = following[0]
+    try:
+        data = bytes.fromhex(str(first.get("data") or "0x")[2:])
+    except ValueError:
+        return None
+    offset = int.from_bytes(data[64:96], "big")
+    size = int.from_bytes(data[offset : offset + 32], "big") if offset + 32 <= len(data) else -1
+    if size < 0 or offset + 32 + size > len(data):
+        return None
+    v2 = str(first["topics"][0]).lower() == MESSAGE_RECEIVED_V2
+    burn = _burn_message(data[offset + 32 : offset + 32 + size], v2)
+    if burn is None or burn[0] != recipient or burn[1] != int(str(mint.get("data") or "0x0"), 16):
+        return None
+    return burn[2]
+
+
+# --- what the check relies on: from your node, or from you ----------------------------------------------------
+
+DECIMALS = "0x313ce567"  # decimals()
+
+
+class Sale:
+    """The donation address and the coins a proof is checked for: the site's, each equal to what you pinned
+    (--address, --coin), every coin's decimals read from your node's contract, never taken from the site."""
+
+    def __init__(self, address: str, coins: list[tuple[str, str, int]]) -> None:
+        self.address, self.coins = address, coins  # coins: (asset, contract, decimals), lower case
+
+    @classmethod
+    def of(cls, node: Node, proof: dict, rows: list[dict], pins: dict[str, str]) -> Sale:
+        address = proof["donation_address"].lower()
+        pinned = pins.get("address")
+        if pinned is not None and pinned != address:
+            raise Mismatch(f"the site's donation address is {address}; you gave {pinned}")
+        listed = {a["asset"]: a for a in proof["assets"]}
+        if "eth" not in listed or listed["eth"]["decimals"] != 18:
+            raise Mismatch("the site's proof does not account for ETH (with its 18 decimals)")
+        for asset, contract in pins.items():
+            if asset == "address":
+                continue
+            if asset not in listed:
+                raise Mismatch(f"you named {asset} {contract}; the site's proof does not account for it")
+            theirs = (listed[asset]["contract"] or "").lower()
+            if theirs != contract:
+                raise Mismatch(f"the site's {asset} contract is {theirs}; you gave {contract}")
+        unlisted = sorted({r["asset"] for r in rows} - set(listed))
+        if unlisted:
+            raise Mismatch(
+                f"the donation list holds {unlisted[0]} donations; the site's proof does not account for {unlisted[0]}"
+            )
+        coins = [(a["asset"], a["contract"].lower()) for a in proof["assets"] if a["asset"] != "eth"]
+        answers = node.batch([("eth_call", [{"to": contract, "data": DECIMALS}, "latest"]) for _, contract in coins])
+        found = []
+        for (asset, contract), answer in zip(coins, answers, strict=True):
+            decimals = _word(answer)
+            if decimals is None or decimals > 77:
+                raise Mismatch(f"the site's {asset} contract {contract} answers no decimals() on your node")
+            if decimals != listed[asset]["decimals"]:
+                raise Mismatch(
+                    f"the site says {asset} ({contract}) has {listed[asset]['decimals']} decimals; "
+                    f"its contract says {decimals} on your node"
+                )
+            found.append((asset, contract, decimals))
+        return cls(address, found)
+
+    def describe(self) -> str:
+        if not self.coins:
+            return "coins checked: none (ETH only)"
+        return "coins checked: " + ", ".join(
+            f"{asset} {contract} ({decimals} decimals, from your node)" for asset, contract, decimals in self.coins
+        )
+
+
+def _word(answer: object) -> int | None:
+    """A uint256 an eth_call returned, or None (an error, no code there: "0x", not one word)."""
+    if not isinstance(answer, str) or not re.fullmatch(r"0x[0-9a-fA-F]{64}", answer):
+        return None
+    return int(answer, 16)
+
+
+# --- one range: every payment found, and what the rules say each is -------------------------------------------
 
 
 def raw_amount(text: str, decimals: int) -> int:
@@ -448,17 +878,200 @@ def raw_amount(text: str, decimals: int) -> int:
     return int(whole) * 10**decimals + int(fraction or "0")
 
 
+class Payment:
+    """Value that reached the donation address, as your node shows it: an ETH transaction to it (`where` ""),
+    ETH in an internal call (`where` its path, "0.1"), a coin's Transfer log (`where` "log N"), or what a
+    deposit the address made on L1 minted to it. `own`: the address's own money by the crawler's rule (None:
+    not known yet, asked of the node only if the list does not hold it)."""
+
+    def __init__(
+        self, asset: str, block: int, block_hash: str, tx: str, where: str, sender: str, raw: int, own: bool | None
+    ) -> None:
+        self.asset, self.block, self.block_hash, self.tx = asset, block, block_hash.lower(), tx.lower()
+        self.where, self.sender, self.raw, self.own = where, sender.lower(), raw, own
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """As the donation list names a donation: (tx_hash, log_index, trace_address)."""
+        if self.where.startswith("log "):
+            return self.tx, self.where[4:], ""
+        return self.tx, "", self.where
+
+    @property
+    def internal(self) -> bool:
+        return bool(self.where) and not self.where.startswith(("log ", "mint"))
+
+    def describe(self) -> str:
+        unit = "wei" if self.asset == "eth" else f"raw units of {self.asset}"
+        how = {"": "", "mint": " (minted by its deposit from L1)"}.get(self.where)
+        if how is None:
+            how = f" ({self.where})" if self.where.startswith("log ") else f" (internal call {self.where})"
+        return f"transaction {self.tx} paid the address {self.raw} {unit} in block {self.block} from {self.sender}{how}"
+
+
+def column_unit(asset: str, decimals: int) -> int:
+    """The smallest amount the donation column holds, in raw units: ETH is kept at 8 decimals, a coin at
+    10 (so a 6-decimal coin has no dust). Below it is dust; the remainder of a donation below it, rounding."""
+    return 10 ** max(0, decimals - (ETH_DECIMALS if asset == "eth" else COLUMN_DECIMALS))
+
+
+def _identity(row: dict) -> tuple[str, str, str]:
+    return row["tx_hash"].lower(), row.get("log_index") or "", row.get("trace_address") or ""
+
+
+class Ledger:
+    """What arrived in one range, sorted by what the rules say each payment is: a listed donation, the
+    address's own money, dust, a donation not confirmed yet (listed under `pending`), or an unexplained
+    inflow the site lists in its block. Then the site's `uncredited` must be exactly the dust, the rounding,
+    the own money and the pending of it, each found here."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+        self.listed = {_identity(r): r for r in check.rows}
+        self.pending = {_identity(p): p for p in check.found["pending"]}
+        self.inflows: dict[tuple[int, str], int] = {}  # (block, asset) -> every inflow listed there
+        self.open: dict[tuple[int, str], int] = {}  # ... those still open (not closed as "not a donation")
+        for inflow in check.found["inflows"]:
+            key = (inflow["block_number"], inflow["asset"])
+            self.inflows[key] = self.inflows.get(key, 0) + int(inflow["amount_raw"])
+            if inflow.get("status") == "open":
+                self.open[key] = self.open.get(key, 0) + int(inflow["amount_raw"])
+        self.need: dict[tuple[int, str], int] = {}  # arrived there that only an inflow can account for
+        self.donated: dict[tuple[int, str], int] = {}  # ... of it, donations by the rules: open inflows only
+        self.maybe: dict[tuple[int, str], int] = {}  # internal own money and dust: a crawler without traces
+        self.unlisted: dict[tuple[int, str], Payment] = {}  # ... counts it into the block's inflow
+        self.parts: dict[str, dict[str, int]] = {}  # asset -> own, dust, rounding, pending
+        self.closed: set[str] = set()  # the assets whose every payment was found and sorted
+
+    def part(self, asset: str) -> dict[str, int]:
+        return self.parts.setdefault(asset, {"own": 0, "dust": 0, "rounding": 0, "pending": 0, "pending rows": 0})
+
+    def sort(self, payment: Payment) -> None:
+        unit = column_unit(payment.asset, self.check.decimals[payment.asset])
+        parts, key = self.part(payment.asset), (payment.block, payment.asset)
+        row = self.listed.pop(payment.identity, None)
+        if row is not None:
+            if payment.own:
+                raise Mismatch(f"the listed donation {row['tx_hash']} is the address's own money: {payment.describe()}")
+            self.same(row, payment, unit, "listed donation")
+            parts["rounding"] += payment.raw % unit
+            return
+        if payment.raw < unit:
+            parts["dust"] += payment.raw
+        elif payment.own if payment.own is not None else self.check.own_coin(payment):
+            parts["own"] += payment.raw
+        else:
+            self.pend(payment, unit, parts, key)
+            return
+        if payment.internal:
+            self.maybe[key] = self.maybe.get(key, 0) + payment.raw
+
+    def pend(self, payment: Payment, unit: int, parts: dict[str, int], key: tuple[int, str]) -> None:
+        """A donation by the rules that the list does not hold: not confirmed yet, or an inflow."""
+        item = self.pending.pop(payment.identity, None)
+        if item is not None:
+            self.same(item, payment, unit, "donation the site lists as not confirmed yet")
+            parts["pending"] += payment.raw - payment.raw % unit
+            parts["pending rows"] += 1
+            parts["rounding"] += payment.raw % unit
+            return
+        self.need[key] = self.need.get(key, 0) + payment.raw
+        self.donated[key] = self.donated.get(key, 0) + payment.raw
+        self.unlisted.setdefault(key, payment)
+
+    def same(self, row: dict, payment: Payment, unit: int, what: str) -> None:
+        if (
+            row["asset"] != payment.asset
+            or raw_amount(row["amount"], self.check.decimals[payment.asset]) != payment.raw - payment.raw % unit
+            or row["donor"].lower() != payment.sender
+            or int(row["block_number"]) != payment.block
+            or row["block_hash"].lower() != payment.block_hash
+        ):
+            raise Mismatch(f"the {what} {row['tx_hash']} is not what your node shows: {payment.describe()}")
+
+    def unattributed(self, block: int, asset: str, raw: int) -> None:
+        """Value that arrived in `block` outside any transaction, call or log (a self-destruct's beneficiary,
+        a withdrawal): only an inflow the site lists there accounts for it."""
+        if raw:
+            self.need[(block, asset)] = self.need.get((block, asset), 0) + raw
+
+    def close(self, asset: str, mode: str, left_over: int = 0) -> None:
+        """Every inflow-only arrival of `asset` covered by the inflows the site lists in its block, and no
+        listed donation left that your node does not show. `mode` "block" (ETH, read block by block): no
+        inflow listed where nothing arrived unexplained either; "range" (a coin, whose balance is read at the
+        range's edges only): what no log explains over the range (`left_over`) and the unlisted payments are
+        the range's inflows together; "lower" (no balances to judge by): only the first rule."""
+        unit = "wei" if asset == "eth" else f"raw units of {asset}"
+        for key in sorted({k for k in (*self.need, *self.inflows) if k[1] == asset}):
+            covered, needed = self.inflows.get(key, 0), self.need.get(key, 0)
+            if self.open.get(key, 0) < self.donated.get(key, 0):  # a donor's payment "not a donation"? No.
+                raise Mismatch(
+                    f"{self.unlisted[key].describe()}, and it is neither a listed donation nor an open unexplained "
+                    "inflow the site lists"
+                )
+            if covered < needed:
+                raise Mismatch(
+                    f"{needed} {unit} arrived in block {key[0]} that no transfer explains; the site lists "
+                    f"{covered} {unit} of unexplained inflows there"
+                )
+            if mode == "block" and covered > needed + self.maybe.get(key, 0):
+                raise Mismatch(
+                    f"the site lists {covered} {unit} of unexplained inflows in block {key[0]}; {needed} {unit} "
+                    "arrived there that no transfer explains"
+                )
+        if mode == "range":
+            listed = sum(v for k, v in self.inflows.items() if k[1] == asset)
+            needed = sum(v for k, v in self.need.items() if k[1] == asset) + left_over
+            if listed != needed:
+                raise Mismatch(
+                    f"the {asset} Transfer logs and the unexplained inflows do not explain the balance change: "
+                    f"{needed} {unit} arrived that no donation or own money accounts for, the site lists {listed}"
+                )
+        for row in self.listed.values():
+            if row["asset"] == asset:
+                where = f" (log {row['log_index']})" if row.get("log_index") else ""
+                where = f" ({row['trace_address']})" if row.get("trace_address") else where
+                raise Mismatch(
+                    f"the listed donation {row['tx_hash']}{where} is not a payment to the address in block "
+                    f"{row['block_number']} on your node"
+                )
+        self.closed.add(asset)
+
+    def uncredited(self, asset: str) -> None:
+        """The site's `uncredited` is what the rules say it is, found here part by part."""
+        parts = self.part(asset)
+        slack = sum(self.inflows.get(k, 0) - v for k, v in self.need.items() if k[1] == asset and k in self.inflows)
+        slack += sum(v for k, v in self.inflows.items() if k[1] == asset and k not in self.need)
+        expected = parts["own"] + parts["dust"] + parts["rounding"] + parts["pending"] - slack
+        said = self.check.site[asset]["uncredited"]
+        if said is not None and int(said) != expected:
+            raise Mismatch(
+                f"the site's uncredited {asset} is {said}; your node shows {expected}: dust {parts['dust']}, "
+                f"rounding {parts['rounding']}, the address's own money {parts['own']}, not confirmed yet "
+                f"{parts['pending']}" + (f", less {slack} the site lists as unexplained" if slack else "")
+            )
+
+
+# --- one range: the check against your node -------------------------------------------------------------------
+
+
 class Check:
     """One range's check against the node."""
 
-    def __init__(self, node: Node, proof: dict, found: dict, rows: list[dict]) -> None:
+    def __init__(self, node: Node, sale: Sale, found: dict, rows: list[dict]) -> None:
         self.node, self.found, self.rows = node, found, rows
-        self.us = proof["donation_address"].lower()
-        self.decimals = {a["asset"]: a["decimals"] for a in proof["assets"]}
-        self.coins = [(a["asset"], a["contract"].lower()) for a in proof["assets"] if a["contract"]]
+        self.us = sale.address
+        self.decimals = {"eth": 18, **{asset: decimals for asset, _, decimals in sale.coins}}
+        self.coins = [(asset, contract) for asset, contract, _ in sale.coins]
         self.first, self.last = found["first_block"], found["last_block"]
         self.site = {a["asset"]: a for a in found["assets"]}
+        absent = [asset for asset in self.decimals if asset not in self.site]
+        if absent:
+            raise Mismatch(f"the site gives no figures for {absent[0]}")
         self.missing: list[str] = []  # what could not be checked
+        self.ledger = Ledger(self)
+        self.authorizing: dict[int, bool] = {}  # block -> the address signed an EIP-7702 authorization there
+        self.coded: set[int] | None = None  # the blocks in which it had code (None: not known)
 
     def run(self) -> None:
         self.listed_sums()
@@ -468,31 +1081,51 @@ class Check:
                 f"block {self.last} is {block.get('hash') if isinstance(block, dict) else None} on your node, "
                 f"the site says {self.found['last_block_hash']}"
             )
-        logs = self.coin_logs()
-        arrived = self.coin_rows(logs[0])
-        if self.found["status"] != "proven":
-            self.missing.append(f"the site does not claim this range complete ({self.found['reason']})")
-            self.eth_rows_without_blocks()
-            return
+        to_us, from_us = self.coin_logs()
+        # "Unproven" is your node's question, not the site's: where your node has the history, the range is
+        # checked in full whatever the site says (against the figures it does give).
         try:
             edges = balances(self.node, self.us, self.coins, [self.first - 1, self.last])
         except NoHistory as exc:
             self.missing.append(f"balances not checked: {exc}")
+            self.coin_rows_alone(to_us)
             self.eth_rows_without_blocks()
             return
         self.compare_balances(edges)
-        self.coin_sums(arrived, logs[1])
-        self.check_eth(edges)
+        self.eth_payments(edges)
+        self.coin_payments(to_us, from_us, edges)
+        for asset in sorted(self.ledger.closed):
+            self.ledger.uncredited(asset)
+
+    def pending_note(self) -> str:
+        notes = []
+        if self.found["status"] != "proven":
+            notes.append(
+                f"the site calls it {self.found['status']} ({self.found['reason']}); your node answered everything"
+            )
+        for asset, parts in self.ledger.parts.items():
+            if parts["pending rows"]:
+                unit = "wei" if asset == "eth" else f"raw units of {asset}"
+                notes.append(f"{parts['pending rows']} donation(s) not confirmed yet: {parts['pending']} {unit}")
+        return "; " + "; ".join(notes) if notes else ""
 
     def listed_sums(self) -> None:
-        """The site's arithmetic, and its credited equal to the listed donations."""
-        for asset, figures in self.site.items():
+        """The site's arithmetic, its credited equal to the listed donations, its unexplained to the inflows it
+        lists."""
+        for asset in self.decimals:
+            figures = self.site[asset]
             mine = [r for r in self.rows if r["asset"] == asset]
             listed = sum(raw_amount(r["amount"], self.decimals[asset]) for r in mine)
             if listed != int(figures["credited"]) or len(mine) != figures["donations"]:
                 raise Mismatch(
                     f"the site says {figures['credited']} raw units of {asset} were credited in "
                     f"{figures['donations']} donations; its donation list has {listed} in {len(mine)}"
+                )
+            inflows = sum(int(i["amount_raw"]) for i in self.found["inflows"] if i["asset"] == asset)
+            if inflows != int(figures["unexplained"]):
+                raise Mismatch(
+                    f"the site says {figures['unexplained']} raw units of {asset} arrived unexplained; the inflows "
+                    f"it lists add up to {inflows}"
                 )
             if None in (figures["opening"], figures["closing"], figures["left"]):
                 continue
@@ -510,10 +1143,14 @@ class Check:
         for block, side in ((self.first - 1, "opening"), (self.last, "closing")):
             for asset, value in edges[block].items():
                 said = self.found["nonce"][side] if asset == "nonce" else self.site[asset][side]
+                if said is None and self.found["status"] != "proven":
+                    continue  # an unproven range's figure the site does not know: it claims nothing there
                 if said is None or int(said) != value:
                     raise Mismatch(
                         f"the {asset} balance at block {block} is {value} on your node, the site says {said}"
                     )
+
+    # --- coins ---------------------------------------------------------------------------------------------
 
     def coin_logs(self) -> tuple[list[dict], list[dict]]:
         if not self.coins:
@@ -524,45 +1161,59 @@ class Check:
             transfer_logs(self.node, contracts, [TRANSFER_TOPIC, _topic(self.us)], self.first, self.last),
         )
 
-    def coin_rows(self, to_us: list[dict]) -> dict[str, int]:
-        """Every coin Transfer to the address is a listed donation (or too small to be one, from the address
-        itself, or minted to it: from the zero address, no sender to credit) and every listed coin donation is
-        such a Transfer; what arrived, per coin."""
+    def coin_payment(self, log: dict) -> Payment:
         by_contract = {c: a for a, c in self.coins}
-        listed = {
-            (r["tx_hash"].lower(), int(r["log_index"])): r for r in self.rows if r["asset"] in by_contract.values()
-        }
-        arrived = dict.fromkeys(by_contract.values(), 0)
+        contract, sender = log["address"].lower(), "0x" + log["topics"][1][-40:].lower()
+        own = True if sender == self.us else None  # else asked only if the list does not hold it
+        if sender == ZERO_ADDRESS:  # a mint: its depositor, if a CCTP message names one, is the payer
+            receipt = self.node.call("eth_getTransactionReceipt", log["transactionHash"])
+            logs = receipt.get("logs") if isinstance(receipt, dict) else None
+            depositor = mint_depositor(log, logs if isinstance(logs, list) else [], self.us)
+            if depositor is not None:
+                sender, own = depositor, True if depositor == self.us else None
+        return Payment(
+            by_contract[contract],
+            int(log["blockNumber"], 16),
+            log["blockHash"],
+            log["transactionHash"],
+            f"log {int(log['logIndex'], 16)}",
+            sender,
+            int(log.get("data") or "0x0", 16),
+            own,
+        )
+
+    def coin_payments(self, to_us: list[dict], from_us: list[dict], edges: dict[int, dict]) -> None:
+        """Every coin Transfer to the address sorted (ledger), what left by Transfer logs equal to the site's
+        `left`, and what no log explains of each coin's balance change covered by the inflows the site lists."""
+        arrived = dict.fromkeys(self.decimals, 0)
+        left = dict.fromkeys(self.decimals, 0)
         for log in to_us:
-            asset, value = by_contract[log["address"].lower()], int(log.get("data") or "0x0", 16)
-            arrived[asset] += value
-            row = listed.pop((log["transactionHash"].lower(), int(log["logIndex"], 16)), None)
-            sender = "0x" + log["topics"][1][-40:]
-            unit = 10 ** max(0, self.decimals[asset] - COLUMN_DECIMALS)
-            if row is None:
-                if (
-                    value >= unit
-                    and sender.lower() not in (self.us, ZERO_ADDRESS)
-                    and not self.own_transaction(log["transactionHash"], log["address"].lower())
-                ):
-                    raise Mismatch(
-                        f"a Transfer of {value} raw units of {asset} to the address (tx {log['transactionHash']}, "
-                        f"block {int(log['blockNumber'], 16)}) is not a listed donation"
-                    )
-                continue
-            if (
-                raw_amount(row["amount"], self.decimals[asset]) != value - value % unit
-                or row["donor"].lower() != sender.lower()
-            ):
+            payment = self.coin_payment(log)
+            arrived[payment.asset] += payment.raw
+            self.ledger.sort(payment)
+        by_contract = {c: a for a, c in self.coins}
+        for log in from_us:
+            left[by_contract[log["address"].lower()]] += int(log.get("data") or "0x0", 16)
+        for asset, _ in self.coins:
+            site = self.site[asset]
+            if site["left"] is not None and int(site["left"]) != left[asset]:
                 raise Mismatch(
-                    f"the listed donation {row['tx_hash']} (log {row['log_index']}) is not what its Transfer says"
+                    f"{left[asset]} raw units of {asset} left in Transfer logs, the site says {site['left']}"
                 )
-        if listed:
-            row = next(iter(listed.values()))
-            raise Mismatch(
-                f"the listed donation {row['tx_hash']} (log {row['log_index']}) has no Transfer to the address there"
-            )
-        return arrived
+            change = edges[self.last][asset] - edges[self.first - 1][asset]
+            self.ledger.close(asset, "range", left_over=change - arrived[asset] + left[asset])
+
+    def coin_rows_alone(self, to_us: list[dict]) -> None:
+        """Without the balances: each coin Transfer to the address is still sorted against the list."""
+        for log in to_us:
+            self.ledger.sort(self.coin_payment(log))
+        for asset, _ in self.coins:
+            self.ledger.close(asset, "lower")
+        self.ledger.closed.clear()  # the balances were not read: nothing to judge "uncredited" by
+
+    def own_coin(self, payment: Payment) -> bool:
+        contract = next(c for a, c in self.coins if a == payment.asset)
+        return self.own_transaction(payment.tx, contract)
 
     def own_transaction(self, tx_hash: str, contract: str) -> bool:
         """Whether the address's own doing brought the coin of `contract` in (never a donation): it signed
@@ -575,6 +1226,9 @@ class Check:
             raise Unreadable(f"your node did not give transaction {tx_hash}: {exc}") from exc
         if isinstance(tx, dict) and (tx.get("from") or "").lower() == self.us:
             return True
+        block = int(tx["blockNumber"], 16) if isinstance(tx, dict) and tx.get("blockNumber") else None
+        if self.coded is not None and block is not None and block not in self.coded:
+            return False  # a plain account acts outside itself only by the transactions it signs
         try:
             trace = self.node.call("debug_traceTransaction", tx_hash, {"tracer": "callTracer"})
         except RpcError:
@@ -592,46 +1246,48 @@ class Check:
             frames += [(c, under_ours, failed) for c in frame.get("calls") or [] if isinstance(c, dict)]
         return bool(into) and all(into)
 
-    def coin_sums(self, arrived: dict[str, int], from_us: list[dict]) -> None:
-        """What left by Transfer logs is what the site says, and the logs explain each coin's balance change."""
-        by_contract = {c: a for a, c in self.coins}
-        left = dict.fromkeys(by_contract.values(), 0)
-        for log in from_us:
-            left[by_contract[log["address"].lower()]] += int(log.get("data") or "0x0", 16)
-        for asset in by_contract.values():
-            site = self.site[asset]
-            if int(site["left"]) != left[asset]:
-                raise Mismatch(
-                    f"{left[asset]} raw units of {asset} left in Transfer logs, the site says {site['left']}"
-                )
-            change = int(site["closing"]) - int(site["opening"])
-            if arrived[asset] - left[asset] + int(site["unexplained"]) != change:
-                raise Mismatch(
-                    f"the {asset} Transfer logs and the unexplained inflows do not explain the balance change"
-                )
+    def authorized_in(self, tx: object) -> bool:
+        """Whether the address may have had code during this transaction's block though it has none after it:
+        the block moved its nonce by more than its own transactions (an EIP-7702 authorization it signed)."""
+        return (
+            isinstance(tx, dict)
+            and tx.get("blockNumber") is not None
+            and self.authorizing.get(int(tx["blockNumber"], 16), False)
+        )
 
-    def check_eth(self, edges: dict[int, dict]) -> None:
-        code = self.node.batch([("eth_getCode", [self.us, hex(self.last)])])[0]
-        if isinstance(code, RpcError) or code not in ("0x", "0x0", ""):
-            self.missing.append(
-                "the address has code: ETH can come and go in internal calls, which cancel out in the "
-                "balances; only a trace of every block could show them"
-            )
-        low = (self.first - 1, edges[self.first - 1])
-        high = (self.last, edges[self.last])
+    # --- ETH -----------------------------------------------------------------------------------------------
+
+    def eth_payments(self, edges: dict[int, dict]) -> None:
+        """Every block where the ETH balance or the nonce moved (halving), and every block in which the address
+        had code, read in full: its own transactions (what left, and what its deposits minted to it), the
+        transactions paying it, and, where the balance moved by more than those explain or the address had
+        code, the block's call traces: every internal call paying it, and every one by which it paid out."""
+        low, high = (self.first - 1, edges[self.first - 1]), (self.last, edges[self.last])
         try:
             moved = moved_blocks(self.node, self.us, low, high)
         except NoHistory as exc:
             self.missing.append(f"ETH transfers not re-read: {exc}")
             self.eth_rows_without_blocks()
             return
-        eth_rows = [r for r in self.rows if r["asset"] == "eth"]
-        direct = {r["tx_hash"].lower(): r for r in eth_rows if not r["trace_address"]}
-        internal = [r for r in eth_rows if r["trace_address"]]
-        blocks = self.node.batch([("eth_getBlockByNumber", [hex(n), True]) for n, _, _ in moved])
-        ours = []  # (block number, tx) of transactions from or to the address
-        for (number, _, _), block in zip(moved, blocks, strict=True):
-            if isinstance(block, RpcError):
+        changes = {n: after["eth"] - before["eth"] for n, before, after in moved}
+        nonces = {n: after["nonce"] - before["nonce"] for n, before, after in moved}
+        coded = self.blocks_with_code(moved)
+        extra = sorted(self.blocks_called(coded) - set(changes))
+        if extra:
+            around = self.node.batch([("eth_getBalance", [self.us, hex(n)]) for b in extra for n in (b - 1, b)])
+            for i, number in enumerate(extra):
+                before, after = around[2 * i : 2 * i + 2]
+                if isinstance(before, RpcError) or isinstance(after, RpcError):
+                    raise Unreadable(f"your node did not give the balance around block {number}: {before} {after}")
+                changes[number], nonces[number] = int(after, 16) - int(before, 16), 0
+        numbers = sorted(changes)
+        answers = self.node.batch([("eth_getBlockByNumber", [hex(n), True]) for n in numbers])
+        blocks = dict(zip(numbers, answers, strict=True))
+        residual, left, sent = dict(changes), 0, dict.fromkeys(numbers, 0)
+        ours = []  # (block, tx) of transactions from or to the address
+        for number in numbers:
+            block = blocks[number]
+            if isinstance(block, RpcError) or not isinstance(block, dict):
                 raise Unreadable(f"your node did not give block {number}: {block}")
             ours += [
                 (number, tx)
@@ -639,12 +1295,12 @@ class Check:
                 if self.us in ((tx.get("from") or "").lower(), (tx.get("to") or "").lower())
             ]
         receipts = self.node.batch([("eth_getTransactionReceipt", [tx["hash"]]) for _, tx in ours])
-        left, residual = 0, {n: after["eth"] - before["eth"] for n, before, after in moved}
         for (number, tx), receipt in zip(ours, receipts, strict=True):
             if isinstance(receipt, RpcError):
                 raise Unreadable(f"your node did not give the receipt of {tx['hash']}: {receipt}")
             ok, value = receipt.get("status") == "0x1", int(tx.get("value") or "0x0", 16)
-            if (tx.get("from") or "").lower() == self.us:
+            block_hash, sender = blocks[number]["hash"], (tx.get("from") or "").lower()
+            if sender == self.us:
                 try:
                     if _is_deposit(tx) != _is_deposit(receipt):
                         raise UnreadableAmount("its block and its receipt disagree on whether it is a deposit")
@@ -655,40 +1311,143 @@ class Check:
                         f"block {number}) cost: {exc}"
                     ) from None
                 left += spent
-                # A deposit the address made on L1 minted ETH to it: its own money, part of no donation.
-                residual[number] += spent - minted
+                sent[number] += 1
+                residual[number] += spent
+                if minted:  # a deposit the address made on L1 minted ETH to it: its own money
+                    residual[number] -= minted
+                    self.ledger.sort(Payment("eth", number, block_hash, tx["hash"], "mint", sender, minted, True))
             if (tx.get("to") or "").lower() == self.us and ok and value:
                 residual[number] -= value
-                row = direct.pop(tx["hash"].lower(), None)
-                if row is None and value >= 10 ** (18 - ETH_DECIMALS) and (tx.get("from") or "").lower() != self.us:
-                    raise Mismatch(
-                        f"transaction {tx['hash']} paid the address {value} wei in block {number}, "
-                        "and it is not a listed donation"
-                    )
-                if row is not None and (
-                    raw_amount(row["amount"], 18) != value - value % 10 ** (18 - ETH_DECIMALS)
-                    or int(row["block_number"]) != number
-                    or row["donor"].lower() != tx["from"].lower()
-                ):
-                    raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
-        if direct:
-            row = next(iter(direct.values()))
-            raise Mismatch(
-                f"the listed donation {row['tx_hash']} is not a transaction paying the address "
-                f"in block {row['block_number']}"
-            )
-        if not self.missing and left != int(self.site["eth"]["left"]):
-            raise Mismatch(f"{left} wei left the address in its transactions; the site says {self.site['eth']['left']}")
-        unexplained_in = sum(v for v in residual.values() if v > 0)
-        if any(v < 0 for v in residual.values()) and not self.missing:
-            number = next(n for n, v in residual.items() if v < 0)
+                self.ledger.sort(Payment("eth", number, block_hash, tx["hash"], "", sender, value, sender == self.us))
+        # A nonce that moved by more than the address's own transactions: an EIP-7702 authorization it signed.
+        self.authorizing = {n: nonces[n] > sent[n] for n in numbers}
+        coded |= {n for n, signed in self.authorizing.items() if signed}
+        self.coded = coded
+        if any(v < 0 for n, v in residual.items() if n not in coded) and not self.missing:
+            number = next(n for n, v in residual.items() if v < 0 and n not in coded)
             raise Mismatch(f"ETH left the address in block {number} that no transaction of it shows")
-        traced = self.internal_rows(internal)
-        if traced + int(self.site["eth"]["unexplained"]) > unexplained_in:
-            raise Mismatch(
-                f"the site credits {traced} wei of internal ETH and {self.site['eth']['unexplained']} "
-                f"unexplained, but only {unexplained_in} wei arrived outside the address's transactions"
+        traced = sorted(n for n in numbers if residual[n] or n in coded)
+        out = self.internal_payments(traced, blocks, residual, coded)
+        if out is None and coded:
+            return  # what left by internal calls is unknown too
+        if out is not None:
+            self.ledger.close("eth", "block")  # first: a payment nobody accounts for is the graver finding
+        left += out or 0
+        if self.site["eth"]["left"] is not None and left != int(self.site["eth"]["left"]):
+            raise Mismatch(f"{left} wei left the address in its transactions; the site says {self.site['eth']['left']}")
+
+    def blocks_with_code(self, moved: list[tuple[int, dict, dict]]) -> set[int]:
+        """The blocks of the range in which the address had code (a contract, an EIP-7702 delegation) at any
+        point. Its code is read at the opening edge and after every block where its nonce moved: a delegation
+        comes or goes only with an authorization the address signs, which moves its nonce (a block where it
+        signed one is added by eth_payments, which counts its own transactions there). Code at the closing
+        edge that is not the code after the last such block: the whole range."""
+        moves = sorted(n for n, before, after in moved if after["nonce"] != before["nonce"])
+        points = sorted({self.first - 1, *moves, self.last})
+        answers = self.node.batch([("eth_getCode", [self.us, hex(n)]) for n in points])
+        if any(isinstance(c, RpcError) or not isinstance(c, str) for c in answers):
+            raise Unreadable(f"your node did not give the address's code: {answers}")
+        code = dict(zip(points, (c not in ("0x", "0x0", "") for c in answers), strict=True))
+        if code[self.last] != code[max(p for p in points if p in moves or p == self.first - 1)]:
+            return set(range(self.first, self.last + 1))  # its code changed with no nonce move: trust no edge
+        coded: set[int] = set()
+        for before, end in itertools.pairwise(points):
+            if code[before]:
+                coded |= set(range(before + 1, end + 1))  # had it from the block after `before` on
+            if code[end] and end in moves:
+                coded.add(end)  # got it within `end`
+        self.coded = coded
+        return coded
+
+    def blocks_called(self, coded: set[int]) -> set[int]:
+        """Of the blocks in which the address had code, those in which it took part in a call, found by
+        trace_filter (to and from it, over each stretch) where your node serves it; else all of them."""
+        spans: list[list[int]] = []
+        for number in sorted(coded):
+            if spans and spans[-1][1] == number - 1:
+                spans[-1][1] = number
+            else:
+                spans.append([number, number])
+        calls = [
+            ("trace_filter", [{"fromBlock": hex(a), "toBlock": hex(b), direction: [self.us]}])
+            for a, b in spans
+            for direction in ("toAddress", "fromAddress")
+        ]
+        found: set[int] = set()
+        for answer in self.node.batch(calls, size=2):
+            if not isinstance(answer, list):
+                return coded  # not served (or no answer): every block
+            for item in answer:
+                said: Any = item.get("blockNumber") if isinstance(item, dict) else None
+                number = int(said, 16) if isinstance(said, str) and QUANTITY.fullmatch(said) else said
+                if not isinstance(number, int) or number not in coded:
+                    return coded  # an answer we cannot place: every block
+                found.add(number)
+        return found
+
+    def internal_payments(
+        self, numbers: list[int], blocks: dict[int, dict], residual: dict[int, int], coded: set[int]
+    ) -> int | None:
+        """The call traces of `numbers`: each internal call paying the address sorted (ledger), what arrived
+        outside any call covered by inflows, and what left by internal calls (returned). None when your node
+        gives no call traces: then what arrived outside the transactions is only bounded, and noted."""
+        if not numbers:
+            return 0
+        calls = [("debug_traceBlockByNumber", [hex(n), {"tracer": "callTracer"}]) for n in numbers]
+        traces = self.node.batch(calls, size=TRACE_BATCH)
+        if any(isinstance(t, RpcError) for t in traces):
+            refused = str(next(t for t in traces if isinstance(t, RpcError)))[:80]
+            with_code = sorted(coded & set(numbers))
+            self.missing.append(
+                f"the address had code in blocks {with_code[0]}..{with_code[-1]}: ETH can come and go in internal "
+                f"calls that cancel out in the balances, and your node gives no call traces ({refused})"
+                if with_code
+                else f"ETH that arrived outside the address's transactions in {len(numbers)} block(s) from block "
+                f"{numbers[0]} is not itemised: your node gives no call traces ({refused})"
             )
+            self.bound_internal(residual)
+            return None
+        out = 0
+        for number, trace in zip(numbers, traces, strict=True):
+            block = blocks[number]
+            hashes = [tx["hash"].lower() for tx in block["transactions"]]
+            if not isinstance(trace, list) or len(trace) != len(hashes):
+                raise Unreadable(f"your node's call traces of block {number} do not list its transactions")
+            arrived = left = 0
+            for tx_hash, item in zip(hashes, trace, strict=True):
+                root = item.get("result") if isinstance(item, dict) else None
+                if not isinstance(root, dict):
+                    raise Unreadable(f"your node gives no call trace of {tx_hash} in block {number}")
+                for frame, path, payer, own in _eth_frames(root, self.us):
+                    value = _hex(frame.get("value")) or 0
+                    if (frame.get("to") or "").lower() == self.us:
+                        arrived += value
+                        where = ".".join(map(str, path))
+                        self.ledger.sort(Payment("eth", number, block["hash"], tx_hash, where, payer, value, own))
+                    else:
+                        left += value
+            out += left
+            outside = residual[number] - arrived + left
+            if outside < 0:
+                raise Mismatch(f"ETH left the address in block {number} that no transaction or call of it shows")
+            self.ledger.unattributed(number, "eth", outside)
+        return out
+
+    def bound_internal(self, residual: dict[int, int]) -> None:
+        """Without traces: the listed internal donations each checked by their receipt, and together with the
+        unexplained inflows no more than what arrived outside the address's transactions."""
+        internal = [r for r in self.rows if r["asset"] == "eth" and r["trace_address"]]
+        for row in internal:
+            self.succeeded(row)
+            self.ledger.listed.pop(_identity(row), None)
+        arrived = sum(v for v in residual.values() if v > 0)
+        credited = sum(raw_amount(r["amount"], 18) for r in internal)
+        if credited + int(self.site["eth"]["unexplained"]) > arrived:
+            raise Mismatch(
+                f"the site credits {credited} wei of internal ETH and {self.site['eth']['unexplained']} "
+                f"unexplained, but only {arrived} wei arrived outside the address's transactions"
+            )
+        self.ledger.inflows = {k: v for k, v in self.ledger.inflows.items() if k[1] != "eth"}
 
     def succeeded(self, row: dict, method: str = "eth_getTransactionReceipt") -> dict:
         """The listed donation's receipt (or transaction): it exists on your node and succeeded in its block."""
@@ -704,13 +1463,10 @@ class Check:
             raise Mismatch(f"the listed donation {row['tx_hash']} did not succeed in block {row['block_number']}")
         return answer
 
-    def internal_rows(self, rows: list[dict]) -> int:
-        """Each internal ETH donation re-read through the node's call traces; their sum in wei."""
-        total = 0
+    def internal_rows(self, rows: list[dict]) -> None:
+        """Without the blocks: each internal ETH donation re-read through the node's trace of its transaction."""
         for row in rows:
             self.succeeded(row)
-            amount = raw_amount(row["amount"], 18)
-            total += amount
             try:
                 trace = self.node.call("debug_traceTransaction", row["tx_hash"], {"tracer": "callTracer"})
             except RpcError:
@@ -732,42 +1488,52 @@ class Check:
                 or failed
                 or (frame.get("to") or "").lower() != self.us
                 or _sender(trace, path) != row["donor"].lower()
-                or value - value % 10 ** (18 - ETH_DECIMALS) != amount
+                or value - value % 10 ** (18 - ETH_DECIMALS) != raw_amount(row["amount"], 18)
             ):
                 raise Mismatch(
                     f"the listed donation {row['tx_hash']} ({row['trace_address']}) is not what its call trace says"
                 )
-        return total
 
     def eth_rows_without_blocks(self) -> None:
         """Without the blocks' balances: each listed ETH donation's own transaction, at least."""
-        for row in (r for r in self.rows if r["asset"] == "eth"):
+        rows = [r for r in self.rows if r["asset"] == "eth"]
+        self.internal_rows([r for r in rows if r["trace_address"]])
+        for row in (r for r in rows if not r["trace_address"]):
             self.succeeded(row)
-            if not row["trace_address"]:
-                tx = self.succeeded(row, "eth_getTransactionByHash")
-                value = int(tx.get("value") or "0x0", 16)
-                if (tx.get("to") or "").lower() != self.us or raw_amount(row["amount"], 18) != value - value % 10 ** (
-                    18 - ETH_DECIMALS
-                ):
-                    raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
+            tx = self.succeeded(row, "eth_getTransactionByHash")
+            value = int(tx.get("value") or "0x0", 16)
+            if (tx.get("to") or "").lower() != self.us or raw_amount(row["amount"], 18) != value - value % 10 ** (
+                18 - ETH_DECIMALS
+            ):
+                raise Mismatch(f"the listed donation {row['tx_hash']} is not what its transaction says")
 
 
-# --- the whole proof ----------------------------------------------------------------------------------------
+# --- the whole proof ------------------------------------------------------------------------------------------
 
 
-def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdout) -> int:
+def verify(
+    site: str, rpc: str, chain: str | None, timeout: float, pins: dict[str, str] | None = None, out=sys.stdout
+) -> int:
+    """Check the proof of `chain` (the site's first when None); `pins`: what you said the address ("address")
+    and each coin's contract (by asset) are."""
     site = site.rstrip("/")
-    proof = read_proof(site, chain, timeout)
-    rows = read_donations(site, proof["chain"], timeout)
     node = Node(rpc, timeout)
-    node_chain = int(node.call("eth_chainId"), 16)
+    node_chain, head = (int(n, 16) for n in (node.call("eth_chainId"), node.call("eth_blockNumber")))
+    proof = read_proof(site, chain, timeout, head)
+    rows = read_donations(site, proof["chain"], timeout)
     if proof.get("chain_id") is not None and node_chain != proof["chain_id"]:
         raise Unreadable(f"your node is on chain id {node_chain}; the proof is for chain id {proof['chain_id']}")
     print(
-        f"proof of {site}, chain {proof['chain']} (chain id {node_chain}), "
-        f"donation address {proof['donation_address']}",
+        f"proof of {site}, chain {proof['chain']} (chain id {node_chain}, from your node), "
+        f"donation address {proof['donation_address'].lower()}",
         file=out,
     )
+    try:
+        sale = Sale.of(node, proof, rows, pins or {})
+    except Mismatch as exc:
+        print(f"does not match: {exc}", file=out)
+        return MISMATCH
+    print(sale.describe(), file=out)
     ranges = proof["ranges"]
     if not ranges:
         print("the site has published no range yet: nothing to check", file=out)
@@ -788,8 +1554,8 @@ def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdou
         inside = rows[
             bisect.bisect_left(blocks, found["first_block"]) : bisect.bisect_right(blocks, found["last_block"])
         ]
-        check = Check(node, proof, found, inside)
         try:
+            check = Check(node, sale, found, inside)
             check.run()
         except Mismatch as exc:
             print(f"does not match: {name}: {exc}", file=out)
@@ -801,7 +1567,7 @@ def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdou
                 file=out,
             )
         else:
-            print(f"{name}: matches ({len(inside)} donation(s))", file=out)
+            print(f"{name}: matches ({len(inside)} donation(s)){check.pending_note()}", file=out)
         previous = found["last_block"]
     beyond = len(blocks) - bisect.bisect_right(blocks, ranges[-1]["last_block"])
     if beyond:
@@ -823,20 +1589,65 @@ def verify(site: str, rpc: str, chain: str | None, timeout: float, out=sys.stdou
     return MATCHES
 
 
+def _address(text: str) -> str:
+    if not ADDRESS.fullmatch(text):
+        raise argparse.ArgumentTypeError("an address: 0x and 40 hex digits")
+    return text.lower()
+
+
+def _coin(text: str) -> tuple[str, str]:
+    asset, _, contract = text.partition("=")
+    if not re.fullmatch(r"[a-z0-9]{1,16}", asset) or asset == "eth" or not ADDRESS.fullmatch(contract):
+        raise argparse.ArgumentTypeError("ASSET=0xCONTRACT, e.g. usdc=0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48")
+    return asset, contract.lower()
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 86400:  # NaN fails this too
+        raise argparse.ArgumentTypeError("a number of seconds, more than 0 and at most 86400")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Check a dws sale's proof of completeness against your own node.")
+    parser = argparse.ArgumentParser(
+        prog="dws-verify", description="Check a dws sale's proof of completeness against your own node."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--site", required=True, help="the sale's address, e.g. https://sale.example")
     parser.add_argument(
         "--rpc", required=True, help="your Ethereum node's JSON-RPC URL (an archive node for old ranges)"
     )
     parser.add_argument("--chain", help="which of the sale's chains to check (default: its first)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for each answer (default 60)")
+    parser.add_argument(
+        "--address", type=_address, help="the donation address you paid (the check fails if the site says another)"
+    )
+    parser.add_argument(
+        "--coin",
+        type=_coin,
+        action="append",
+        default=[],
+        metavar="ASSET=0xCONTRACT",
+        help="a coin you paid in, e.g. usdc=0xa0b8...eb48 (repeatable; the check fails if the site lists another "
+        "contract for it, or leaves it out)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=60.0,
+        help="seconds for each answer to arrive in full (default 60; the donation CSV gets ten times this)",
+    )
     args = parser.parse_args(argv)
+    pins = dict(args.coin) | ({"address": args.address} if args.address else {})
     try:
-        return verify(args.site, args.rpc, args.chain, args.timeout)
+        return verify(args.site, args.rpc, args.chain, args.timeout, pins)
     except (Unreadable, RpcError) as exc:
         print(f"could not check: {exc}", file=sys.stderr)
-        return UNREADABLE
+    except Exception as exc:  # noqa: BLE001 - an answer nobody foresaw: one line and exit 4, never a traceback
+        print(f"could not check: an answer the verifier cannot read ({type(exc).__name__}: {exc})", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("could not check: interrupted", file=sys.stderr)
+    return UNREADABLE
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from crawlers.proof_apis import proof_budget
-from crawlers.proof_report import cached_proof_report
+from crawlers.proof_report import cached_proof_report, verifier_fingerprint
 from dws_project import api_errors
 from dws_project.digits import whole_number
 from web.views import CONTENT_SECURITY_POLICY
@@ -78,7 +78,11 @@ def proof_page(request: HttpRequest) -> HttpResponse:
     report = cached_proof_report(
         settings.CONFIG, seconds=settings.PROOF_CACHE_SECONDS, chain=None, from_block=from_block, limit=PAGE_RANGES
     )
-    context = {"chains": [_chain_view(c) for c in report["chains"]], "from_block": from_block}
+    context = {
+        "chains": [_chain_view(c) for c in report["chains"]],
+        "from_block": from_block,
+        "verifier": verifier_fingerprint(),
+    }
     response = render(request, "web/proof.html", context)
     response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
     response["Cache-Control"] = "public, max-age=10"

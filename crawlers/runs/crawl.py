@@ -43,6 +43,7 @@ from crawlers.record.blocks import record_blocks
 from crawlers.record.completeness import completeness_proven, completeness_unproven
 from crawlers.record.cursors import cursor_get, cursor_write
 from crawlers.runs.checkpoint import ledger_checkpoint
+from crawlers.runs.coin_scales import require_coin_scales
 from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult, run_title
 from crawlers.runs.second_provider import agreed, run_tip
@@ -136,6 +137,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
     result = CrawlResult(label, chain=job.chain.name)
     try:
         client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
+        require_coin_scales(job.chain)
         cursor = cursor_get(chain=job.chain.name, label=label) or _start_cursor(client, job)
         result.cursor_before = result.cursor = cursor.value
     except NoEvidenceError as exc:
@@ -362,6 +364,7 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
     result = CrawlResult(label, chain=job.chain.name, cursor_before=number, cursor=number, tip=number)
     try:
         client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
+        require_coin_scales(job.chain)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         return result

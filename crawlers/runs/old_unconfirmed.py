@@ -51,6 +51,7 @@ from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainMismatchError, tip_block
 from crawlers.models import FINALIZED
+from crawlers.runs.coin_scales import require_coin_scales
 from crawlers.runs.crawl import crawl_single_block
 from crawlers.runs.evidence import absent_from_new_block, block_carries, internal_frame_shown, receipt_proves
 from crawlers.runs.fail_agreement import ProposedFailure, answered, block_hash_of, failures_agreed
@@ -167,6 +168,7 @@ def _judge(
 ) -> None:
     try:
         finalized = tip_block(client, finalized=True, chain=chain)
+        require_coin_scales(chain)
     except NoEvidenceError as exc:
         result.held = f"provider gave no evidence: {exc}"
         result.untouched["no finalized block from the provider"] += len(rows)

@@ -1,7 +1,8 @@
 """What a crawler worker checks once at its start, beside (never before) its first runs, on every chain:
 that each provider (the chain's RPC URL, and its check URL when set) serves the chain id configured for
-it, and that a donation address several chains share is a contract on none or deployed on all of them
-(crawlers/runs/address_code.py).
+it, that a donation address several chains share is a contract on none or deployed on all of them
+(crawlers/runs/address_code.py), and that each coin's configured scale is its contract's decimals()
+(crawlers/runs/coin_scales.py).
 
 Every crawler run checks again (crawlers/chain/tips.py: the chain id is asked with the tip) and holds
 on a mismatch; this look only says so at once, in the start's log, with the same CRITICAL words. A
@@ -19,6 +20,7 @@ from crawlers.chain.clients import make_check_client, make_probe_client
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.tips import ChainMismatchError, check_chain_id
 from crawlers.runs.address_code import check_address_codes
+from crawlers.runs.coin_scales import check_coin_scales
 from dws_project.chain_settings import ChainSettings
 from dws_project.config import Config
 
@@ -59,6 +61,7 @@ def check_chains_in_background(process: str) -> threading.Thread:
     def work() -> None:
         check_chain_ids(process)
         check_address_codes(process)
+        check_coin_scales(process, settings.CONFIG)
 
     thread = threading.Thread(target=work, name="dws-chains-at-start", daemon=True)
     thread.start()

@@ -4,7 +4,9 @@ CSV (confirmed rows only, streamed, its own download budget, revalidated by ETag
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
+import re
 from datetime import UTC
 from decimal import Decimal
 from pathlib import Path
@@ -267,6 +269,8 @@ def test_the_page_shows_the_ranges_in_the_assets_own_units(api):
     assert "100 \u2013 110" in text
     assert "<td>ETH</td><td>5</td><td>6.500000000000000005</td><td>2 (1)</td><td>0.5</td>" in text
     assert "python3 verify_proof.py --site http://testserver --rpc" in text
+    served = (ROOT / "deploy" / "verify_proof.py").read_bytes()
+    assert f"<code>{hashlib.sha256(served).hexdigest()}</code>" in text
     assert api.get("/proof", {"from_block": "x"}).json() == {"code": 1001, "message": "invalid request"}
 
 
@@ -444,6 +448,10 @@ def test_the_verifier_served_is_the_one_in_deploy(api):
     assert answer.status_code == 200
     assert answer["Content-Type"] == "text/x-python; charset=utf-8"
     assert answer.content == (ROOT / "deploy" / "verify_proof.py").read_bytes()
+    published = api.get("/proof.json").json()["verifier"]
+    assert published["path"] == "/proof/verify.py"
+    assert published["sha256"] == hashlib.sha256(answer.content).hexdigest()
+    assert re.search(rf'^__version__ = "{re.escape(published["version"])}"$', answer.content.decode(), re.MULTILINE)
 
 
 def test_the_schema_documents_the_proof(api):

@@ -6,30 +6,17 @@ what an OP-stack deposit minted to its sender."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
 import pytest
 
 from crawlers.decode.amounts import UnreadableAmount
 from crawlers.decode.receipts import deposit_mint, receipt_fee
 from tests.crawlers.golden import answer
+from tests.hostile_site import verifier_module
 
 GOLDEN = answer("fee_receipts.json")
-VERIFIER_PATH = Path(__file__).resolve().parents[3] / "deploy" / "verify_proof.py"
 
 
-def _verifier() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("verify_proof_under_test", VERIFIER_PATH)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-VERIFIER = _verifier()
+VERIFIER = verifier_module("verify_proof_under_test")
 
 
 @pytest.mark.parametrize("case", GOLDEN["receipts"], ids=lambda c: c["name"])

@@ -13,7 +13,8 @@ from django.core.management import call_command
 
 from donations.models import Donation, DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, Anvil
-from tests.crawlers.runs.test_verifier import TamperingSite, verify
+from tests.hostile_site import TamperingSite
+from tests.hostile_site import verify_site as verify
 from tests.op_stack import (
     L2_STANDARD_BRIDGE,
     aliased,
@@ -69,7 +70,8 @@ def test_receipts_without_the_l1_fee_do_not_match(live_server, op_node, op_sale)
     run = verify(live_server.url, op_node.url)  # anvil itself: the fees were charged, its receipts omit them
 
     assert run.returncode == 1, run.stdout + run.stderr
-    assert "wei left the address in its transactions; the site says" in run.stdout.splitlines()[-1]
+    assert "ETH left the address in block" in run.stdout.splitlines()[-1]
+    assert "that no transaction of it shows" in run.stdout.splitlines()[-1]
 
 
 def test_an_unreadable_fee_on_the_node_is_a_check_it_could_not_make(live_server, op_node, op_sale):
@@ -125,4 +127,8 @@ def test_a_site_naming_the_bridge_contract_the_donor_does_not_match(live_server,
         run = verify(site.url, op_node.url)
 
     assert run.returncode == 1, run.stdout + run.stderr
-    assert f"the listed donation {bridged_sale['donated']} (0.0.0.0) is not what its call trace says" in run.stdout
+    assert (
+        f"the listed donation {bridged_sale['donated']} is not what your node shows: transaction "
+        f"{bridged_sale['donated']} paid the address {ETHER} wei in block"
+    ) in run.stdout
+    assert f"from {ACCOUNTS[1]} (internal call 0.0.0.0)" in run.stdout.splitlines()[-1]

@@ -4,22 +4,20 @@ a node without historical state gets a plain account of what could not be checke
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
-import sys
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 import requests
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from donations.export import proof_csv_refresh
 from donations.models import DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, free_port
+from tests.configs import configured
+from tests.hostile_site import VERIFIER, TamperingSite, lie_about, shift, verify_site
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [
@@ -27,55 +25,12 @@ pytestmark = [
     pytest.mark.usefixtures("crawl_config", "eth_prices", "campaign_row"),
 ]
 
-VERIFIER = Path(__file__).resolve().parents[3] / "deploy" / "verify_proof.py"
 USDT = 10**6
 BALANCE_READS = ("eth_getBalance", "eth_getTransactionCount", "eth_call")
 
 
 def verify(site: str, rpc: str, *extra: str) -> subprocess.CompletedProcess:
-    proof_csv_refresh()  # the donation CSV as the task keeps it (every 10 s) after the crawls
-    # -I -S: no site-packages and no environment, so anything beyond the standard library fails to import.
-    return subprocess.run(
-        [sys.executable, "-I", "-S", str(VERIFIER), "--site", site, "--rpc", rpc, *extra],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-
-
-class TamperingSite:
-    """The site as a man in the middle (or a dishonest operator) would serve it: every GET goes to the real
-    site and `rewrite(path, body)` may change the answer."""
-
-    def __init__(self, upstream: str, rewrite: Callable[[str, bytes], bytes]) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *_: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                answer = requests.get(upstream + self.path, timeout=30)
-                body = rewrite(self.path, answer.content)
-                self.send_response(answer.status_code)
-                self.send_header("Content-Type", answer.headers.get("Content-Type", "application/octet-stream"))
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self.site = site
-
-    def __enter__(self) -> TamperingSite:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    return verify_site(site, rpc, *extra)
 
 
 @pytest.fixture
@@ -88,8 +43,8 @@ def campaign_row() -> None:
 @pytest.fixture
 def sale(node) -> dict:
     """A sale with history over several published ranges: ETH and coin donations, an ETH donation made by a
-    contract in an internal call, dust, a coin minted to the address (bridged in: no sender, not a donation),
-    and ETH and coins paid out."""
+    contract in an internal call, dust, a coin minted to the address by its own call (its own money, like USDC
+    it bridged to itself), and ETH and coins paid out."""
     donor, payee = ACCOUNTS[1], ACCOUNTS[5]
     node.mint(node.coins["usdt"], donor, 1000 * USDT)
     node.mint(node.coins["usdc"], ACCOUNTS[2], 1000 * USDT)
@@ -103,7 +58,8 @@ def sale(node) -> dict:
     txs["internal"] = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
     node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, 1)  # dust
     txs["usdc"] = node.transfer_token(node.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 50 * USDT)
-    node.mint(node.coins["usdc"], DONATION_ADDRESS, 40 * USDT)
+    own_mint = node.call_data("mint(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, 40 * USDT])
+    node.send({"from": DONATION_ADDRESS, "to": node.coins["usdc"], "data": own_mint})
     node.mine(3)
     call_command("crawl", "finalized", "--once")
 
@@ -226,32 +182,6 @@ def test_the_site_serves_the_verifier_it_documents(live_server):
     assert answer.content == VERIFIER.read_bytes()
 
 
-def lie_about(first_block: int, change: Callable[[dict], None], csv_without: str | None = None):
-    """A site answer with one range changed (`change` gets the range itself), and perhaps a CSV row gone."""
-
-    def rewrite(path: str, body: bytes) -> bytes:
-        if path.startswith("/proof/donations.csv") and csv_without:
-            return b"".join(line for line in body.splitlines(keepends=True) if csv_without.encode() not in line)
-        if not path.startswith("/proof.json"):
-            return body
-        answer = json.loads(body)
-        ranges = answer["chains"][0]["ranges"]
-        for found in list(ranges):
-            if found["first_block"] == first_block:
-                change(found)
-                if found.get("drop"):
-                    ranges.remove(found)
-        return json.dumps(answer).encode()
-
-    return rewrite
-
-
-def shift(found: dict, asset: str, **deltas: int) -> None:
-    figures = next(a for a in found["assets"] if a["asset"] == asset)
-    for name, delta in deltas.items():
-        figures[name] = figures[name] + delta if name == "donations" else str(int(figures[name]) + delta)
-
-
 def test_each_kind_of_lie_is_named_by_the_first_range_it_is_in(live_server, node, sale, settings):
     settings.PROOF_CSV_RATE_BURST = 100  # one download per lie
     first, second, third = ranges(live_server.url)[:3]
@@ -271,7 +201,7 @@ def test_each_kind_of_lie_is_named_by_the_first_range_it_is_in(live_server, node
             first,
             lambda r: shift(r, "usdt", credited=-300 * USDT, uncredited=300 * USDT, donations=-1),
             sale["usdt"],
-            "a Transfer of 300000000 raw units of usdt to the address",
+            "paid the address 300000000 raw units of usdt in block",
         ),
         (
             second,
@@ -326,14 +256,35 @@ def test_a_range_the_site_could_not_prove_is_checked_as_far_as_it_goes_and_said_
 
     run = verify(live_server.url, node.url)
 
-    assert run.returncode == 3, run.stdout + run.stderr
+    assert run.returncode == 0, run.stdout + run.stderr
     first = ranges(live_server.url)[0]
     assert first["status"] == "unproven"
     assert (
-        f"blocks {first['first_block']}..{first['last_block']}: checked what could be (2 donation(s)); not checked: "
-        "the site does not claim this range complete (the provider keeps no historical state" in run.stdout
+        f"blocks {first['first_block']}..{first['last_block']}: matches (2 donation(s)); the site calls it unproven "
+        "(the provider keeps no historical state" in run.stdout
     )
-    assert run.stdout.splitlines()[-1].startswith("matches as far as it could be checked")
+    assert "your node answered everything" in run.stdout
+    assert run.stdout.splitlines()[-1].startswith("matches:")
+
+
+def test_a_range_the_site_calls_unproven_is_checked_in_full_where_your_node_has_the_history(live_server, node, sale):
+    """ "Unproven" is your node's question, not the site's: a site marking a range unproven (its figures gone)
+    to turn the checks off is checked in full all the same, and the donation it hid is found."""
+    hidden = sale["late"]
+    target = holding(ranges(live_server.url), block_of(node, hidden))
+
+    def unproven(found: dict) -> None:
+        found.update(status="unproven", reason="the provider keeps no historical state")
+        found["nonce"] = {"opening": None, "closing": None}
+        for figures in found["assets"]:
+            figures.update(opening=None, closing=None, uncredited=None, left=None)
+        shift(found, "eth", credited=-ETHER, donations=-1)
+
+    with TamperingSite(live_server.url, lie_about(target["first_block"], unproven, csv_without=hidden)) as site:
+        run = verify(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"transaction {hidden} paid the address {ETHER} wei in block" in run.stdout.splitlines()[-1]
 
 
 def test_the_addresss_own_coin_coming_back_matches_though_no_donation_lists_it(live_server, node):
@@ -379,4 +330,109 @@ def test_a_donors_coin_paid_beside_a_call_the_address_was_made_to_make_is_no_own
         run = verify(site.url, node.url)
 
     assert run.returncode == 1, run.stdout + run.stderr
-    assert f"(tx {tx}, block {block_of(node, tx)}) is not a listed donation" in run.stdout, run.stdout
+    assert (
+        f"transaction {tx} paid the address {200 * USDT} raw units of usdt in block {block_of(node, tx)} from {payer}"
+        in run.stdout
+    ), run.stdout
+    assert "and it is neither a listed donation nor an open unexplained inflow the site lists" in run.stdout
+
+
+# --- what it relies on comes from your node or from you ----------------------------------------------------
+
+
+def test_it_prints_the_address_and_the_coins_it_checks_with_their_decimals_from_your_node(live_server, node):
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+
+    run = verify(live_server.url, node.url)
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    top = run.stdout.splitlines()[:2]
+    assert top[0].endswith(f"chain eth (chain id 31337, from your node), donation address {DONATION_ADDRESS}")
+    assert top[1] == (
+        f"coins checked: usdt {node.coins['usdt']} (6 decimals, from your node), "
+        f"usdc {node.coins['usdc']} (6 decimals, from your node)"
+    )
+
+
+def test_a_sale_that_declares_usdc_with_18_decimals_does_not_match(live_server, node, settings):
+    """The crawler configured with USDC at scale 18 (the config's 2..18 allows it) writes a 50 USDC donation as
+    0.00000000005 USDC: dust, credited to nobody, and every published figure adds up. Only your node's
+    decimals() shows the lie."""
+    coins = tuple(
+        dataclasses.replace(c, scale=18) if c.asset == "usdc" else c for c in settings.CONFIG.first_chain.stable_coins
+    )
+    settings.CONFIG = configured(settings.CONFIG, stable_coins=coins)
+    node.mint(node.coins["usdc"], ACCOUNTS[2], 50 * USDT)
+    node.transfer_token(node.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 50 * USDT)
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+
+    run = verify(live_server.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1] == (
+        f"does not match: the site says usdc ({node.coins['usdc']}) has 18 decimals; its contract says 6 on your node"
+    )
+
+
+def without_usdc(path: str, body: bytes) -> bytes:
+    """The sale's answers with USDC left out: not among the assets, not in any range, not in the CSV."""
+    if path.startswith("/proof/donations.csv"):
+        return b"".join(line for line in body.splitlines(keepends=True) if b",usdc," not in line)
+    if not path.startswith("/proof.json"):
+        return body
+    answer = json.loads(body)
+    for chain in answer["chains"]:
+        chain["assets"] = [a for a in chain["assets"] if a["asset"] != "usdc"]
+        for found in chain["ranges"]:
+            found["assets"] = [a for a in found["assets"] if a["asset"] != "usdc"]
+    return json.dumps(answer).encode()
+
+
+def test_a_coin_left_out_is_shown_and_fails_the_check_when_you_name_it(live_server, node, sale):
+    with TamperingSite(live_server.url, without_usdc) as site:
+        unpinned = verify(site.url, node.url)
+        pinned = verify(site.url, node.url, "--coin", f"usdc={node.coins['usdc']}")
+
+    assert f"coins checked: usdt {node.coins['usdt']} (6 decimals, from your node)\n" in unpinned.stdout
+    assert pinned.returncode == 1, pinned.stdout + pinned.stderr
+    assert pinned.stdout.splitlines()[-1] == (
+        f"does not match: you named usdc {node.coins['usdc']}; the site's proof does not account for it"
+    )
+
+
+def test_a_coin_the_donation_list_holds_and_the_proof_leaves_out_does_not_match(live_server, node, sale):
+    def proof_only(path: str, body: bytes) -> bytes:
+        return body if path.startswith("/proof/donations.csv") else without_usdc(path, body)
+
+    with TamperingSite(live_server.url, proof_only) as site:
+        run = verify(site.url, node.url)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1] == (
+        "does not match: the donation list holds usdc donations; the site's proof does not account for usdc"
+    )
+
+
+def test_what_you_pin_must_be_what_the_site_says(live_server, node):
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+    other = ACCOUNTS[7]
+
+    same = verify(live_server.url, node.url, "--address", DONATION_ADDRESS.upper().replace("0X", "0x"))
+    address = verify(live_server.url, node.url, "--address", other)
+    coin = verify(live_server.url, node.url, "--coin", f"usdt={node.coins['usdc']}")
+    bad = verify(live_server.url, node.url, "--coin", "usdt")
+
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert address.returncode == 1
+    assert address.stdout.splitlines()[-1] == (
+        f"does not match: the site's donation address is {DONATION_ADDRESS}; you gave {other}"
+    )
+    assert coin.returncode == 1
+    assert coin.stdout.splitlines()[-1] == (
+        f"does not match: the site's usdt contract is {node.coins['usdt']}; you gave {node.coins['usdc']}"
+    )
+    assert bad.returncode == 2
+    assert "--coin: ASSET=0xCONTRACT" in bad.stderr
