@@ -379,6 +379,22 @@ def test_the_csv_is_built_by_the_task_once_per_change_only_where_it_changed(api,
     assert late.tx_hash.encode() not in stored_file(api)
 
 
+def test_a_chain_the_first_build_did_not_reach_is_built_by_the_next_run(api, downloads):
+    """Rows confirmed before the file was stored have no change noted, and the first build goes a chain at a
+    time, each in its own transaction. When it stopped after eth (its time limit on a large table, a worker
+    restarted), the next runs saw that parts existed, looked for chains only among the parts and the noted
+    changes, and the rollup's donations were missing from the file for good (until one more was confirmed
+    there). Here the rollup's row is written after eth's build: the state such a first build leaves."""
+    donation(5, "1", tx="0x" + "1" * 64)
+    assert proof_csv_refresh() == 1  # eth's parts
+    rollup = make_donation(DONOR, amount="2", chain="rollup", tx="0x" + "2" * 64)
+
+    proof_csv_refresh()
+
+    assert rollup.tx_hash.encode() in stored_file(api)
+    assert stored_file(api) == records_file()
+
+
 def test_the_csv_is_served_in_byte_ranges(api, downloads):
     for i, block in enumerate((5, 6, 7, 8)):
         donation(block, "1", tx="0x" + format(i, "064x"))
