@@ -417,6 +417,24 @@ def test_the_csv_is_served_in_byte_ranges(api, downloads):
     assert api.get("/proof/donations.csv", HTTP_RANGE="bytes=0-9", HTTP_IF_RANGE=etag).status_code == 206
 
 
+def test_a_byte_range_of_any_length_of_digits_is_answered_as_the_rfc_says(api, downloads):
+    """Python's int() refuses more than 4,300 digits: such a Range header was a 500 (and a traceback in the
+    log) for anyone who sent one."""
+    donation(5, "1")
+    proof_csv_refresh()
+    whole = stored_file(api)
+    huge = "9" * 5000
+
+    to_the_end = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes=0-{huge}")
+    past_the_end = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes={huge}-")
+    every_byte = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes=-{huge}")
+
+    assert (to_the_end.status_code, to_the_end["Content-Range"]) == (206, f"bytes 0-{len(whole) - 1}/{len(whole)}")
+    assert b"".join(to_the_end.streaming_content) == whole
+    assert (past_the_end.status_code, past_the_end["Content-Range"]) == (416, f"bytes */{len(whole)}")
+    assert b"".join(every_byte.streaming_content) == whole
+
+
 @pytest.mark.django_db(transaction=True)
 def test_through_gunicorn_a_download_costs_the_worker_no_rendering():
     """The file a web worker serves is the stored one: a donation confirmed since the last build is not in
