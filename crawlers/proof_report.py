@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Max, Sum
-from redis.exceptions import RedisError
 
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
 from donations.models import Donation, DonationStatus
 from donations.wire import inflow_public
+from dws_project.cache import CacheOrLocal
 from dws_project.config import Config
 from dws_project.wire import utc_second_text
 
@@ -262,8 +261,8 @@ def cached_proof_json(
 ) -> str:
     """`proof_report` as the /proof.json body, its pages and summaries kept in the shared cache (Redis, every
     web process) as JSON text until what they show changes, each for at most `seconds` unread (0: computed
-    for each caller): a window is spliced from the pages' text, never rendered again. Redis down: computed
-    for each caller."""
+    for each caller): a window is spliced from the pages' text, never rendered again. Redis down: each process
+    keeps the pages itself meanwhile (`CacheOrLocal`)."""
     if seconds <= 0:
         return _json(proof_report(config, chain=chain, from_block=from_block, limit=limit))
     limit = max(1, min(limit, MAX_RANGES))
@@ -271,10 +270,7 @@ def cached_proof_json(
     for found in proof_chains(config):
         if chain is not None and found.chain != chain:
             continue
-        try:
-            chains.append(_cached_chain_json(found, from_block, limit, seconds))
-        except RedisError:
-            chains.append(_json(_chain_report(found, from_block, limit)))
+        chains.append(_cached_chain_json(found, from_block, limit, seconds))
     return '{"chains":[' + ",".join(chains) + "]}"
 
 
@@ -327,15 +323,20 @@ def _cached_page(chain: ChainAssets, number: int, seconds: int) -> dict[str, Any
     return cast(dict[str, Any], _cached(f"{chain.chain}:page:{number}", version, seconds, build))
 
 
+# Redis away: each process keeps up to this many pages itself (about 100 KB each) until it answers again.
+LOCAL_MAX_PAGES = 256
+_pages = CacheOrLocal(max_entries=LOCAL_MAX_PAGES)
+
+
 def _cached(name: str, version: str, seconds: int, build: Any) -> Any:
     """The value cached under `name` when it was built at `version`, else `build()` cached so (the version is
     read before building: a write meanwhile leaves an older version beside it, rebuilt on the next read)."""
     key = f"proof-report:{CACHE_FORMAT}:{name}"
-    entry = cache.get(key)
+    entry = _pages.get(key)
     if isinstance(entry, dict) and entry.get("version") == version and "value" in entry:
         return entry["value"]
     value = build()
-    cache.set(key, {"version": version, "value": value}, seconds)
+    _pages.set(key, {"version": version, "value": value}, seconds)
     return value
 
 

@@ -243,6 +243,35 @@ def test_a_client_spreading_from_block_makes_no_cache_entry_per_value_and_sees_t
         assert answer == proof_report(settings.CONFIG, from_block=block, limit=limit)
 
 
+def test_without_redis_a_window_still_costs_only_the_pages_it_spans(api, settings):
+    """Redis cut (the cache's port refuses connections): every request built its whole window again, up to 500
+    ranges (~0.2 s each), so a client within its proof budget -- counted in every web process alone while
+    Redis is away -- kept the workers busy. Each process keeps the pages itself meanwhile."""
+    import socket
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from crawlers.proof_report import proof_report
+
+    firsts = many_ranges(150)
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{port}/0"}}
+    settings.PROOF_CACHE_SECONDS = 3600
+    assert api.get("/proof.json", {"from_block": firsts[3], "limit": 140}).status_code == 200
+
+    windows = [(firsts[n], 100 + n) for n in (4, 9, 30)]
+    with CaptureQueriesContext(connection) as later:
+        answers = [api.get("/proof.json", {"from_block": block, "limit": limit}) for block, limit in windows]
+
+    for (block, limit), answer in zip(windows, answers, strict=True):
+        assert answer.json() == proof_report(settings.CONFIG, from_block=block, limit=limit)
+    built = [q["sql"] for q in later.captured_queries if "proof_range_asset" in q["sql"]]
+    assert built == []  # no range was rendered again: only the pages' versions were read
+
+
 def test_reads_of_the_proof_have_a_budget_of_their_own(api, settings):
     settings.PROOF_RATE_BURST = 3
     settings.PROOF_RATE_PER_SECOND = 0.01
