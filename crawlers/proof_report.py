@@ -229,13 +229,14 @@ _SUMMARY_VERSION_SQL = """
 SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range WHERE chain = %(chain)s
         ORDER BY ordinal DESC LIMIT 1),
        (SELECT concat_ws('/', count(*), count(*) FILTER (WHERE status = 'open'), max(created_at),
-                         max(resolved_at))
+                         max(resolved_at), sum(amount_raw) FILTER (WHERE status = 'open'))
         FROM unexplained_inflow WHERE chain = %(chain)s)
 """
 
 # The page's ranges (written after the page's last ordinal or extended, its checked_at moves), and what the
 # records hold in its blocks: the confirmed donations (a confirmed row never changes or leaves that status)
-# and the inflows (any status change moves one of the counts).
+# and the inflows (any status change moves one of the counts; a partial credit lowers the amount of one
+# still open, so their sum is in it too).
 _PAGE_VERSION_SQL = """
 WITH page AS (
     SELECT count(*) AS ranges, min(first_block) AS low, max(last_block) AS high, max(checked_at) AS checked
@@ -245,7 +246,8 @@ SELECT concat_ws('/', page.ranges, page.low, page.high, page.checked,
        (SELECT concat_ws(':', count(*), max(id), max(modified_at)) FROM donation
         WHERE chain = %(chain)s AND status = 'confirmed' AND block_number BETWEEN page.low AND page.high),
        (SELECT concat_ws(':', count(*), count(*) FILTER (WHERE status = 'open'),
-                         count(*) FILTER (WHERE status = 'credited'), max(created_at))
+                         count(*) FILTER (WHERE status = 'credited'), max(created_at),
+                         sum(amount_raw) FILTER (WHERE status <> 'credited'))
         FROM unexplained_inflow WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high))
 FROM page
 """

@@ -272,6 +272,37 @@ def test_without_redis_a_window_still_costs_only_the_pages_it_spans(api, setting
     assert built == []  # no range was rendered again: only the pages' versions were read
 
 
+def test_an_inflow_credited_in_part_is_published_with_what_remains(api, settings):
+    """The operator's "credit this transaction" confirms the donation (one transaction) and then lowers the
+    inflow to what remains, still open (another): no count the cached versions read moved with the amount, so
+    a page (and the chain's summary) read between the two kept the old amount, its range's figures no longer
+    closing, for up to PROOF_CACHE_SECONDS (an hour)."""
+    from crawlers.models import UnexplainedInflow
+    from crawlers.proof_report import proof_report
+    from crawlers.record.inflows import inflow_mark_credited
+
+    settings.PROOF_CACHE_SECONDS = 3600
+    publish(100, 110, received=3 * ETH)
+    inflow = UnexplainedInflow.objects.create(
+        block_number=105, block_hash=block_hash(105), asset="eth", amount_raw=3 * ETH, amount=3
+    )
+    donation(105, "1")  # the donation the operator's re-examination found and confirmed
+    api.get("/proof.json")  # read between the two transactions
+
+    inflow_mark_credited(
+        settings.CONFIG.first_chain,
+        inflow_id=inflow.pk,
+        tx_hash="0x" + "c" * 64,
+        operator="op",
+        credited_raw=ETH,
+        tolerance=0,
+    )
+
+    published = api.get("/proof.json").json()
+    assert published == proof_report(settings.CONFIG)
+    assert published["chains"][0]["open_inflows"][0]["amount_raw"] == str(2 * ETH)
+
+
 def test_reads_of_the_proof_have_a_budget_of_their_own(api, settings):
     settings.PROOF_RATE_BURST = 3
     settings.PROOF_RATE_PER_SECOND = 0.01
