@@ -28,14 +28,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Max, Sum
-from redis.exceptions import RedisError
 
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
 from donations.models import Donation, DonationStatus
 from donations.wire import inflow_public
+from dws_project.cache import CacheOrLocal
 from dws_project.config import Config
 from dws_project.wire import utc_second_text
 
@@ -304,14 +303,15 @@ _SUMMARY_VERSION_SQL = """
 SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range WHERE chain = %(chain)s
         ORDER BY ordinal DESC LIMIT 1),
        (SELECT concat_ws('/', count(*), count(*) FILTER (WHERE status = 'open'), max(created_at),
-                         max(resolved_at))
+                         max(resolved_at), sum(amount_raw) FILTER (WHERE status = 'open'))
         FROM unexplained_inflow WHERE chain = %(chain)s)
 """
 
 # The page's ranges (written after the page's last ordinal or extended, its checked_at moves), and what the
 # records hold in its blocks: the donations, confirmed (summed) or not yet (itemised as `pending`), whose
 # status changes move a count and whose re-recording in another block moves the sum of their blocks; and the
-# inflows (itemised, with their status and the transaction an operator named when resolving one).
+# inflows (itemised, with their status and the transaction an operator named when resolving one; a partial
+# credit lowers the amount of one still open, so their sum is in it too).
 _PAGE_VERSION_SQL = """
 WITH page AS (
     SELECT count(*) AS ranges, min(first_block) AS low, max(last_block) AS high, max(checked_at) AS checked
@@ -323,7 +323,8 @@ SELECT concat_ws('/', page.ranges, page.low, page.high, page.checked,
                          sum(block_number))
         FROM donation WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high),
        (SELECT concat_ws(':', count(*), count(*) FILTER (WHERE status = 'open'),
-                         count(*) FILTER (WHERE status = 'credited'), max(created_at), max(resolved_at))
+                         count(*) FILTER (WHERE status = 'credited'), max(created_at), max(resolved_at),
+                         sum(amount_raw) FILTER (WHERE status <> 'credited'))
         FROM unexplained_inflow WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high))
 FROM page
 """
@@ -339,8 +340,8 @@ def cached_proof_json(
 ) -> str:
     """`proof_report` as the /proof.json body, its pages and summaries kept in the shared cache (Redis, every
     web process) as JSON text until what they show changes, each for at most `seconds` unread (0: computed
-    for each caller): a window is spliced from the pages' text, never rendered again. Redis down: computed
-    for each caller."""
+    for each caller): a window is spliced from the pages' text, never rendered again. Redis down: each process
+    keeps the pages itself meanwhile (`CacheOrLocal`)."""
     if seconds <= 0:
         return _json(proof_report(config, chain=chain, from_block=from_block, limit=limit))
     limit = max(1, min(limit, MAX_RANGES))
@@ -348,10 +349,7 @@ def cached_proof_json(
     for found in proof_chains(config):
         if chain is not None and found.chain != chain:
             continue
-        try:
-            chains.append(_cached_chain_json(found, from_block, limit, seconds))
-        except RedisError:
-            chains.append(_json(_chain_report(found, from_block, limit)))
+        chains.append(_cached_chain_json(found, from_block, limit, seconds))
     return '{"verifier":' + _json(verifier_fingerprint()) + ',"chains":[' + ",".join(chains) + "]}"
 
 
@@ -404,15 +402,20 @@ def _cached_page(chain: ChainAssets, number: int, seconds: int) -> dict[str, Any
     return cast(dict[str, Any], _cached(f"{chain.chain}:page:{number}", version, seconds, build))
 
 
+# Redis away: each process keeps up to this many pages itself (about 100 KB each) until it answers again.
+LOCAL_MAX_PAGES = 256
+_pages = CacheOrLocal(max_entries=LOCAL_MAX_PAGES)
+
+
 def _cached(name: str, version: str, seconds: int, build: Any) -> Any:
     """The value cached under `name` when it was built at `version`, else `build()` cached so (the version is
     read before building: a write meanwhile leaves an older version beside it, rebuilt on the next read)."""
     key = f"proof-report:{CACHE_FORMAT}:{name}"
-    entry = cache.get(key)
+    entry = _pages.get(key)
     if isinstance(entry, dict) and entry.get("version") == version and "value" in entry:
         return entry["value"]
     value = build()
-    cache.set(key, {"version": version, "value": value}, seconds)
+    _pages.set(key, {"version": version, "value": value}, seconds)
     return value
 
 

@@ -124,14 +124,27 @@ def proof_csv_refresh(*, now: datetime | None = None, part_rows: int = PART_ROWS
     return built
 
 
+# Every chain with a donation row, one index probe per chain (a skip scan of donation_chain_block_idx).
+_DONATION_CHAINS_SQL = """
+    WITH RECURSIVE chains AS (
+        (SELECT chain FROM donation ORDER BY chain LIMIT 1)
+        UNION ALL
+        SELECT (SELECT d.chain FROM donation AS d WHERE d.chain > chains.chain ORDER BY d.chain LIMIT 1)
+        FROM chains WHERE chains.chain IS NOT NULL
+    )
+    SELECT chain FROM chains WHERE chain IS NOT NULL
+"""
+
+
 def _chains() -> list[str]:
-    """Every chain the file has parts of, changes recorded for, or (before its first build) donations of."""
+    """Every chain the file has parts of, changes recorded for, or donations of. Each chain on its own: a
+    first build that stopped after some chains (each is its own transaction) leaves the others without
+    parts and without changes (their rows predate the stored file), and they are built on the next run."""
     known = set(ProofCsvPart.objects.values_list("chain", flat=True).distinct())
     known |= set(ProofCsvChange.objects.values_list("chain", flat=True).distinct())
-    if not ProofCsvPart.objects.exists():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT DISTINCT chain FROM donation WHERE status = 'confirmed'")
-            known |= {row[0] for row in cursor.fetchall()}
+    with connection.cursor() as cursor:
+        cursor.execute(_DONATION_CHAINS_SQL)
+        known |= {row[0] for row in cursor.fetchall()}
     return sorted(known)
 
 

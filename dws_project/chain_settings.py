@@ -10,8 +10,11 @@ a parameter of the pipeline, not a fork of it.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+import socket
+import unicodedata
 from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -167,10 +170,27 @@ def parse_eth_chain_id(value: str) -> int:
     return chain_id
 
 
+# A provider URL's path segment, query part or user info this long is taken for a key: a wallet URL holding
+# it anywhere (path, query, fragment, host; percent-encoded or not) is refused, whatever its host. Shorter
+# pieces ("v3", "eth") are compared only between URLs of the same host.
+KEY_PIECE_CHARS = 16
+
+
 def _host(url: str) -> str:
-    """The URL's host as a server reads it: case folded, without the root's trailing dot (the port, default
-    or not, is left out: a key that opens one port of a provider's host is not safer on another)."""
-    return (urlsplit(url).hostname or "").rstrip(".").lower()
+    """The URL's host as a browser reaches it: percent-decoded, Unicode folded (full-width letters), case
+    folded, without the root's trailing dot, an IP address in one spelling (`[2001:db8:0::7]`, `3221225991`,
+    `0xc0.0.2.7`); the port, default or not, is left out (a key that opens one port of a provider's host is
+    not safer on another)."""
+    host = unicodedata.normalize("NFKC", unquote(urlsplit(url).hostname or "")).casefold().rstrip(".")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        try:  # the forms browsers read as IPv4: one number, octal or hexadecimal parts
+            return socket.inet_ntoa(socket.inet_aton(host)) if host and host[-1].isalnum() else host
+        except OSError:
+            return host
+    mapped = getattr(address, "ipv4_mapped", None)
+    return str(mapped or address)
 
 
 def _url_pieces(url: str) -> set[str]:
@@ -184,15 +204,28 @@ def _url_pieces(url: str) -> set[str]:
     return pieces - {""}
 
 
+def _as_read(url: str) -> str:
+    """The whole URL as anyone reading it may take it: percent-decoding undone (twice nested too), Unicode
+    and case folded."""
+    text = url
+    for _ in range(3):
+        text = unquote(text)
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def shares_provider_key(wallet_url: str, provider_url: str) -> bool:
-    """Whether handing `wallet_url` to every visitor could hand them `provider_url`'s key: the same host
-    (whatever its case, trailing dot or port) and any path segment, query part or user info in common. A
-    provider on a public host with nothing but its host (the key may be the host) shares it whole."""
+    """Whether handing `wallet_url` to every visitor could hand them `provider_url`'s key: a key-length piece
+    of the provider URL anywhere in it, whatever its host; or the same host (however spelt) and any path
+    segment, query part or user info in common. A provider on a public host with nothing but its host (the
+    key may be the host) shares it whole."""
+    provider = _url_pieces(provider_url)
+    readable = _as_read(wallet_url)
+    if any(_as_read(piece) in readable for piece in provider if len(piece) >= KEY_PIECE_CHARS):
+        return True
     if _host(wallet_url) != _host(provider_url):
         return False
-    provider = _url_pieces(provider_url)
     if not provider:
-        return not is_loopback_host(urlsplit(provider_url).hostname or "")
+        return not is_loopback_host(_host(provider_url))
     return bool(provider & _url_pieces(wallet_url))
 
 
@@ -316,16 +349,15 @@ def _wallet_urls_hold_no_key(env: EnvReader, chains: list[ChainSettings]) -> Non
     for chain in chains:
         if chain.wallet_rpc_url is None:
             continue
-        for variable, url in providers:
-            if shares_provider_key(chain.wallet_rpc_url, url):
-                env.problems.append(
-                    (
-                        chain.variable("WALLET_RPC_URL"),
-                        f"must be a public RPC URL, never the provider's: it shares the host and part of the path, "
-                        f"query or user info of {variable} (its key would reach every visitor)",
-                    )
+        shared = [variable for variable, url in providers if shares_provider_key(chain.wallet_rpc_url, url)]
+        if shared:
+            env.problems.append(
+                (
+                    chain.variable("WALLET_RPC_URL"),
+                    "must be a public RPC URL, never the provider's: it holds the key, or shares the host and part "
+                    f"of the path, query or user info, of {', '.join(shared)} (its key would reach every visitor)",
                 )
-                break
+            )
 
 
 def chain_named(chains: tuple[ChainSettings, ...], name: str) -> ChainSettings:

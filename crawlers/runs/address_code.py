@@ -58,12 +58,12 @@ def code_mode(client: RpcClient, chain: ChainSettings) -> str | None:
 
 
 def read_mode(client: RpcClient, chain: ChainSettings) -> str | None:
-    """The address's mode on `chain` now, recorded for every decision; None when the provider did not say
-    (the stored mode stays as it was)."""
+    """The address's mode on `chain` now, recorded for every decision (a contract read before stays one:
+    crawlers/record/address_modes.py); None when the provider did not say (the stored mode stays as it was)."""
     mode = code_mode(client, chain)
-    if mode is not None:
-        address_mode_record(chain=chain.name, address=chain.donation_address, mode=mode)
-    return mode
+    if mode is None:
+        return None
+    return address_mode_record(chain=chain.name, address=chain.donation_address, mode=mode)
 
 
 def _known(chain: ChainSettings, modes: Mapping[str, tuple[str, str]]) -> str | None:

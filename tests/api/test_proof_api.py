@@ -245,6 +245,66 @@ def test_a_client_spreading_from_block_makes_no_cache_entry_per_value_and_sees_t
         assert answer == proof_report(settings.CONFIG, from_block=block, limit=limit)
 
 
+def test_without_redis_a_window_still_costs_only_the_pages_it_spans(api, settings):
+    """Redis cut (the cache's port refuses connections): every request built its whole window again, up to 500
+    ranges (~0.2 s each), so a client within its proof budget -- counted in every web process alone while
+    Redis is away -- kept the workers busy. Each process keeps the pages itself meanwhile."""
+    import socket
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from crawlers.proof_report import proof_report
+
+    firsts = many_ranges(150)
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    settings.CACHES = {"default": {**settings.CACHES["default"], "LOCATION": f"redis://127.0.0.1:{port}/0"}}
+    settings.PROOF_CACHE_SECONDS = 3600
+    assert api.get("/proof.json", {"from_block": firsts[3], "limit": 140}).status_code == 200
+
+    windows = [(firsts[n], 100 + n) for n in (4, 9, 30)]
+    with CaptureQueriesContext(connection) as later:
+        answers = [api.get("/proof.json", {"from_block": block, "limit": limit}) for block, limit in windows]
+
+    for (block, limit), answer in zip(windows, answers, strict=True):
+        assert answer.json() == proof_report(settings.CONFIG, from_block=block, limit=limit)
+    built = [q["sql"] for q in later.captured_queries if "proof_range_asset" in q["sql"]]
+    assert built == []  # no range was rendered again: only the pages' versions were read
+
+
+def test_an_inflow_credited_in_part_is_published_with_what_remains(api, settings):
+    """The operator's "credit this transaction" confirms the donation (one transaction) and then lowers the
+    inflow to what remains, still open (another): no count the cached versions read moved with the amount, so
+    a page (and the chain's summary) read between the two kept the old amount, its range's figures no longer
+    closing, for up to PROOF_CACHE_SECONDS (an hour)."""
+    from crawlers.models import UnexplainedInflow
+    from crawlers.proof_report import proof_report
+    from crawlers.record.inflows import inflow_mark_credited
+
+    settings.PROOF_CACHE_SECONDS = 3600
+    publish(100, 110, received=3 * ETH)
+    inflow = UnexplainedInflow.objects.create(
+        block_number=105, block_hash=block_hash(105), asset="eth", amount_raw=3 * ETH, amount=3
+    )
+    donation(105, "1")  # the donation the operator's re-examination found and confirmed
+    api.get("/proof.json")  # read between the two transactions
+
+    inflow_mark_credited(
+        settings.CONFIG.first_chain,
+        inflow_id=inflow.pk,
+        tx_hash="0x" + "c" * 64,
+        operator="op",
+        credited_raw=ETH,
+        tolerance=0,
+    )
+
+    published = api.get("/proof.json").json()
+    assert published == proof_report(settings.CONFIG)
+    assert published["chains"][0]["open_inflows"][0]["amount_raw"] == str(2 * ETH)
+
+
 def test_reads_of_the_proof_have_a_budget_of_their_own(api, settings):
     settings.PROOF_RATE_BURST = 3
     settings.PROOF_RATE_PER_SECOND = 0.01
@@ -383,6 +443,22 @@ def test_the_csv_is_built_by_the_task_once_per_change_only_where_it_changed(api,
     assert late.tx_hash.encode() not in stored_file(api)
 
 
+def test_a_chain_the_first_build_did_not_reach_is_built_by_the_next_run(api, downloads):
+    """Rows confirmed before the file was stored have no change noted, and the first build goes a chain at a
+    time, each in its own transaction. When it stopped after eth (its time limit on a large table, a worker
+    restarted), the next runs saw that parts existed, looked for chains only among the parts and the noted
+    changes, and the rollup's donations were missing from the file for good (until one more was confirmed
+    there). Here the rollup's row is written after eth's build: the state such a first build leaves."""
+    donation(5, "1", tx="0x" + "1" * 64)
+    assert proof_csv_refresh() == 1  # eth's parts
+    rollup = make_donation(DONOR, amount="2", chain="rollup", tx="0x" + "2" * 64)
+
+    proof_csv_refresh()
+
+    assert rollup.tx_hash.encode() in stored_file(api)
+    assert stored_file(api) == records_file()
+
+
 def test_the_csv_is_served_in_byte_ranges(api, downloads):
     for i, block in enumerate((5, 6, 7, 8)):
         donation(block, "1", tx="0x" + format(i, "064x"))
@@ -403,6 +479,24 @@ def test_the_csv_is_served_in_byte_ranges(api, downloads):
     assert b"".join(stale.streaming_content) == whole
     assert (beyond.status_code, beyond["Content-Range"]) == (416, f"bytes */{len(whole)}")
     assert api.get("/proof/donations.csv", HTTP_RANGE="bytes=0-9", HTTP_IF_RANGE=etag).status_code == 206
+
+
+def test_a_byte_range_of_any_length_of_digits_is_answered_as_the_rfc_says(api, downloads):
+    """Python's int() refuses more than 4,300 digits: such a Range header was a 500 (and a traceback in the
+    log) for anyone who sent one."""
+    donation(5, "1")
+    proof_csv_refresh()
+    whole = stored_file(api)
+    huge = "9" * 5000
+
+    to_the_end = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes=0-{huge}")
+    past_the_end = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes={huge}-")
+    every_byte = api.get("/proof/donations.csv", HTTP_RANGE=f"bytes=-{huge}")
+
+    assert (to_the_end.status_code, to_the_end["Content-Range"]) == (206, f"bytes 0-{len(whole) - 1}/{len(whole)}")
+    assert b"".join(to_the_end.streaming_content) == whole
+    assert (past_the_end.status_code, past_the_end["Content-Range"]) == (416, f"bytes */{len(whole)}")
+    assert b"".join(every_byte.streaming_content) == whole
 
 
 @pytest.mark.django_db(transaction=True)

@@ -176,6 +176,37 @@ def test_a_wallet_rpc_url_sharing_a_providers_host_and_key_is_refused_without_ec
 
 
 @pytest.mark.parametrize(
+    ("provider", "wallet"),
+    [
+        (None, "https://base.example.org/#/v2/{key}"),  # in the fragment: never sent, still on the page
+        (None, "https://base.example.org/rpc?chain=base;key={key}"),  # after a ';' (some servers split there)
+        (None, "https://base.example.org/{key}.json"),  # inside a longer path segment
+        (None, "https://base.example.org\\v2\\{key}"),  # backslashes: a browser reads them as slashes
+        (None, "https://base-sepolia.example.org/v2/{key}"),  # the same key on another of the provider's hosts
+        (None, "https://%62ase.example.org/v2/{key}"),  # a percent-encoded host
+        ("https://{key}.nodes.example.org", "https://%72pc{key_rest}.nodes.example.org"),  # the key is the host
+        ("https://{key}.nodes.example.org", "https://\uff52pc{key_rest}.nodes.example.org"),  # a full-width letter
+        ("https://[2001:db8::7]", "https://[2001:db8:0:0:0:0:0:7]/"),  # an IPv6 host spelt out
+        ("https://192.0.2.7", "https://3221225991/"),  # an IPv4 host as one number
+        ("https://192.0.2.7", "https://0xc0.0.2.7/"),  # ... or with a hexadecimal part
+    ],
+)
+def test_no_spelling_of_a_providers_key_or_host_gets_past_the_wallet_rpc_url_check(provider, wallet):
+    """The check compared the URLs' exact path segments, query pairs and host strings: the key elsewhere in
+    the URL, or the provider's host written another way a browser reads the same, went onto the page."""
+    env = three_chains()
+    if provider is not None:
+        env["DWS_BASE_RPC_URL"] = provider.format(key=RPC_KEY.lower())
+    env["DWS_BASE_WALLET_RPC_URL"] = wallet.format(key=RPC_KEY, key_rest=RPC_KEY.lower()[3:])
+
+    problem = problems(env)["DWS_BASE_WALLET_RPC_URL"]
+
+    assert "never the provider's" in problem
+    assert "DWS_BASE_RPC_URL" in problem
+    assert RPC_KEY.lower() not in problem.lower()
+
+
+@pytest.mark.parametrize(
     "wallet",
     [
         "https://mainnet.base.org",  # another host altogether

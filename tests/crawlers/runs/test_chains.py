@@ -298,6 +298,31 @@ def test_a_shared_address_that_is_a_contract_on_one_chain_only_is_refused_on_the
     assert Donation.objects.get(chain=ROLLUP).tx_hash == on_rollup  # nothing sent meanwhile was lost
 
 
+def test_a_provider_saying_no_code_where_a_contract_was_read_does_not_offer_the_chains_sharing_it(
+    node, rollup, settings
+):
+    """Code never leaves an address (EIP-6780), so "0x" where the Safe was read is a node behind (a syncing node
+    behind the provider's load balancer), not the chain: it was recorded over the contract, and the rollup was
+    crawled and offered until eth's next reading."""
+    template = node.deploy("OwnedWallet", ["address"], [ACCOUNTS[1]])
+    node.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", template, "latest"))
+    assert run_crawler(LATEST, chain="eth").held is None  # reads the contract code on eth
+    rollup.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    working = settings.CONFIG
+    with RpcProxy(node.url) as behind:
+        behind.arm("eth_getCode", "rewrite", count=None, rewrite=lambda code, params: "0x")
+        settings.CONFIG = configured(working, rpc_url=behind.url("/rpc"))
+        run_crawler(LATEST, chain="eth")
+    settings.CONFIG = working
+
+    held = run_crawler(LATEST, chain=ROLLUP)
+
+    assert held.held is not None
+    assert f"has no code on {ROLLUP}" in held.held
+    assert not Donation.objects.filter(chain=ROLLUP).exists()
+    assert offered(Client().get("/").content.decode()) == ["eth"]
+
+
 @pytest.mark.django_db(transaction=True)  # the live server reads from its own connection
 def test_each_chain_publishes_its_own_proof_and_the_verifier_checks_each_on_its_node(live_server, node, rollup):
     DonationStats.objects.get_or_create()  # an earlier transactional test's flush may have removed it
