@@ -11,6 +11,7 @@ from django.db.models.functions import Cast, Lower, Now
 from donations.sightings import AMOUNT_DECIMALS
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
+from dws_project.touch import TouchingQuerySet
 
 ASSETS = ("eth", "usdt", "usdc")
 
@@ -84,6 +85,8 @@ class Donation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
+    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+
     class Meta:
         db_table = "donation"
         constraints = [
@@ -145,6 +148,8 @@ class DonationStats(models.Model):
     paused_by = models.CharField(max_length=200, blank=True, default="", db_default="")
     paused_at = models.DateTimeField(null=True, blank=True)
 
+    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+
     class Meta:
         db_table = "donation_stats"
         verbose_name = "campaign"
@@ -181,6 +186,8 @@ class UserData(models.Model):
     unstake_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
 
     class Meta:
         db_table = "user_data"
