@@ -74,3 +74,45 @@ def test_the_confirmation_time_is_kept_on_the_row_once():
     donations_confirm(donation_ids=[row.id], tiers=tiers)
     row.refresh_from_db()
     assert row.confirmed_at == first
+
+
+def test_a_confirmed_donation_that_reverts_leaves_no_more_staked_than_the_donor_still_has():
+    """Issue 36: the donor staked everything; one confirmed donation then reverts (a lying provider's receipt
+    corrected by the finalized one). Staked tokens must not exceed the tokens the donor still has."""
+    from donations.staking import stake_add
+    from donations.totals import Deltas, stats_recompute
+
+    tiers = settings.CONFIG.sale_tiers
+    kept, reverted = recorded("0x" + "05" * 32, "5"), recorded("0x" + "06" * 32, "10")
+    donations_confirm(donation_ids=[kept.id, reverted.id], tiers=tiers)
+    stake_add(address=DONOR, amount=15_000)
+
+    reverted.refresh_from_db()
+    Donation.objects.filter(id=reverted.id).update(status="failed")
+    deltas = Deltas()
+    deltas.add(reverted, -1)
+    deltas.apply()
+    stats_recompute(stats=DonationStats.objects.get(), tiers=tiers)
+
+    donor = UserData.objects.get(address=DONOR)
+    assert (donor.tokens, donor.staked, donor.status) == (5_000, 5_000, "staked")
+
+
+def test_a_revert_that_takes_every_token_ends_the_stake():
+    from donations.staking import stake_add
+    from donations.totals import Deltas, stats_recompute
+
+    tiers = settings.CONFIG.sale_tiers
+    only = recorded("0x" + "07" * 32, "10")
+    donations_confirm(donation_ids=[only.id], tiers=tiers)
+    stake_add(address=DONOR, amount=4_000)
+
+    only.refresh_from_db()
+    Donation.objects.filter(id=only.id).update(status="failed")
+    deltas = Deltas()
+    deltas.add(only, -1)
+    deltas.apply()
+    stats_recompute(stats=DonationStats.objects.get(), tiers=tiers)
+
+    donor = UserData.objects.get(address=DONOR)
+    assert (donor.tokens, donor.staked, donor.status) == (0, 0, "none")
