@@ -165,6 +165,21 @@ def parse_rpc_url(value: str) -> str:
     raise ValueError(f"must be https (http only for a loopback host), got {redact_url(value)}")
 
 
+def parse_ws_url(value: str) -> str:
+    """DWS_WS_URL: the provider's WebSocket endpoint for `newHeads`; wss only, plain ws for a loopback node."""
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise ValueError("not a valid URL") from None
+    if not host:
+        raise ValueError("not a URL with a host")
+    if parts.scheme == "wss" or (parts.scheme == "ws" and is_loopback_host(host)):
+        return value.strip()
+    raise ValueError(f"must be wss (ws only for a loopback host), got {redact_url(value)}")
+
+
 def parse_explorer_url(value: str) -> str:
     """DWS_EXPLORER_URL: a block explorer's transaction page, `{tx}` (exactly once, nothing else in braces)
     standing for the hash, in its path or query; the donor's receipt links there. The scheme and host

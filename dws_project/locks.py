@@ -142,7 +142,8 @@ def _take_over_from_dead_holder(job: str) -> bool:
         return False
     if held is None:
         return True  # freed meanwhile
-    _, _, identity = held.decode(errors="replace").partition(_HOLDER)
+    text = held.decode(errors="replace") if isinstance(held, bytes) else str(held)
+    _, _, identity = text.partition(_HOLDER)
     if not identity or _session_alive(identity):
         return False
     try:

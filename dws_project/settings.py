@@ -254,17 +254,20 @@ CELERY_BEAT_SCHEDULE.update(
     }
 )
 # crawlers, one entry per chain and job, named with the chain (DESIGN "Chains"), so each chain is crawled
-# under its own locks in parallel: the latest crawler keeps up with ~12 s blocks (a rollup's 2 s blocks
-# come six to a run); finality moves in ~6.4 minute epochs (a rollup's with its batches on L1). The
-# old-unconfirmed judge every 15 minutes (issue #4); reconcile the last day once a day.
+# under its own locks in parallel. The latest crawler is the head follower (issue 36): a task that holds the
+# chain's latest lock for a lease of minutes and crawls each block as it appears; beat (re)starts it every
+# 5 s (a copy finding the lock held ends at once), so a killed worker's chains are followed again within
+# seconds of its return. The follower also queues the finalized crawler whenever the finalized tag moves;
+# the minute's beat is the safety net. The old-unconfirmed judge every 15 minutes (issue #4); reconcile the
+# last day once a day.
 for _name in CONFIG.chain_names:
     CELERY_BEAT_SCHEDULE.update(
         {
-            f"every-12s-crawl-latest-{_name}": {
-                "task": "crawlers.crawl_latest",
-                "schedule": 12.0,
+            f"every-5s-follow-head-{_name}": {
+                "task": "crawlers.follow_head",
+                "schedule": 5.0,
                 "kwargs": {"chain": _name},
-                "options": {"expires": 12},
+                "options": {"expires": 5},
             },
             f"every-60s-crawl-finalized-{_name}": {
                 "task": "crawlers.crawl_finalized",

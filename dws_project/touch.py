@@ -7,15 +7,13 @@ a field itself sets it to the database's `now()` (the transaction's start, like 
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import models
 from django.db.models.functions import Now
 
-M = TypeVar("M", bound=models.Model)
 
-
-class TouchingQuerySet(models.QuerySet[M]):
+class TouchingQuerySet(models.QuerySet):
     def update(self, **kwargs: Any) -> int:
         for field in self.model._meta.concrete_fields:
             if getattr(field, "auto_now", False) and field.name not in kwargs and field.attname not in kwargs:

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from crawlers.models import CHAIN, FINALIZED, LATEST
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.operator import job_name
-from crawlers.tasks import crawl_finalized, crawl_latest
+from crawlers.tasks import crawl_finalized, crawl_latest, follow_head_task
 from donations.models import Donation
 from dws_project.locks import exclusive_run
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -93,10 +93,11 @@ def test_beat_runs_old_unconfirmed_every_15_minutes_and_reconcile_daily():
     assert schedule["every-1d-reconcile-eth"]["kwargs"] == {"chain": "eth"}
 
 
-def test_beat_runs_latest_every_12_seconds_and_finalized_every_minute():
+def test_beat_restarts_the_head_follower_every_5_seconds_and_runs_finalized_every_minute():
     schedule = django_settings.CELERY_BEAT_SCHEDULE
-    assert schedule["every-12s-crawl-latest-eth"]["task"] == crawl_latest.name
-    assert schedule["every-12s-crawl-latest-eth"]["schedule"] == 12.0
+    assert schedule["every-5s-follow-head-eth"]["task"] == follow_head_task.name
+    assert schedule["every-5s-follow-head-eth"]["schedule"] == 5.0
+    assert schedule["every-5s-follow-head-eth"]["options"]["expires"] <= 5
     assert schedule["every-60s-crawl-finalized-eth"]["task"] == crawl_finalized.name
     assert schedule["every-60s-crawl-finalized-eth"]["options"]["expires"] <= 60
 
