@@ -19,6 +19,7 @@ from tests.configs import configured
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
+
 @pytest.fixture(autouse=True)
 def _campaign_row(db) -> None:
     DonationStats.objects.get_or_create()  # a transactional test's flush takes the migrated row with it
