@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
 from crawlers.models import CHAIN, FINALIZED, LATEST
 from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from crawlers.runs.operator import job_name
 from crawlers.tasks import crawl_finalized, crawl_latest, follow_head_task
 from donations.models import Donation
@@ -34,6 +37,28 @@ def test_without_dws_start_block_a_first_run_starts_at_the_head(node, settings):
     call_command("crawl", "latest", "--once")
     assert cursor_get(chain=CHAIN, label=LATEST).value == head
     assert not Donation.objects.exists()
+
+
+def test_a_fresh_installs_finalized_crawler_waits_for_the_tag_to_reach_its_start_without_a_warning(
+    node, settings, caplog
+):
+    """Issue 36: without DWS_START_BLOCK both crawlers start at the head, and the finalized tag reaches it only
+    ~13 minutes later (64 blocks on Ethereum). Until then the finalized crawler has nothing to do: no hold, no
+    WARNING (it warned "behind our cursor" on every run); a node that falls behind a block we crawled still
+    warns."""
+    settings.CONFIG = configured(settings.CONFIG, start_block=None)
+    node.mine(5)
+    caplog.set_level(logging.INFO, logger="dws.crawlers")
+
+    first, second = crawl(FINALIZED), crawl(FINALIZED)
+
+    assert (first.held, second.held) == (None, None)
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.head() - 1
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "waiting for the finalized block to reach" in caplog.text
+
+    node.mine(3)  # the tag passes the start: crawled as usual
+    assert crawl(FINALIZED).cursor == node.finalized()
 
 
 def test_set_cursor_moves_only_the_named_crawler(node, capsys):
