@@ -67,7 +67,8 @@ fi
 if [[ -n "$dev_chain" ]]; then .venv/bin/python manage.py fetch_prices --once; fi
 
 .venv/bin/gunicorn -c deploy/gunicorn.conf.py dws_project.wsgi &
-pids+=($!)
+web_pid=$!
+pids+=("$web_pid")
 # One worker per queue, as in production: the minute price never waits behind a crawl, and a webhook
 # receiver never holds a crawler. Each has its own heartbeat directory (`manage.py probe worker` with
 # DWS_HEARTBEAT_DIR=var/heartbeat/<queue>). The crawlers' worker has a process per chain for its head
@@ -86,6 +87,7 @@ DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/beat" .venv/bin/celery -A dws_project beat
   --schedule var/celerybeat-schedule &
 pids+=($!)
 
+wait_for_web "http://127.0.0.1:${DWS_WEB_PORT:-8000}/live" "$web_pid"
 echo "dws is running: http://127.0.0.1:${DWS_WEB_PORT:-8000}/  (Ctrl-C stops everything)"
 if [[ -n "$dev_chain" ]]; then
   cat <<BANNER
