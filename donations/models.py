@@ -82,6 +82,11 @@ class Donation(models.Model):
     # When the crediting rule confirmed the row (donation_confirm); NULL until then. Rows confirmed before
     # the column existed carry their last change, which for a confirmed row is its confirmation.
     confirmed_at = models.DateTimeField(null=True, blank=True)
+    # When the finalized crawler passed the row's block and found another block at its height (a re-org
+    # replaced it) while the row was unconfirmed; NULL otherwise. The transaction may still be mined again
+    # (the row stays unconfirmed for seed 000's 24 hours; a new sighting moves it and clears this), but
+    # meanwhile the page says so and the row leaves the campaign's pending figures.
+    block_replaced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 

@@ -58,6 +58,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # An ETag on every GET answer and a 304 to a request that already has it: the page polls a donor's data
+    # every second after a donation (issue 36), and an unchanged answer then costs no body.
+    "django.middleware.http.ConditionalGetMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # delphi's per-client limit, before any real work so a refused request costs little (static files,
     # served by WhiteNoise from memory, are not counted).
@@ -144,8 +147,11 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # The web process serves the page's own files (no CDN, no separate file server): WhiteNoise from the
 # apps' static directories, so a checkout serves them without collectstatic (the image still collects).
 WHITENOISE_USE_FINDERS = True
-# The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed.
-WEB_PENDING_REFRESH_SECONDS = 15
+# The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed, and every
+# second after the donor sent one until the crawlers (the head follower: within a block) have recorded it. A
+# conditional GET each (ETag: 304 while nothing changed), well inside the per-client rate limit.
+WEB_PENDING_REFRESH_SECONDS = 5
+WEB_SENT_REFRESH_SECONDS = 1
 
 # delphi's bodies are a few hundred bytes and the admin's forms a few kilobytes; anything beyond this is
 # refused (413, code 1010) before it is parsed.
