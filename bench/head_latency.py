@@ -195,9 +195,7 @@ def run(block_time: float, seconds: float) -> None:
             ]
             print(f"\n== {block_time:g} s blocks, {seconds:.0f} s, {len(sent)} donations sent, {len(rows)} recorded")
             median, p99 = statistics.median(seen), percentile(seen, 0.99)
-            print(
-                f"block -> unconfirmed row: median {median:.2f} s, p99 {p99:.2f} s, max {max(seen):.2f} s ({len(seen)} rows)"
-            )
+            print(f"block -> unconfirmed row: median {median:.2f} s, p99 {p99:.2f} s, max {max(seen):.2f} s")
             print(f"most blocks behind for more than 15 s: {most_behind_for(watch.lag, 15.0)}")
             if reorg_at is not None:
                 back = f"{reorg_done - reorg_at:.1f} s" if reorg_done else "not within the run"
