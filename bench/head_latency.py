@@ -144,6 +144,7 @@ def run(block_time: float, seconds: float) -> None:
     log_dir = Path(tempfile.mkdtemp(prefix="dws-head-bench-"))
     with Anvil() as anvil, RpcProxy(anvil.url) as proxy:
         anvil.coins = deploy_stable_coins(anvil)
+        anvil.set_automine(False)  # a send returns at once; the block comes on the interval
         anvil.rpc("evm_setIntervalMining", int(block_time))
         now = timezone.now().replace(second=0, microsecond=0)
         Price.objects.bulk_create(
