@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
-from dws_project.touch import TouchingQuerySet
+from dws_project.touch import TouchingManager
 
 
 class WalletConnection(models.Model):
@@ -59,7 +59,7 @@ class AffiliateDonation(models.Model):
     next_check_at = models.DateTimeField(default=timezone.now, db_default=Now())
     checks = models.PositiveIntegerField(default=0, db_default=0)
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "affiliate_donation"

@@ -6,7 +6,7 @@ from django.db import models
 from django.db.models.functions import Now
 
 from dws_project.chain_settings import FIRST_CHAIN
-from dws_project.touch import TouchingQuerySet
+from dws_project.touch import TouchingManager
 
 CHAIN = FIRST_CHAIN  # the default of `last_block.chain` (the rows of the one chain configured today)
 LATEST = "latest"
@@ -23,7 +23,7 @@ class LastBlock(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "last_block"
@@ -163,7 +163,7 @@ class Completeness(models.Model):
     unproven_before = models.BigIntegerField(null=True)
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "completeness"

@@ -11,7 +11,7 @@ from django.db.models.functions import Cast, Lower, Now
 from donations.sightings import AMOUNT_DECIMALS
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
-from dws_project.touch import TouchingQuerySet
+from dws_project.touch import TouchingManager
 
 ASSETS = ("eth", "usdt", "usdc")
 
@@ -90,7 +90,7 @@ class Donation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "donation"
@@ -153,7 +153,7 @@ class DonationStats(models.Model):
     paused_by = models.CharField(max_length=200, blank=True, default="", db_default="")
     paused_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "donation_stats"
@@ -192,7 +192,7 @@ class UserData(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "user_data"

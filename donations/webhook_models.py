@@ -18,7 +18,7 @@ from django.db.models.functions import Now
 
 from dws_project import egress
 from dws_project.secret_box import seal, unseal
-from dws_project.touch import TouchingQuerySet
+from dws_project.touch import TouchingManager
 
 
 class WebhookEventType(models.TextChoices):
@@ -60,7 +60,7 @@ class WebhookEndpoint(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "webhook_endpoint"
@@ -119,7 +119,7 @@ class WebhookDelivery(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "webhook_delivery"

@@ -19,3 +19,11 @@ class TouchingQuerySet(models.QuerySet):
             if getattr(field, "auto_now", False) and field.name not in kwargs and field.attname not in kwargs:
                 kwargs[field.name] = Now()
         return super().update(**kwargs)
+
+
+class TouchingManager(models.Manager):
+    """The manager of such a model: an explicit class (mypy's Django plugin resolves a manager built by
+    `as_manager()` from another module only on a cold cache)."""
+
+    def get_queryset(self) -> TouchingQuerySet:
+        return TouchingQuerySet(self.model, using=self._db)

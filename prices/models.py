@@ -7,7 +7,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from dws_project.fields import PostgresEnumField
-from dws_project.touch import TouchingQuerySet
+from dws_project.touch import TouchingManager
 
 ETH = "eth"
 # The sale token's price rows are written by the finalized crawler whenever the tier changes.
@@ -71,7 +71,7 @@ class PriceRequest(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
 
-    objects = TouchingQuerySet.as_manager()  # update() moves modified_at too
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "price_req"

@@ -137,3 +137,10 @@ def test_the_debug_data_store_keeps_the_raw_blocks_and_receipts(node, settings, 
     assert (tmp_path / "debug" / "eth" / f"latest-{block}.json").exists()
     assert (tmp_path / "debug" / "eth" / f"txr-{tx}.json").exists()
     assert Donation.objects.get().tx_hash == tx
+
+
+def test_follow_is_the_latest_crawlers_alone():
+    with pytest.raises(CommandError, match="--follow is the latest crawler's"):
+        call_command("crawl", "finalized", "--follow")
+    with pytest.raises(CommandError):
+        call_command("crawl", "latest", "--follow", "--once")  # one mode at a time
