@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
+from dws_project.touch import TouchingManager
 
 
 class WalletConnection(models.Model):
@@ -57,6 +58,8 @@ class AffiliateDonation(models.Model):
     # The resolver walks pending claims by this time, so claims that never settle cannot hold the queue.
     next_check_at = models.DateTimeField(default=timezone.now, db_default=Now())
     checks = models.PositiveIntegerField(default=0, db_default=0)
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "affiliate_donation"

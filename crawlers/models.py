@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models.functions import Now
 
 from dws_project.chain_settings import FIRST_CHAIN
+from dws_project.touch import TouchingManager
 
 CHAIN = FIRST_CHAIN  # the default of `last_block.chain` (the rows of the one chain configured today)
 LATEST = "latest"
@@ -21,6 +22,8 @@ class LastBlock(models.Model):
     block_hash = models.CharField(max_length=66, null=True, blank=True)  # noqa: DJ001 - NULL: unknown
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "last_block"
@@ -159,6 +162,8 @@ class Completeness(models.Model):
     # were scanned without proof: everything before this block is unproven.
     unproven_before = models.BigIntegerField(null=True)
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "completeness"

@@ -9,7 +9,7 @@ answer, that chain's fields say "unknown" and the rest of the report still comes
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -34,16 +34,13 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.address_code import refused_chains
 from crawlers.runs.old_unconfirmed import MIN_AGE
 from crawlers.runs.operator import LABELS
-from crawlers.runs.progress import catch_up_status
+from crawlers.runs.progress import STUCK, catch_up_status, crawler_state
 from crawlers.scan.with_code import read_status
 from donations.models import Donation, DonationStats, DonationStatus
 from dws_project.chain_settings import ChainSettings
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
 UNKNOWN = "unknown"
-# A crawler behind its tip whose cursor has not moved for this long looks stuck (the finalized tag
-# itself only moves every ~6.4 minutes, so its crawler gets more slack).
-STUCK_AFTER = {LATEST: timedelta(minutes=5), FINALIZED: timedelta(minutes=20)}
 
 
 def _iso(when: datetime | None) -> str | None:
@@ -162,9 +159,11 @@ def _chain_health(
             "catch_up": catch_up_status(chain.name, label),  # null when current; else behind, speed, expected end
         }
         if tip is None:
-            entry["stuck"] = UNKNOWN
+            entry["state"] = entry["stuck"] = UNKNOWN
         else:
-            entry["stuck"] = tip.number > cursor.value and since > STUCK_AFTER[label]
+            # following | catching up | stuck: the one rule the metrics and the alert use too
+            entry["state"] = crawler_state(label, cursor=cursor.value, tip=tip.number, since_moved=since)
+            entry["stuck"] = entry["state"] == STUCK
             degraded = degraded or entry["stuck"]
         crawlers[label] = entry
     open_here = inflows_open().filter(chain=chain.name)

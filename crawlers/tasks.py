@@ -9,6 +9,7 @@ import logging
 from celery import Task, shared_task
 
 from crawlers.models import FINALIZED, LATEST
+from crawlers.runs.follow import FOLLOW_LEASE_SECONDS, LEASE_OVER, follow_head
 from crawlers.runs.jobs import run_crawler, run_old_unconfirmed
 from crawlers.runs.reconcile import reconcile_last_day, reconcile_lock
 from dws_project.chain_settings import UnknownChain
@@ -20,6 +21,24 @@ logger = logging.getLogger("dws.crawlers")
 @shared_task(name="crawlers.crawl_latest", soft_time_limit=300, time_limit=360)
 def crawl_latest(chain: str | None = None) -> None:
     _crawl_and_follow(LATEST, chain, crawl_latest)
+
+
+@shared_task(
+    name="crawlers.follow_head",
+    soft_time_limit=int(FOLLOW_LEASE_SECONDS) + 300,
+    time_limit=int(FOLLOW_LEASE_SECONDS) + 360,
+)
+def follow_head_task(chain: str | None = None) -> None:
+    """`chain`'s head follower for one lease (crawlers/runs/follow.py). Beat starts one every few seconds (a
+    copy that finds the lock held ends at once); a lease that ran out queues its successor at once, so the
+    head is followed without a gap; one ended by SIGTERM or a lost lease is not succeeded here (beat will)."""
+    try:
+        result = follow_head(chain=chain)
+    except UnknownChain as exc:
+        logger.warning("follow latest: %s; the queued run is dropped", exc)
+        return
+    if result.ended == LEASE_OVER:
+        follow_head_task.apply_async(kwargs={"chain": result.chain}, expires=60)
 
 
 @shared_task(name="crawlers.crawl_finalized", soft_time_limit=300, time_limit=360)

@@ -28,3 +28,17 @@ local_chains() {
 local_rollup() {
   [[ ",${DWS_CHAINS:-}," == *",rollup,"* ]]
 }
+
+# `wait_for_web URL PID`: until the web process answers URL (its /live), at most 60 s; fails at once if the
+# process PID exits first. `make run` prints "dws is running" only after this, so the banner never points
+# at a page that does not answer yet.
+wait_for_web() {
+  local url="$1" pid="$2"
+  for _ in $(seq 1 300); do
+    curl -sf -o /dev/null --max-time 2 "$url" && return 0
+    kill -0 "$pid" 2>/dev/null || { echo "the web process exited before it answered $url" >&2; return 1; }
+    sleep 0.2
+  done
+  echo "no answer from the web process at $url within 60 s" >&2
+  return 1
+}

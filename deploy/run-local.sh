@@ -67,21 +67,27 @@ fi
 if [[ -n "$dev_chain" ]]; then .venv/bin/python manage.py fetch_prices --once; fi
 
 .venv/bin/gunicorn -c deploy/gunicorn.conf.py dws_project.wsgi &
-pids+=($!)
-# One worker per queue, as in production: the minute price never waits behind a crawl. Each has its
-# own heartbeat directory (`manage.py probe worker` with DWS_HEARTBEAT_DIR=var/heartbeat/<queue>). The
-# crawlers' worker has a process per chain, so one chain's slow node never holds up the other's runs.
+web_pid=$!
+pids+=("$web_pid")
+# One worker per queue, as in production: the minute price never waits behind a crawl, and a webhook
+# receiver never holds a crawler. Each has its own heartbeat directory (`manage.py probe worker` with
+# DWS_HEARTBEAT_DIR=var/heartbeat/<queue>). The crawlers' worker has a process per chain for its head
+# follower (it holds one for minutes at a time) and two beside, so the finalized crawler never waits for one.
 chain_count=$(tr ',' '\n' <<<"${DWS_CHAINS:-eth}" | grep -c .)
 DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/crawlers" .venv/bin/celery -A dws_project worker --loglevel INFO \
-  --queues crawlers,celery --hostname crawlers@%h --concurrency "$chain_count" &
+  --queues crawlers,celery --hostname crawlers@%h --concurrency "$((chain_count + 2))" &
 pids+=($!)
 DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/prices" .venv/bin/celery -A dws_project worker --loglevel INFO \
   --queues prices --hostname prices@%h --concurrency 1 &
+pids+=($!)
+DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/webhooks" .venv/bin/celery -A dws_project worker --loglevel INFO \
+  --queues webhooks --hostname webhooks@%h --concurrency 1 &
 pids+=($!)
 DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/beat" .venv/bin/celery -A dws_project beat --loglevel INFO \
   --schedule var/celerybeat-schedule &
 pids+=($!)
 
+wait_for_web "http://127.0.0.1:${DWS_WEB_PORT:-8000}/live" "$web_pid"
 echo "dws is running: http://127.0.0.1:${DWS_WEB_PORT:-8000}/  (Ctrl-C stops everything)"
 if [[ -n "$dev_chain" ]]; then
   cat <<BANNER

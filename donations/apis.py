@@ -46,6 +46,10 @@ class DonationSerializer(serializers.Serializer):
     )
     seen_at = serializers.CharField(help_text="when the crawlers first recorded it, UTC, e.g. 2023-10-21T07:38:50Z")
     confirmed_at = serializers.CharField(allow_null=True, help_text="when it was confirmed, UTC; null until then")
+    block_replaced = serializers.BooleanField(
+        help_text="true while it is unconfirmed and the finalized chain has another block at its block's height "
+        "(a re-org replaced it): it may still be mined again, and it is not in the campaign's pending figures"
+    )
 
 
 class UserSummarySerializer(serializers.Serializer):
@@ -144,6 +148,11 @@ class DonationDataApi(PublicApi):
         stable_coins = StableCoinSerializer(many=True, help_text="the first chain's coins")
         chains = ChainSerializer(many=True, help_text="every chain donations are taken on, in DWS_CHAINS order")
         ts = serializers.CharField(help_text="last change of the campaign figures")
+        pending_total = amount_field(
+            "USD of the donations seen and not yet confirmed, across chains, decimal string (none whose block a "
+            're-org replaced); "0.00" when none'
+        )
+        pending_donations = serializers.IntegerField(help_text="how many donations `pending_total` adds up")
 
     @extend_schema(operation_id="donation_data", responses={200: OutputSerializer, **error_responses()})
     def get(self, request: Request) -> Response:

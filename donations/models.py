@@ -11,6 +11,7 @@ from django.db.models.functions import Cast, Lower, Now
 from donations.sightings import AMOUNT_DECIMALS
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
+from dws_project.touch import TouchingManager
 
 ASSETS = ("eth", "usdt", "usdc")
 
@@ -81,8 +82,15 @@ class Donation(models.Model):
     # When the crediting rule confirmed the row (donation_confirm); NULL until then. Rows confirmed before
     # the column existed carry their last change, which for a confirmed row is its confirmation.
     confirmed_at = models.DateTimeField(null=True, blank=True)
+    # When the finalized crawler passed the row's block and found another block at its height (a re-org
+    # replaced it) while the row was unconfirmed; NULL otherwise. The transaction may still be mined again
+    # (the row stays unconfirmed for seed 000's 24 hours; a new sighting moves it and clears this), but
+    # meanwhile the page says so and the row leaves the campaign's pending figures.
+    block_replaced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "donation"
@@ -145,6 +153,8 @@ class DonationStats(models.Model):
     paused_by = models.CharField(max_length=200, blank=True, default="", db_default="")
     paused_at = models.DateTimeField(null=True, blank=True)
 
+    objects = TouchingManager()  # update() moves modified_at too
+
     class Meta:
         db_table = "donation_stats"
         verbose_name = "campaign"
@@ -181,6 +191,8 @@ class UserData(models.Model):
     unstake_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "user_data"

@@ -110,8 +110,10 @@ def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
     donation.eth_price = priced.eth_price
     donation.tokens = priced.tokens
     donation.next_look_at = None
+    donation.block_replaced_at = None  # seen again, in a block of the chain as it is now
     donation.save(
         update_fields=[
+            "block_replaced_at",
             "log_index",
             "block_number",
             "block_hash",

@@ -88,7 +88,11 @@ WITH sums AS (
 INSERT INTO user_data (address, total, tokens)
 SELECT %(address)s, sums.total, sums.tokens FROM sums
 WHERE sums.n > 0 OR EXISTS (SELECT 1 FROM user_data WHERE address = %(address)s)
-ON CONFLICT (address) DO UPDATE SET total = EXCLUDED.total, tokens = EXCLUDED.tokens, modified_at = now()
+ON CONFLICT (address) DO UPDATE SET total = EXCLUDED.total, tokens = EXCLUDED.tokens,
+    staked = LEAST(user_data.staked, EXCLUDED.tokens),
+    status = CASE WHEN user_data.status = 'staked' AND LEAST(user_data.staked, EXCLUDED.tokens) = 0
+        THEN 'none'::user_data_status_enum ELSE user_data.status END,
+    modified_at = now()
 WHERE user_data.total IS DISTINCT FROM EXCLUDED.total OR user_data.tokens IS DISTINCT FROM EXCLUDED.tokens
 """
 
@@ -113,8 +117,15 @@ INSERT INTO user_data (address, total, tokens) VALUES {values}
 ON CONFLICT (address) DO UPDATE
 SET total = user_data.total + EXCLUDED.total, tokens = user_data.tokens + EXCLUDED.tokens, modified_at = now()
 """
+# Staked tokens are some of the donor's tokens: a revert that takes tokens away takes them out of the stake
+# too, down to what is left (every SET reads the row as it was), and a stake left empty is no stake.
 _USER_DATA_SUBTRACT = """
-UPDATE user_data SET total = total + %s, tokens = tokens + %s, modified_at = now() WHERE address = %s
+UPDATE user_data SET total = total + %(total)s, tokens = tokens + %(tokens)s,
+    staked = LEAST(staked, tokens + %(tokens)s),
+    status = CASE WHEN status = 'staked' AND LEAST(staked, tokens + %(tokens)s) = 0
+        THEN 'none'::user_data_status_enum ELSE status END,
+    modified_at = now()
+WHERE address = %(address)s
 """
 
 
@@ -144,4 +155,4 @@ class Deltas:
                 cursor.execute(_USER_DATA_ADD.format(values=values), [v for row in adds for v in row])
             for address, (total, tokens) in moves:
                 if total < 0 or tokens < 0:
-                    cursor.execute(_USER_DATA_SUBTRACT, [total, tokens, address])
+                    cursor.execute(_USER_DATA_SUBTRACT, {"total": total, "tokens": tokens, "address": address})

@@ -18,6 +18,7 @@ from django.db.models.functions import Now
 
 from dws_project import egress
 from dws_project.secret_box import seal, unseal
+from dws_project.touch import TouchingManager
 
 
 class WebhookEventType(models.TextChoices):
@@ -58,6 +59,8 @@ class WebhookEndpoint(models.Model):
     description = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "webhook_endpoint"
@@ -115,6 +118,8 @@ class WebhookDelivery(models.Model):
     delivered_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "webhook_delivery"

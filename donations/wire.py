@@ -30,11 +30,13 @@ DONATION_FIELDS = (
     "eth_price",
     "seen_at",
     "confirmed_at",
+    "block_replaced",
 )
 
-# When dws itself recorded and confirmed the row: shown to the donor, left out of webhook events (whose id,
-# and so whose content, must not change when a restored database records the same donation again).
-RECORDING_TIMES = ("seen_at", "confirmed_at")
+# What dws itself observed of the row (when it recorded and confirmed it, whether the finalized crawler found
+# its block replaced): shown to the donor, left out of webhook events (whose id, and so whose content, must not
+# change when a restored database records the same donation again).
+RECORDING_TIMES = ("seen_at", "confirmed_at", "block_replaced")
 
 Value = str | int | None
 
@@ -69,6 +71,7 @@ def donation_values(donation: Any) -> tuple[Value, ...]:
         _stored(donation, "eth_price"),
         utc_second_text(donation.created_at),
         utc_second_text(donation.confirmed_at),
+        donation.block_replaced_at is not None,
     )
 
 

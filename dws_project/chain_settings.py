@@ -29,6 +29,7 @@ from dws_project.config_values import (
     parse_rpc_url,
     parse_stable_coins,
     parse_trace_mode,
+    parse_ws_url,
 )
 from dws_project.redaction import redact_url
 
@@ -80,6 +81,7 @@ _FIRST_CHAIN_NAMES = {
     "TRACE": "DWS_TRACE",
     "RPC_CHECK_URL": "DWS_RPC_CHECK_URL",
     "EXPLORER_URL": "DWS_EXPLORER_URL",
+    "WS_URL": "DWS_WS_URL",
 }
 
 
@@ -103,6 +105,8 @@ class ChainSettings:
     # A public RPC URL the page may hand to a wallet that lacks the chain (never the provider URL)
     wallet_rpc_url: str | None = None
     explorer_url: str | None = None  # a transaction's explorer page, {tx} replaced
+    # The provider's WebSocket endpoint: the head follower subscribes to newHeads there (polls without it)
+    ws_url: str | None = field(default=None, repr=False)
 
     @property
     def rpc_origin(self) -> str:
@@ -291,6 +295,7 @@ def _read_chain(env: EnvReader, name: str, default_address: str | None) -> Chain
     if rpc_check_url is not None and rpc_check_url == rpc_url:
         env.problems.append((var("RPC_CHECK_URL"), f"must name another provider than {var('RPC_URL')}"))
     explorer_url = env.optional(var("EXPLORER_URL"), parse_explorer_url, None)
+    ws_url = env.optional(var("WS_URL"), parse_ws_url, None)
     donation_address = env.optional(var("DONATION_ADDRESS"), parse_donation_address, default_address)
     label = env.optional(var("LABEL"), parse_label, "")
     wallet_rpc_url = env.optional(var("WALLET_RPC_URL"), parse_wallet_rpc_url, None)
@@ -310,6 +315,7 @@ def _read_chain(env: EnvReader, name: str, default_address: str | None) -> Chain
         label=label,
         wallet_rpc_url=wallet_rpc_url,
         explorer_url=explorer_url,
+        ws_url=ws_url,
     )
 
 

@@ -136,7 +136,7 @@ class Config:
         found = [self.database.password, self.secret_key, self.tt_private_key or "", self.metrics_token or ""]
         found += list(self.secrets_key or ())
         for chain in self.chains:
-            for url in (chain.rpc_url, chain.rpc_check_url or ""):
+            for url in (chain.rpc_url, chain.rpc_check_url or "", chain.ws_url or ""):
                 rpc = urlsplit(url)
                 found += [rpc.path, rpc.query, rpc.username or "", rpc.password or ""]
         redis = urlsplit(self.redis_url)

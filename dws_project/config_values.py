@@ -148,8 +148,8 @@ def parse_sale_params(value: str) -> tuple[SaleTier, ...]:
     return tuple(tiers)
 
 
-def parse_rpc_url(value: str) -> str:
-    """https only; plain http is allowed for a loopback node (a local dev chain)."""
+def _url_with_scheme(value: str, secure: str, plain: str) -> str:
+    """`secure` (https, wss) anywhere; `plain` (http, ws) only for a loopback host (a local dev node)."""
     try:
         parts = urlsplit(value.strip())
         host = parts.hostname or ""
@@ -158,11 +158,19 @@ def parse_rpc_url(value: str) -> str:
         raise ValueError("not a valid URL") from None
     if not host:
         raise ValueError("not a URL with a host")
-    if parts.scheme == "https":
+    if parts.scheme == secure or (parts.scheme == plain and is_loopback_host(host)):
         return value.strip()
-    if parts.scheme == "http" and is_loopback_host(host):
-        return value.strip()
-    raise ValueError(f"must be https (http only for a loopback host), got {redact_url(value)}")
+    raise ValueError(f"must be {secure} ({plain} only for a loopback host), got {redact_url(value)}")
+
+
+def parse_rpc_url(value: str) -> str:
+    """https only; plain http is allowed for a loopback node (a local dev chain)."""
+    return _url_with_scheme(value, "https", "http")
+
+
+def parse_ws_url(value: str) -> str:
+    """DWS_WS_URL: the provider's WebSocket endpoint for `newHeads`; wss only, plain ws for a loopback node."""
+    return _url_with_scheme(value, "wss", "ws")
 
 
 def parse_explorer_url(value: str) -> str:

@@ -1,9 +1,12 @@
 """The non-overlap guard: one run of a periodic job at a time, across every worker on every machine.
 
 A Redis lock (SET NX PX with a random token; release and extension compare the token) held for the
-length of the run. A background thread extends it while the job works, so a long run keeps it; a
-holder that dies stops extending and the lock frees itself after its TTL. A second run that finds the
-lock held skips and says so.
+length of the run. A background thread extends it while the job works, so a long run keeps it. A
+second run that finds the lock held skips and says so, unless its holder is dead: the token names the
+holder's PostgreSQL session (its backend pid and start time), which the server ends with the process, so
+a contender that finds no such session takes the lock over at once instead of waiting out the TTL (a worker
+killed mid-run crawls again as soon as it is back, issue 36). A holder whose session cannot be named
+(the database did not answer) is judged by the TTL alone, as before.
 
 The Redis lock is the cheap first guard. A chain's rows are also guarded in PostgreSQL, where a Redis
 flush, restart or fail-over cannot take the guard away (`chain_writer`): a session advisory lock per
@@ -18,6 +21,7 @@ import contextlib
 import functools
 import logging
 import threading
+import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -40,22 +44,44 @@ def _lock_key(job: str) -> str:
     return f"dws:job-lock:{job}"
 
 
+class Lease:
+    """A held lock, as its holder sees it: `lost` is set once the lock is found to be someone else's (it
+    expired while this process could not extend it, or a contender judged this holder dead), so a long
+    loop under it (the head follower) ends at its next safe point."""
+
+    def __init__(self) -> None:
+        self.lost = threading.Event()
+
+
 @contextmanager
 def exclusive_run(job: str, *, ttl: float = DEFAULT_TTL) -> Iterator[bool]:
     """Yield True when this process holds `job`'s lock for the block, False when another run does."""
+    with leased_run(job, ttl=ttl) as lease:
+        yield lease is not None
+
+
+@contextmanager
+def leased_run(job: str, *, ttl: float = DEFAULT_TTL) -> Iterator[Lease | None]:
+    """Yield a Lease while this process holds `job`'s lock for the block, None when another live run does."""
     lock = get_redis().lock(_lock_key(job), timeout=ttl, thread_local=False)
-    if not lock.acquire(blocking=False):
+    token = f"{uuid.uuid4().hex}{_HOLDER}{_session_identity()}"
+    acquired = lock.acquire(blocking=False, token=token) or (
+        _take_over_from_dead_holder(job) and lock.acquire(blocking=False, token=token)
+    )
+    if not acquired:
         logger.info("job %s skipped: another run holds its lock", job)
-        yield False
+        yield None
         return
     stop = threading.Event()
+    lease = Lease()
 
     def keep_alive() -> None:
         while not stop.wait(ttl / 3):
             try:
                 lock.reacquire()  # reset the TTL to its full length
             except LockNotOwnedError:
-                logger.error("job %s lost its lock while running (expired); another run may start", job)
+                logger.error("job %s lost its lock while running; another run may start", job)
+                lease.lost.set()
                 return
             except RedisError as exc:
                 logger.warning("job %s could not extend its lock: %s", job, exc)
@@ -63,7 +89,7 @@ def exclusive_run(job: str, *, ttl: float = DEFAULT_TTL) -> Iterator[bool]:
     extender = threading.Thread(target=keep_alive, name=f"lock-{job}", daemon=True)
     extender.start()
     try:
-        yield True
+        yield lease
     finally:
         stop.set()
         extender.join()
@@ -71,6 +97,63 @@ def exclusive_run(job: str, *, ttl: float = DEFAULT_TTL) -> Iterator[bool]:
             lock.release()
         except (LockError, RedisError) as exc:
             logger.warning("job %s: lock release failed (%s); it frees itself after its TTL", job, exc)
+
+
+# --- a dead holder's lock -------------------------------------------------------------------------------
+
+_HOLDER = "|pg:"  # separates a token's random part from the holder's PostgreSQL session
+_DELETE_IF_HELD_BY = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+_SESSION = "(extract(epoch FROM backend_start) * 1000000)::bigint"
+
+
+def _session_identity() -> str:
+    """This thread's PostgreSQL session as `pid:start` (microseconds), or "" when the database will not say."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT pid, {_SESSION} FROM pg_stat_activity WHERE pid = pg_backend_pid()")  # noqa: S608 - a constant
+            row = cursor.fetchone()
+    except Exception:  # noqa: BLE001 - no database (or none allowed here): the lock is judged by its TTL alone
+        return ""
+    return f"{row[0]}:{row[1]}" if row else ""
+
+
+def _session_alive(identity: str) -> bool:
+    """Whether the PostgreSQL session `pid:start` still exists; True when unknown (no evidence of death)."""
+    pid, _, started = identity.partition(":")
+    if not (pid.isdigit() and started.lstrip("-").isdigit()):
+        return True
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT 1 FROM pg_stat_activity WHERE pid = %s AND {_SESSION} = %s",  # noqa: S608 - a constant
+                [int(pid), int(started)],
+            )
+            return cursor.fetchone() is not None
+    except Exception:  # noqa: BLE001 - no answer is no evidence that the holder died
+        return True
+
+
+def _take_over_from_dead_holder(job: str) -> bool:
+    """Free `job`'s lock when the session its token names is gone (its process died); True when freed."""
+    redis = get_redis()
+    try:
+        held = redis.get(_lock_key(job))
+    except RedisError:
+        return False
+    if held is None:
+        return True  # freed meanwhile
+    text = held.decode(errors="replace") if isinstance(held, bytes) else str(held)
+    _, _, identity = text.partition(_HOLDER)
+    if not identity or _session_alive(identity):
+        return False
+    try:
+        freed = redis.eval(_DELETE_IF_HELD_BY, 1, _lock_key(job), held)
+    except RedisError:
+        return False
+    if freed:
+        pid = identity.partition(":")[0]
+        logger.warning("job %s: its lock's holder (PostgreSQL session %s) is gone; taking the lock over", job, pid)
+    return bool(freed)
 
 
 def non_overlapping(job: str, *, ttl: float = DEFAULT_TTL) -> Callable[[Callable[P, R]], Callable[P, R | None]]:

@@ -23,6 +23,7 @@ from redis.exceptions import RedisError
 
 from crawlers.models import InflowStatus, LastBlock, ReconcileRun, UnexplainedInflow
 from crawlers.runs.cadence import run_ages
+from crawlers.runs.progress import STATES, crawler_state, tip_noted
 from donations.models import CampaignStatus, Donation, DonationStats
 from dws_project.metrics import multiprocess_enabled
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
@@ -92,11 +93,24 @@ def _database_families() -> Iterable[Metric]:
     cursor_age = GaugeMetricFamily(
         "dws_crawler_cursor_age_seconds", "Seconds since the crawler's cursor last moved.", labels=["chain", "crawler"]
     )
+    state = GaugeMetricFamily(
+        "dws_crawler_state",
+        "1 for the crawler's state: following (within 5 blocks of its tip), catching up (behind, its cursor "
+        "moving) or stuck (behind, its cursor still for minutes); the tip is the last one a run or the head "
+        "follower saw. No series while no tip was seen.",
+        labels=["chain", "crawler", "state"],
+    )
     for chain, label, value, modified in LastBlock.objects.values_list("chain", "label", "value", "modified_at"):
         cursor.add_metric([chain, label], value)
         cursor_age.add_metric([chain, label], (now - modified).total_seconds())
+        tip = tip_noted(chain, label)
+        if tip is not None:
+            current = crawler_state(label, cursor=value, tip=tip, since_moved=now - modified)
+            for name in STATES:
+                state.add_metric([chain, label, name], 1 if name == current else 0)
     yield cursor
     yield cursor_age
+    yield state
 
     overdue = GaugeMetricFamily(
         "dws_crawler_overdue",

@@ -58,6 +58,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # An ETag on every GET answer and a 304 to a request that already has it: the page polls a donor's data
+    # every second after a donation (issue 36), and an unchanged answer then costs no body.
+    "django.middleware.http.ConditionalGetMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # delphi's per-client limit, before any real work so a refused request costs little (static files,
     # served by WhiteNoise from memory, are not counted).
@@ -148,8 +151,11 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 # The web process serves the page's own files (no CDN, no separate file server): WhiteNoise from the
 # apps' static directories, so a checkout serves them without collectstatic (the image still collects).
 WHITENOISE_USE_FINDERS = True
-# The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed.
-WEB_PENDING_REFRESH_SECONDS = 15
+# The donation page re-reads a donor's data this often while a donation of theirs is unconfirmed, and every
+# second after the donor sent one until the crawlers (the head follower: within a block) have recorded it. A
+# conditional GET each (ETag: 304 while nothing changed), well inside the per-client rate limit.
+WEB_PENDING_REFRESH_SECONDS = 5
+WEB_SENT_REFRESH_SECONDS = 1
 
 # delphi's bodies are a few hundred bytes and the admin's forms a few kilobytes; anything beyond this is
 # refused (413, code 1010) before it is parsed.
@@ -258,17 +264,20 @@ CELERY_BEAT_SCHEDULE.update(
     }
 )
 # crawlers, one entry per chain and job, named with the chain (DESIGN "Chains"), so each chain is crawled
-# under its own locks in parallel: the latest crawler keeps up with ~12 s blocks (a rollup's 2 s blocks
-# come six to a run); finality moves in ~6.4 minute epochs (a rollup's with its batches on L1). The
-# old-unconfirmed judge every 15 minutes (issue #4); reconcile the last day once a day.
+# under its own locks in parallel. The latest crawler is the head follower (issue 36): a task that holds the
+# chain's latest lock for a lease of minutes and crawls each block as it appears; beat (re)starts it every
+# 5 s (a copy finding the lock held ends at once), so a killed worker's chains are followed again within
+# seconds of its return. The follower also queues the finalized crawler whenever the finalized tag moves;
+# the minute's beat is the safety net. The old-unconfirmed judge every 15 minutes (issue #4); reconcile the
+# last day once a day.
 for _name in CONFIG.chain_names:
     CELERY_BEAT_SCHEDULE.update(
         {
-            f"every-12s-crawl-latest-{_name}": {
-                "task": "crawlers.crawl_latest",
-                "schedule": 12.0,
+            f"every-5s-follow-head-{_name}": {
+                "task": "crawlers.follow_head",
+                "schedule": 5.0,
                 "kwargs": {"chain": _name},
-                "options": {"expires": 12},
+                "options": {"expires": 5},
             },
             f"every-60s-crawl-finalized-{_name}": {
                 "task": "crawlers.crawl_finalized",

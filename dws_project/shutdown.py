@@ -83,3 +83,9 @@ def signal_pool_processes() -> None:
         if child.pid:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child.pid, signal.SIGTERM)
+
+
+def stop_on_sigterm() -> None:
+    """In a foreground command (`manage.py crawl latest --follow`): SIGTERM asks its loops to stop between
+    blocks, as it asks a worker's pool process."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: _requested.set())

@@ -7,6 +7,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from dws_project.fields import PostgresEnumField
+from dws_project.touch import TouchingManager
 
 ETH = "eth"
 # The sale token's price rows are written by the finalized crawler whenever the tier changes.
@@ -69,6 +70,8 @@ class PriceRequest(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_default=Now())
     modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
 
     class Meta:
         db_table = "price_req"

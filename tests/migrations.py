@@ -15,6 +15,13 @@ def migrate(targets: list[tuple[str, str]]) -> None:
     executor.migrate(targets)
 
 
+def latest() -> list[tuple[str, str]]:
+    """Every app's last migration."""
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    return executor.loader.graph.leaf_nodes()
+
+
 @pytest.fixture
 def latest_schema_after() -> Iterator[None]:
     """Every later test needs the whole schema back: migrating "forward" to one migration alone would leave

@@ -138,6 +138,8 @@ def page_config(config: Config, chains: Sequence[PageChain]) -> dict[str, object
         "pageSize": DONATIONS_PAGE_SIZE,
         # How often the page re-reads a donor's data while one of their donations is unconfirmed.
         "pendingRefreshSeconds": settings.WEB_PENDING_REFRESH_SECONDS,
+        # How often it looks for the donor's own donation after sending it, until the crawlers recorded it.
+        "sentRefreshSeconds": settings.WEB_SENT_REFRESH_SECONDS,
         # The receipt links each transaction to the explorer's page: DWS_EXPLORER_URL, {tx} replaced.
         "explorers": {c.name: c.explorer_url for c in config.chains if c.explorer_url},
     }

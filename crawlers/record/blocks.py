@@ -24,6 +24,7 @@ from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import BlockHeld, ScannedBlock
 from donations.models import Donation, DonationStatus
+from donations.replaced import donations_mark_block_replaced
 from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
 from donations.sightings import DonationKey, Sighting, Transfer, donation_key
 from dws_project import shutdown
@@ -279,6 +280,11 @@ def record_blocks(
             _passed(tally, pending.number, move_cursor)
         except ChainWriterBusy as exc:
             failed = failed or BlockHeld(pending.number, f"{exc}; the cursor is not moved by this run")
+    if final and move_cursor and tally.cursor is not None:
+        # The finalized blocks passed: an unconfirmed row naming one of their heights with another hash was
+        # in a block the chain replaced (donations/replaced.py).
+        passed = {b.header.number: b.header.hash for b in blocks if b.header.number <= tally.cursor}
+        donations_mark_block_replaced(chain=chain.name, final_hashes=passed)
     return Recording(stopped=stopped, price_missing=None if stopped else missing, failed=failed)
 
 

@@ -148,6 +148,13 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
         return _wrong_chain(result, title, exc)
     result.tip = tip
     if tip < cursor.value:
+        if cursor.block_hash is None:
+            # A cursor no run has crawled to (a fresh install starts both crawlers at the head; set_cursor): the
+            # finalized tag reaches it minutes later. Nothing to do yet, and nothing wrong.
+            logger.info(
+                "crawl %s: waiting for the %s block to reach block %d (now %d)", title, label, cursor.value, tip
+            )
+            return result
         result.held = (
             f"provider's {label} block {tip} is behind our cursor {cursor.value} (lagging or re-syncing node); waiting"
         )

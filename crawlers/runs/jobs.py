@@ -19,7 +19,7 @@ from crawlers.runs.crawl import crawl
 from crawlers.runs.lag import lag_seconds
 from crawlers.runs.old_unconfirmed import OLD_UNCONFIRMED, JudgeResult, crawl_old_unconfirmed
 from crawlers.runs.operator import job_name
-from crawlers.runs.progress import catch_up_clear, catch_up_record
+from crawlers.runs.progress import catch_up_clear, catch_up_record, tip_note
 from crawlers.runs.results import CrawlResult, run_title
 from dws_project import metrics
 from dws_project.chain_settings import ChainSettings
@@ -45,48 +45,56 @@ def run_crawler(label: str, *, chain: str | None = None, client: RpcClient | Non
     """One run of the `label` crawler of `chain` under its non-overlap lock; None when another run holds it."""
     settings_ = job_chain(chain)
     client = client or make_client(settings_)
-    trips_before = client.round_trips
 
     @non_overlapping(job_name(label, settings_.name), ttl=LOCK_TTL)
     def guarded() -> CrawlResult:
-        refused = address_code_refusal(client, settings_)
-        if refused is not None:
-            result = CrawlResult(label, chain=settings_.name, held=refused)
-            logger.critical("crawl %s: %s", run_title(label, settings_.name), refused)
-            return result
-        return crawl(label, chain=settings_.name, client=client, max_blocks=RUN_MAX_BLOCKS)
+        return observed_run(label, settings_, client)
 
-    started = time.monotonic()
     try:
-        result = guarded()
-        _log(result)
-        if result is not None:
-            run_finished(label, settings_.name)
+        return guarded()
     except DATABASE_GONE as exc:
         database_gone(f"crawl {run_title(label, settings_.name)}", exc)
         return None
-    if result is not None:
-        metrics.crawl_observed(
-            chain=settings_.name,
-            crawler=label,
-            blocks=result.blocks,
-            round_trips=client.round_trips - trips_before,
-            held=result.held,
-            tip=result.tip,
+
+
+def observed_run(label: str, chain: ChainSettings, client: RpcClient, *, note_finished: bool = True) -> CrawlResult:
+    """One run of a crawler whose non-overlap lock the caller holds (`run_crawler`, or the head follower for
+    its lease): the run, its log line, the metrics, the tip it saw, the catch-up progress and (with
+    `note_finished`) the run's end for the overdue clock."""
+    trips_before = client.round_trips
+    started = time.monotonic()
+    refused = address_code_refusal(client, chain)
+    if refused is not None:
+        result = CrawlResult(label, chain=chain.name, held=refused)
+        logger.critical("crawl %s: %s", run_title(label, chain.name), refused)
+    else:
+        result = crawl(label, chain=chain.name, client=client, max_blocks=RUN_MAX_BLOCKS)
+    _log(result)
+    if note_finished:
+        run_finished(label, chain.name)
+    metrics.crawl_observed(
+        chain=chain.name,
+        crawler=label,
+        blocks=result.blocks,
+        round_trips=client.round_trips - trips_before,
+        held=result.held,
+        tip=result.tip,
+        cursor=result.cursor,
+        lag_seconds=lag_seconds(client, result.cursor, result.tip),
+    )
+    if result.tip is not None:
+        tip_note(chain.name, label, result.tip)
+    if result.more_to_do and result.cursor is not None and result.tip is not None:  # more_to_do implies both
+        catch_up_record(
+            chain=chain.name,
+            label=label,
             cursor=result.cursor,
-            lag_seconds=lag_seconds(client, result.cursor, result.tip),
+            tip=result.tip,
+            blocks=result.blocks,
+            seconds=time.monotonic() - started,
         )
-        if result.more_to_do and result.cursor is not None and result.tip is not None:  # more_to_do implies both
-            catch_up_record(
-                chain=settings_.name,
-                label=label,
-                cursor=result.cursor,
-                tip=result.tip,
-                blocks=result.blocks,
-                seconds=time.monotonic() - started,
-            )
-        elif result.held is None:
-            catch_up_clear(settings_.name, label)
+    elif result.held is None:
+        catch_up_clear(chain.name, label)
     return result
 
 

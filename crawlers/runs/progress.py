@@ -11,10 +11,12 @@ import contextlib
 import json
 import logging
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import Any
 
 from redis.exceptions import RedisError
 
+from crawlers.models import FINALIZED, LATEST
 from dws_project.redis_client import get_redis
 
 logger = logging.getLogger("dws.crawlers")
@@ -73,3 +75,41 @@ def catch_up_status(chain: str, label: str) -> dict[str, Any] | None:
     data = json.loads(raw)
     data["behind"] = data["tip"] - data["cursor"]
     return data
+
+
+# --- where each crawler stands: following, catching up, or stuck ----------------------------------------
+
+FOLLOWING = "following"
+CATCHING_UP = "catching up"
+STUCK = "stuck"
+STATES = (FOLLOWING, CATCHING_UP, STUCK)
+# A crawler behind its tip whose cursor has not moved for this long is stuck (the finalized tag itself
+# moves every ~6.4 minutes, in jumps of 32 blocks, so its crawler gets more slack).
+STUCK_AFTER = {LATEST: timedelta(minutes=5), FINALIZED: timedelta(minutes=20)}
+# Within this many blocks of its tip a crawler is following it (the peers' bar: never more than 5 behind).
+FOLLOWING_BLOCKS = 5
+TIP_KEY = "dws:crawl-tip:{chain}:{label}"
+TIP_TTL_SECONDS = 86400  # a tip seen a day ago still says the chain had moved past a cursor standing still
+
+
+def crawler_state(label: str, *, cursor: int, tip: int, since_moved: timedelta) -> str:
+    """The one rule /health and the metrics tell a crawler's state by: stuck when it is behind its tip and
+    its cursor has not moved for STUCK_AFTER; else following within FOLLOWING_BLOCKS; else catching up."""
+    behind = tip - cursor
+    if behind > 0 and since_moved > STUCK_AFTER.get(label, STUCK_AFTER[LATEST]):
+        return STUCK
+    return FOLLOWING if behind <= FOLLOWING_BLOCKS else CATCHING_UP
+
+
+def tip_note(chain: str, label: str, tip: int) -> None:
+    """The tip a crawler (or the head follower) last saw, for the metrics' state (they ask no provider)."""
+    with contextlib.suppress(RedisError):
+        get_redis().set(TIP_KEY.format(chain=chain, label=label), str(tip), ex=TIP_TTL_SECONDS)
+
+
+def tip_noted(chain: str, label: str) -> int | None:
+    try:
+        raw = get_redis().get(TIP_KEY.format(chain=chain, label=label))
+    except RedisError:
+        return None
+    return int(raw) if raw else None

@@ -53,6 +53,8 @@ def test_a_fresh_campaign_is_open_in_the_first_tier(api):
                 "stable_coins": COINS,
             }
         ],
+        "pending_total": "0.00",
+        "pending_donations": 0,
     }
     assert body["ts"].endswith("Z")
     assert response["Cache-Control"] == "public, max-age=10"

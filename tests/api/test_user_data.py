@@ -55,7 +55,8 @@ def test_a_donor_sees_donations_oldest_first_with_the_documented_scales(api):
 
     body = api.get(f"/user/data/{DONOR}").json()
 
-    receipt = ("chain", "block_number", "eth_price", "seen_at", "confirmed_at")  # test_a_donation_carries_its_receipt
+    # test_a_donation_carries_its_receipt; block_replaced: tests/crawlers/runs/test_block_replaced.py
+    receipt = ("chain", "block_number", "eth_price", "seen_at", "confirmed_at", "block_replaced")
     assert [{k: v for k, v in d.items() if k not in receipt} for d in body["donations"]] == [
         {
             "tx_hash": "0xf98c0fe5c1bf72cad294c5ba60ca5b62d3d519fe7cc71cc3cdfb064892fa90e2",
@@ -211,3 +212,18 @@ def test_the_answer_may_be_cached_for_a_few_seconds(api):
     response = api.get(f"/user/data/{DONOR}")
 
     assert response["Cache-Control"] == "public, max-age=5"
+
+
+def test_a_poll_that_finds_nothing_new_costs_no_body(api):
+    """Issue 36: the page polls a donor's data every second after a donation; an unchanged answer is a 304."""
+    make_donation(DONOR, status="unconfirmed")
+    first = api.get(f"/user/data/{DONOR}")
+    etag = first["ETag"]
+
+    again = api.get(f"/user/data/{DONOR}", HTTP_IF_NONE_MATCH=etag)
+    assert (again.status_code, again.content) == (304, b"")
+
+    Donation.objects.update(status=DonationStatus.CONFIRMED)
+    changed = api.get(f"/user/data/{DONOR}", HTTP_IF_NONE_MATCH=etag)
+    assert changed.status_code == 200
+    assert changed.json()["donations"][0]["status"] == "confirmed"

@@ -74,3 +74,35 @@ def test_the_confirmation_time_is_kept_on_the_row_once():
     donations_confirm(donation_ids=[row.id], tiers=tiers)
     row.refresh_from_db()
     assert row.confirmed_at == first
+
+
+def staked_then_reverted(kept_usd: str | None, reverted_usd: str, stake: int) -> UserData:
+    """The donor's donations confirmed, `stake` tokens staked, then the `reverted_usd` one reverts (a lying
+    provider's receipt corrected by the finalized one): the donor's row after it."""
+    from donations.staking import stake_add
+    from donations.totals import Deltas, stats_recompute
+
+    tiers = settings.CONFIG.sale_tiers
+    kept = [recorded("0x" + "05" * 32, kept_usd)] if kept_usd else []
+    reverted = recorded("0x" + "06" * 32, reverted_usd)
+    donations_confirm(donation_ids=[d.id for d in [*kept, reverted]], tiers=tiers)
+    stake_add(address=DONOR, amount=stake)
+    reverted.refresh_from_db()
+    Donation.objects.filter(id=reverted.id).update(status="failed")
+    deltas = Deltas()
+    deltas.add(reverted, -1)
+    deltas.apply()
+    stats_recompute(stats=DonationStats.objects.get(), tiers=tiers)
+    return UserData.objects.get(address=DONOR)
+
+
+def test_a_confirmed_donation_that_reverts_leaves_no_more_staked_than_the_donor_still_has():
+    """Issue 36: the donor staked everything; one confirmed donation then reverts. Staked tokens must not
+    exceed the tokens the donor still has."""
+    donor = staked_then_reverted("5", "10", stake=15_000)
+    assert (donor.tokens, donor.staked, donor.status) == (5_000, 5_000, "staked")
+
+
+def test_a_revert_that_takes_every_token_ends_the_stake():
+    donor = staked_then_reverted(None, "10", stake=4_000)
+    assert (donor.tokens, donor.staked, donor.status) == (0, 0, "none")

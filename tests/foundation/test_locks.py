@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from dws_project.locks import is_running
+from dws_project.locks import exclusive_run, is_running
+from tests.ops.processes import process_environment
 from tests.processes import PYTHON, ROOT
 
 UNTIL_RELEASED = -1  # the holder works until `release` (tests/lock_holder.py)
@@ -86,3 +87,30 @@ def test_a_killed_holder_frees_the_lock_after_its_ttl(job: str) -> None:
     later = start_job(job, hold=0, ttl=5)
     assert first_line(later) == "acquired"
     assert later.wait(timeout=30) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_holders_lock_is_taken_over_at_once_not_after_its_ttl(job: str) -> None:
+    """Issue 36: a worker SIGKILLed mid-run must not keep its crawlers from running again for the lock's TTL.
+    The holder's PostgreSQL session dies with it; a contender that finds it gone takes the lock over."""
+    holder = subprocess.Popen(
+        [PYTHON, "-m", "tests.lock_holder", job, "600", "120"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=process_environment(),
+    )
+    assert first_line(holder) == "acquired"
+    with exclusive_run(job, ttl=120) as acquired:
+        assert not acquired  # a live holder keeps its lock
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=10)
+    killed_at = time.monotonic()
+
+    while True:
+        with exclusive_run(job, ttl=120) as acquired:
+            if acquired:
+                break
+        assert time.monotonic() - killed_at < 10, "the dead holder's lock still blocks (its TTL is 120 s)"
+        time.sleep(0.2)
+    assert not is_running(job)

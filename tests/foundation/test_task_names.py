@@ -14,6 +14,7 @@ from dws_project.celery import app
 # module must not change its name: change this list only together with a migration plan for the queues.
 TASK_NAMES = {
     "crawlers.crawl_latest",
+    "crawlers.follow_head",  # issue 36: the head follower, one lease per chain
     "crawlers.crawl_finalized",
     "crawlers.crawl_old_unconfirmed",
     "crawlers.reconcile_last_day",

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from django.urls import reverse
 from dws_project import metrics, metrics_collectors
 from tests.chain import ROOT
 from tests.manual import page_text
+from tests.ops.processes import os_port
 
 DEPLOY = ROOT / "deploy"
 COMPOSE = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
@@ -220,3 +224,44 @@ def test_an_overdue_crawler_is_an_alert():
     rules = yaml.safe_load((DEPLOY / "prometheus/alerts.yml").read_text())["groups"][0]["rules"]
     (overdue,) = [r for r in rules if "dws_crawler_overdue" in r["expr"]]
     assert overdue["labels"]["severity"] == "critical"
+
+
+# --- make run's banner (issue 36): "dws is running" only once the web process answers ------------------
+
+
+def _slow_web(port: int, delay: float) -> subprocess.Popen[bytes]:
+    """A web process that starts answering only after `delay` seconds."""
+    code = (
+        "import http.server, time\n"
+        f"time.sleep({delay})\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.end_headers(); self.wfile.write(b'ok')\n"
+        "    def log_message(self, *a): pass\n"
+        f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def _wait_for_web(url: str, pid: int) -> subprocess.CompletedProcess[str]:
+    script = f"source deploy/local-env.sh && wait_for_web {url} {pid} && echo answered"
+    return subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=90, check=False)
+
+
+def test_make_run_says_it_is_running_only_once_the_web_process_answers():
+    run_local = (DEPLOY / "run-local.sh").read_text()
+    assert run_local.index("wait_for_web ") < run_local.index('echo "dws is running')
+    port = os_port()
+    web = _slow_web(port, delay=1.5)
+    try:
+        started = time.monotonic()
+        result = _wait_for_web(f"http://127.0.0.1:{port}/live", web.pid)
+        assert result.stdout.strip() == "answered", result.stderr
+        assert time.monotonic() - started >= 1.4
+    finally:
+        web.kill()
+        web.wait()
+    # a web process that dies before it answers: make run stops instead of announcing a dead page
+    dead = _wait_for_web(f"http://127.0.0.1:{port}/live", web.pid)
+    assert dead.returncode != 0
+    assert "exited before it answered" in dead.stderr

@@ -9,6 +9,8 @@ from django.core.management.base import CommandError
 from crawlers.models import CHAIN, LATEST
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
+from crawlers.runs.operator import job_name
+from dws_project.locks import exclusive_run
 from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
@@ -40,3 +42,15 @@ def test_without_an_answer_about_the_head_nothing_moves(node, settings):
         with pytest.raises(CommandError, match="did not say where its head is"):
             call_command("set_cursor", "latest", "1")
     assert cursor_get(chain=CHAIN, label=LATEST) is None
+
+
+def test_the_runbook_moves_the_latest_cursor_while_the_head_follower_holds_its_lease(node, capsys):
+    """Issue 36: the head follower holds the chain's latest lock for minutes at a time, between its runs too;
+    the stuck-block runbook's set_cursor must still move the cursor between two blocks (the PostgreSQL lock,
+    held for each run, is what keeps it from writing beside one)."""
+    crawl(LATEST)
+    head = node.mine(2)
+    with exclusive_run(job_name(LATEST, CHAIN)) as following:
+        assert following
+        call_command("set_cursor", "latest", str(head))
+    assert cursor_get(chain=CHAIN, label=LATEST).value == head

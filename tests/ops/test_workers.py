@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -22,7 +23,7 @@ from dws_project.redis_client import get_redis
 from prices.models import ETH, Price
 from prices.tasks import fetch_prices
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.ops.processes import ONE_POST_AT_A_TIME, process_environment, worker
+from tests.ops.processes import ONE_POST_AT_A_TIME, Process, beat, process_environment, worker
 from tests.rpc_proxy import RpcProxy
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -139,3 +140,61 @@ def test_sigterm_stops_a_long_crawl_between_blocks_and_the_worker_exits(
             break
     assert cursor() == node.head()
     assert Donation.objects.filter(tx_hash=late).count() == 1
+
+
+def test_beat_starts_the_head_follower_it_confirms_on_the_finalized_tag_and_sigterm_ends_it(
+    node, tmp_path, eth_prices, crawl_config
+):
+    """Issue 36, as an operator runs dws: beat (re)starts the head follower on the crawlers' worker, which
+    records a donation as its block appears and queues the finalized crawler when the tag moves (confirmed
+    long before the finalized beat's first minute); SIGTERM ends the follower between blocks and the worker
+    exits. About 25 s: a worker and beat start on a loaded machine, beat's first tick comes after 5 s."""
+    DonationStats.objects.get_or_create()
+    get_redis().flushdb()
+    env = process_environment(ETH_RPC_URL=node.url, DWS_START_BLOCK=str(node.head() + 1))
+    running = worker("following", "crawlers,celery", env, tmp_path, concurrency=3)
+    scheduler = beat(env, tmp_path)
+    try:
+        wait_until(
+            lambda: "follow latest on eth: block time" in running.text(), describe="the follower", log=running.text
+        )
+        tx = node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER)
+        wait_until(lambda: Donation.objects.filter(tx_hash=tx).exists(), describe="the row", log=running.text)
+        node.mine(2)  # the tag covers the donation's block
+        wait_until(
+            lambda: Donation.objects.filter(tx_hash=tx, status="confirmed").exists(),
+            timeout=30,
+            describe="the confirmation",
+            log=running.text,
+        )
+        running.process.send_signal(signal.SIGTERM)
+        exit_code = running.process.wait(timeout=60)
+    finally:
+        scheduler.stop()
+        running.stop()
+    log = running.text()
+    assert exit_code == 0, log[-3000:]
+    assert "follow latest on eth: shutdown" in log
+    assert "Traceback" not in log
+
+
+def test_the_foreground_follower_records_the_head_and_ends_on_sigterm(node, tmp_path, eth_prices, crawl_config):
+    """`manage.py crawl latest --follow` is the same loop in the foreground: it records a donation as its block
+    appears, and SIGTERM ends it between blocks with a clean exit."""
+    DonationStats.objects.get_or_create()
+    get_redis().flushdb()
+    env = process_environment(ETH_RPC_URL=node.url, DWS_START_BLOCK=str(node.head() + 1))
+    command = [sys.executable, "manage.py", "crawl", "latest", "--follow"]
+    follower = Process("follow", command, env, tmp_path / "follow.log")
+    try:
+        follower.wait_log("follow latest on eth: block time")
+        tx = node.send_eth(ACCOUNTS[4], DONATION_ADDRESS, ETHER)
+        follower.wait_for(lambda: Donation.objects.filter(tx_hash=tx).exists(), 60, "the donation's row")
+        follower.process.send_signal(signal.SIGTERM)
+        exit_code = follower.process.wait(timeout=30)
+    finally:
+        follower.stop()
+    log = follower.text()
+    assert exit_code == 0, log[-3000:]
+    assert "follow latest on eth: shutdown" in log
+    assert "Traceback" not in log

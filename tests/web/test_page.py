@@ -148,7 +148,8 @@ def test_the_page_tells_its_scripts_which_chain_to_expect(page, settings, client
         ],
         "chainLabels": {"eth": "local dev chain (anvil)"},
         "pageSize": 10,
-        "pendingRefreshSeconds": 15,
+        "pendingRefreshSeconds": 5,
+        "sentRefreshSeconds": 1,
         "explorers": {},  # no DWS_EXPLORER_URL
     }
     # one chain: the page looks as before several chains, without a network choice or column

@@ -15,7 +15,7 @@ from donations.models import Donation
 from prices.services import fetch_prices
 from tests.api.support import make_donation
 from tests.configs import configured
-from tests.web.browser import PHONE, assert_no_script_errors
+from tests.web.browser import PHONE, ApiLog, assert_no_script_errors
 from tests.web.pages import DONOR, USDC, connect, run_crawlers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("campaign_row")]
@@ -96,4 +96,39 @@ def test_without_an_explorer_the_hash_is_shown_unlinked_and_a_capped_donation_sa
     expect(receipt).to_contain_text(capped.tx_hash)
     expect(receipt.locator("a")).to_have_count(0)
     expect(receipt).to_contain_text("0 $DWS: the sale had sold out when it was confirmed")
+    assert_no_script_errors(page)
+
+
+def test_the_page_shows_a_sent_donation_once_recorded_and_says_when_its_block_was_replaced(
+    live_server, wallet_page, dev_chain, eth_price
+) -> None:
+    """Issue 36: after sending, the page looks for the donor's own donation every second (a conditional GET)
+    until the crawlers have recorded it, so it shows up within about a second of the head follower's row; a
+    pending donation whose block a re-org replaced says so, in the donor's words (the campaign's pending figure
+    leaving it: tests/crawlers/runs/test_block_replaced.py)."""
+    chain = dev_chain
+    page = wallet_page(rpc_url=chain.url, account=DONOR)
+    api = ApiLog(page)
+    page.goto(live_server.url)
+    connect(page, DONOR)
+    page.locator("#amount").press_sequentially("0.25")
+    page.click("#donate")
+    expect(page.locator("#tx-hash")).to_have_text(re.compile(r"^0x[0-9a-f]{64}$"))
+    tx = page.locator("#tx-hash").inner_text()
+    polls_before = api.gets(f"/user/data/{DONOR}")
+    page.wait_for_timeout(2_500)  # not recorded yet: the page keeps looking, once a second
+    assert api.gets(f"/user/data/{DONOR}") >= polls_before + 2
+
+    fetch_prices()
+    crawl("latest")
+    expect(page.locator("#tx-status")).to_have_attribute("data-phase", "unconfirmed", timeout=5_000)
+
+    chain.reorg(1, [])  # its block replaced by one without it ...
+    chain.mine(3)  # ... and finalized
+    crawl("finalized")
+    assert Donation.objects.get(tx_hash=tx).status == "unconfirmed"
+    replaced = "its block was replaced; waiting to see whether it is mined again"
+    expect(page.locator("#tx-status")).to_contain_text(replaced, timeout=15_000)
+    expect(page.locator(f'tr[data-receipt-for="{tx}"]')).to_contain_text(replaced)
+    expect(page.locator(f'tr[data-tx-hash="{tx}"] .status')).to_have_text("pending: block replaced")
     assert_no_script_errors(page)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import CommandError, call_command
 
 from crawlers.models import CHAIN, FINALIZED, LATEST
 from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from crawlers.runs.operator import job_name
-from crawlers.tasks import crawl_finalized, crawl_latest
+from crawlers.tasks import crawl_finalized, crawl_latest, follow_head_task
 from donations.models import Donation
 from dws_project.locks import exclusive_run
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -34,6 +37,28 @@ def test_without_dws_start_block_a_first_run_starts_at_the_head(node, settings):
     call_command("crawl", "latest", "--once")
     assert cursor_get(chain=CHAIN, label=LATEST).value == head
     assert not Donation.objects.exists()
+
+
+def test_a_fresh_installs_finalized_crawler_waits_for_the_tag_to_reach_its_start_without_a_warning(
+    node, settings, caplog
+):
+    """Issue 36: without DWS_START_BLOCK both crawlers start at the head, and the finalized tag reaches it only
+    ~13 minutes later (64 blocks on Ethereum). Until then the finalized crawler has nothing to do: no hold, no
+    WARNING (it warned "behind our cursor" on every run); a node that falls behind a block we crawled still
+    warns."""
+    settings.CONFIG = configured(settings.CONFIG, start_block=None)
+    node.mine(5)
+    caplog.set_level(logging.INFO, logger="dws.crawlers")
+
+    first, second = crawl(FINALIZED), crawl(FINALIZED)
+
+    assert (first.held, second.held) == (None, None)
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.head() - 1
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "waiting for the finalized block to reach" in caplog.text
+
+    node.mine(3)  # the tag passes the start: crawled as usual
+    assert crawl(FINALIZED).cursor == node.finalized()
 
 
 def test_set_cursor_moves_only_the_named_crawler(node, capsys):
@@ -93,10 +118,11 @@ def test_beat_runs_old_unconfirmed_every_15_minutes_and_reconcile_daily():
     assert schedule["every-1d-reconcile-eth"]["kwargs"] == {"chain": "eth"}
 
 
-def test_beat_runs_latest_every_12_seconds_and_finalized_every_minute():
+def test_beat_restarts_the_head_follower_every_5_seconds_and_runs_finalized_every_minute():
     schedule = django_settings.CELERY_BEAT_SCHEDULE
-    assert schedule["every-12s-crawl-latest-eth"]["task"] == crawl_latest.name
-    assert schedule["every-12s-crawl-latest-eth"]["schedule"] == 12.0
+    assert schedule["every-5s-follow-head-eth"]["task"] == follow_head_task.name
+    assert schedule["every-5s-follow-head-eth"]["schedule"] == 5.0
+    assert schedule["every-5s-follow-head-eth"]["options"]["expires"] <= 5
     assert schedule["every-60s-crawl-finalized-eth"]["task"] == crawl_finalized.name
     assert schedule["every-60s-crawl-finalized-eth"]["options"]["expires"] <= 60
 
@@ -111,3 +137,10 @@ def test_the_debug_data_store_keeps_the_raw_blocks_and_receipts(node, settings, 
     assert (tmp_path / "debug" / "eth" / f"latest-{block}.json").exists()
     assert (tmp_path / "debug" / "eth" / f"txr-{tx}.json").exists()
     assert Donation.objects.get().tx_hash == tx
+
+
+def test_follow_is_the_latest_crawlers_alone():
+    with pytest.raises(CommandError, match="--follow is the latest crawler's"):
+        call_command("crawl", "finalized", "--follow")
+    with pytest.raises(CommandError):
+        call_command("crawl", "latest", "--follow", "--once")  # one mode at a time

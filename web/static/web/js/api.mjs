@@ -90,6 +90,9 @@ export async function getCampaign({ fresh = false } = {}) {
   const d = await request(PATHS.campaign, { fresh });
   return {
     raisedUsd: d.total,
+    // seen by the crawlers, not confirmed yet (a re-org's replaced blocks left out): moves within a block
+    pendingUsd: d.pending_total ?? "0",
+    pendingDonations: d.pending_donations ?? 0,
     tokensSold: d.tokens,
     status: d.status, // "open" | "closed" | "paused"
     tokenPrice: d.token_price,
@@ -146,6 +149,8 @@ export async function getUserData(address, { limit, offset, fresh = false }) {
       ethPrice: x.eth_price ?? null,
       seenAt: x.seen_at,
       confirmedAt: x.confirmed_at ?? null,
+      // unconfirmed, and the finalized chain has another block at its height: it may still be mined again
+      blockReplaced: x.block_replaced === true,
     })),
     user: userSummary(d.user_data ?? {}),
   };

@@ -45,12 +45,15 @@ export function renderCampaign() {
   apiStatus.dataset.state = down ? "down" : "up";
   show(apiStatus, Boolean(down));
   if (down) {
-    apiStatus.textContent = "The sale service (API) is not reachable right now, so figures and donating are unavailable. The page keeps retrying every minute.";
+    apiStatus.textContent = "The sale service (API) is not reachable right now, so figures and donating are unavailable. The page keeps retrying.";
   }
   status.dataset.status = c ? c.status : down ? "unavailable" : "loading";
   status.textContent = c ? SALE_STATUS_TEXT[c.status] ?? c.status : down ? "Status unavailable" : "loading…";
   if (!c) return;
   $("raised").textContent = money.formatUsd(c.raisedUsd);
+  const pending = $("raised-pending");
+  show(pending, c.pendingDonations > 0);
+  pending.textContent = c.pendingDonations > 0 ? `+ ${money.formatUsd(c.pendingUsd)} pending` : "";
   $("tokens-sold").textContent = money.formatNumber(c.tokensSold);
   $("sale-cap").textContent = money.formatNumber(c.saleCap);
   $("tier").textContent = String(c.tier);

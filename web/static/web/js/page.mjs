@@ -5,6 +5,7 @@ import * as wallet from "./wallet.mjs";
 
 export const config = JSON.parse(document.getElementById("dws-config").textContent);
 export const ETH_PRICE_EVERY_MS = 60_000;
+export const CAMPAIGN_EVERY_MS = 10_000; // /donation/data's max-age
 // What a chain the wallet is on is called when the page does not offer it.
 const CHAIN_NAMES = {
   1: "Ethereum mainnet",

@@ -4,6 +4,9 @@
 import * as money from "./money.mjs";
 import { chainLabel, config } from "./page.mjs";
 
+/** A pending donation whose block a re-org replaced (the finalized crawler passed it without the donation). */
+export const BLOCK_REPLACED = "its block was replaced; waiting to see whether it is mined again";
+
 function when(ts) {
   return `${ts.replace("T", " ").replace("Z", "")} UTC`;
 }
@@ -63,7 +66,9 @@ export function receiptRow(d) {
       ? `Confirmed ${d.confirmedAt ? when(d.confirmedAt) : "(time not recorded)"} in finalized block ${d.blockNumber}`
       : d.status === "failed"
         ? `Failed (block ${d.blockNumber})`
-        : `Not confirmed yet: block ${d.blockNumber} is not finalized`;
+        : d.blockReplaced
+          ? `Not confirmed: ${BLOCK_REPLACED} (it was in block ${d.blockNumber})`
+          : `Not confirmed yet: block ${d.blockNumber} is not finalized`;
   td.append(
     part(`Chain: ${chainLabel(d.chain)}`),
     tx,

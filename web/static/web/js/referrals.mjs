@@ -21,9 +21,10 @@ export function readAffiliateCode() {
 export async function attributeToAffiliate(hash, chain) {
   const code = state.affiliate.code;
   if (!code || !state.account) return;
-  // A visitor who said "No thanks" to the code (or whose code the service refused) is not asked again.
-  const answer = answerFor(state.account, code);
-  if (answer === "dismissed" || answer === "refused") return;
+  // The code is passed after every donation (seed 000; the FAQ says so), also when the visitor said "No
+  // thanks" to linking the wallet itself: that answer was about the wallet, not this donation. Only a code
+  // the service refused (unknown, or the donor's own) is not tried again.
+  if (answerFor(state.account, code) === "refused") return;
   state.affiliate.retryHash = null;
   state.affiliate.retryChain = null;
   state.affiliate.message = `Referral code ${code}: please sign the message in your wallet to link this donation to it (free, no transaction).`;

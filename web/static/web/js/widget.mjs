@@ -18,6 +18,7 @@ import {
   state,
   walletErrorText,
 } from "./page.mjs";
+import { BLOCK_REPLACED } from "./receipts.mjs";
 import { attributeToAffiliate } from "./referrals.mjs";
 import { loadUserData } from "./tokens.mjs";
 import * as wallet from "./wallet.mjs";
@@ -269,6 +270,7 @@ const TX_PHASE_TEXT = {
   mined: "Mined in block {block}. Your donation is recorded as pending and is credited when the block is finalized (about 15 minutes).",
   reverted: "The transaction failed on chain (reverted): nothing was donated.",
   unconfirmed: "Recorded, waiting for the block to be finalized.",
+  replaced: `Recorded, but ${BLOCK_REPLACED}.`,
   confirmed: "Confirmed: {tokens} $DWS credited.",
   failed: "The donation failed: it is not on the finalized chain.",
 };
@@ -349,7 +351,8 @@ export function renderTx() {
   const recorded = state.donations.find(
     (d) => d.chain === state.tx.chain && d.txHash.toLowerCase() === hash.toLowerCase(),
   );
-  const phase = recorded && state.tx.phase !== "reverted" ? recorded.status : state.tx.phase;
+  const recordedPhase = recorded?.blockReplaced ? "replaced" : recorded?.status;
+  const phase = recorded && state.tx.phase !== "reverted" ? recordedPhase : state.tx.phase;
   const text = (TX_PHASE_TEXT[phase] ?? phase)
     .replace("{block}", String(state.tx.blockNumber ?? "?"))
     .replace("{tokens}", recorded ? money.formatNumber(recorded.tokens) : "");
