@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('donations', '0013_chains'),
+        ('donations', '0014_proof_csv'),
     ]
 
     operations = [
