@@ -267,9 +267,10 @@ CELERY_BEAT_SCHEDULE.update(
 # under its own locks in parallel. The latest crawler is the head follower (issue 36): a task that holds the
 # chain's latest lock for a lease of minutes and crawls each block as it appears; beat (re)starts it every
 # 5 s (a copy finding the lock held ends at once), so a killed worker's chains are followed again within
-# seconds of its return. The follower also queues the finalized crawler whenever the finalized tag moves;
-# the minute's beat is the safety net. The old-unconfirmed judge every 15 minutes (issue #4); reconcile the
-# last day once a day.
+# seconds of its return. The latest crawler's own 12 s run (DESIGN's `every-12s-crawl-latest-<chain>`) stays
+# as the safety net of a worker without room for a follower: while the follower holds the lock it skips. The
+# follower also queues the finalized crawler whenever the finalized tag moves; the minute's beat is the
+# safety net. The old-unconfirmed judge every 15 minutes (issue #4); reconcile the last day once a day.
 for _name in CONFIG.chain_names:
     CELERY_BEAT_SCHEDULE.update(
         {
@@ -278,6 +279,12 @@ for _name in CONFIG.chain_names:
                 "schedule": 5.0,
                 "kwargs": {"chain": _name},
                 "options": {"expires": 5},
+            },
+            f"every-12s-crawl-latest-{_name}": {
+                "task": "crawlers.crawl_latest",
+                "schedule": 12.0,
+                "kwargs": {"chain": _name},
+                "options": {"expires": 12},
             },
             f"every-60s-crawl-finalized-{_name}": {
                 "task": "crawlers.crawl_finalized",

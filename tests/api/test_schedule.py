@@ -75,6 +75,7 @@ def test_beat_has_one_entry_per_chain_and_crawler_job_named_with_the_chain():
     schedule = json.loads(result.stdout.strip().splitlines()[-1])
     for chain in ("eth", "base", "arb"):
         assert schedule[f"every-5s-follow-head-{chain}"] == ["crawlers.follow_head", {"chain": chain}]
+        assert schedule[f"every-12s-crawl-latest-{chain}"] == ["crawlers.crawl_latest", {"chain": chain}]
         assert schedule[f"every-60s-crawl-finalized-{chain}"] == ["crawlers.crawl_finalized", {"chain": chain}]
         assert schedule[f"every-15m-crawl-old-unconfirmed-{chain}"] == [
             "crawlers.crawl_old_unconfirmed",
@@ -84,4 +85,4 @@ def test_beat_has_one_entry_per_chain_and_crawler_job_named_with_the_chain():
     # the campaign's jobs stay one each
     assert schedule["every-1m-fetch-prices"][0] == "prices.fetch_prices"
     assert "every-5s-follow-head" not in schedule  # no entry without its chain
-    assert not [name for name in schedule if "crawl-latest" in name]  # the follower is the latest crawler
+    assert "every-12s-crawl-latest" not in schedule

@@ -123,6 +123,9 @@ def test_beat_restarts_the_head_follower_every_5_seconds_and_runs_finalized_ever
     assert schedule["every-5s-follow-head-eth"]["task"] == follow_head_task.name
     assert schedule["every-5s-follow-head-eth"]["schedule"] == 5.0
     assert schedule["every-5s-follow-head-eth"]["options"]["expires"] <= 5
+    # DESIGN's latest crawler entry stays, the safety net of a worker without room for a follower
+    assert schedule["every-12s-crawl-latest-eth"]["task"] == crawl_latest.name
+    assert schedule["every-12s-crawl-latest-eth"]["options"]["expires"] <= 12
     assert schedule["every-60s-crawl-finalized-eth"]["task"] == crawl_finalized.name
     assert schedule["every-60s-crawl-finalized-eth"]["options"]["expires"] <= 60
 
