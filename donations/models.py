@@ -199,7 +199,9 @@ class UserData(models.Model):
         return self.address
 
 
-# Webhook models live in their own module; imported here so the donations app owns their migrations.
+# The refund register and the webhook models live in their own modules; imported here so the donations app
+# owns their migrations.
+from donations.refund_models import Refund, UnmatchedPayout  # noqa: E402,F401
 from donations.webhook_models import (  # noqa: E402,F401
     WebhookAttempt,
     WebhookDelivery,

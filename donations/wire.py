@@ -90,3 +90,32 @@ def inflow_public(inflow: Any) -> dict[str, Any]:
         "amount": decimal_text(Decimal(inflow.amount).normalize()),
         "recorded_at": utc_second_text(inflow.created_at),
     }
+
+
+def refund_public(refund: Any) -> dict[str, Any]:
+    """A refund register row as the `refund.owed` / `refund.paid` webhooks carry it: who is owed what on which
+    chain, why, what brought the money, and (paid) the transfer that paid it. `amount` in the asset's units
+    without trailing zeros, `amount_raw` in wei or the token's base units."""
+    paid = None
+    if refund.status == "paid":
+        paid = {
+            "tx_hash": refund.paid_tx_hash,
+            "log_index": refund.paid_log_index,
+            "trace_address": refund.paid_trace_address or None,
+            "block_number": refund.paid_block_number,
+        }
+    return {
+        "id": refund.pk,
+        "chain": refund.chain,
+        "donor": refund.donor,
+        "asset": refund.asset,
+        "contract": refund.contract or None,
+        "decimals": refund.decimals,
+        "amount": decimal_text(Decimal(refund.amount).normalize()),
+        "amount_raw": str(refund.amount_raw),
+        "reason": refund.reason,
+        "status": refund.status,
+        "source_tx_hash": refund.source_tx_hash or None,
+        "source_log_index": refund.source_log_index,
+        "paid": paid,
+    }

@@ -65,6 +65,11 @@ def _eip55(body: str) -> str:
     return "".join(c.upper() if int(d, 16) >= 8 else c for c, d in zip(lower, digest[:40], strict=True))
 
 
+def checksum_address(address: str) -> str:
+    """A 0x address in its EIP-55 checksummed spelling (what wallets and the Safe's tools show)."""
+    return "0x" + _eip55(address.removeprefix("0x"))
+
+
 def parse_address(value: str) -> str:
     """A 0x address, lower-cased; mixed case must carry a valid EIP-55 checksum."""
     value = value.strip()
@@ -121,6 +126,38 @@ def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
     if len({c.contract for c in coins}) != len(coins):
         raise ValueError("a contract is listed twice")
     return tuple(coins)
+
+
+_STRAY_ASSET = re.compile(r"[a-z][a-z0-9.]{0,15}")
+STRAY_TOKEN_DECIMALS = range(0, 37)  # an ERC-20's decimals is a uint8; 36 is beyond any real token's
+
+
+def parse_stray_tokens(value: str) -> tuple[StableCoin, ...]:
+    """DWS_STRAY_TOKENS: well-known tokens the sale does not take, `asset:contract:decimals` like
+    DWS_STABLE_COINS (any lower-case name: `dai`, `usdc.e`, `weth`), or `none`."""
+    if value.strip().lower() == "none":
+        return ()
+    tokens: list[StableCoin] = []
+    for position, entry in enumerate((e.strip() for e in value.split(",") if e.strip()), start=1):
+        parts = entry.split(":")
+        if len(parts) != 3:
+            raise ValueError(f"entry {position} is not asset:contract:decimals")
+        asset, contract, decimals_text = (p.strip() for p in parts)
+        if not _STRAY_ASSET.fullmatch(asset):
+            raise ValueError(f"entry {position}: {asset!r} is not a token name (lower case letters, digits, dots)")
+        try:
+            contract = parse_address(contract)
+        except ValueError as exc:
+            raise ValueError(f"entry {position} ({asset}): contract {exc}") from None
+        decimals = whole_number(decimals_text, max_digits=2)
+        if decimals is None or decimals not in STRAY_TOKEN_DECIMALS:
+            raise ValueError(f"entry {position} ({asset}): decimals must be a whole number from 0 to 36")
+        tokens.append(StableCoin(asset=asset, contract=contract, scale=decimals))
+    if not tokens:
+        raise ValueError("empty: list asset:contract:decimals entries, or none")
+    if len({t.asset for t in tokens}) != len(tokens) or len({t.contract for t in tokens}) != len(tokens):
+        raise ValueError("a token or a contract is listed twice")
+    return tuple(tokens)
 
 
 def parse_sale_params(value: str) -> tuple[SaleTier, ...]:
