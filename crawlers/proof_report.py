@@ -12,6 +12,10 @@ rest: value that arrived and is not a donation row (dust below the column's scal
 column rounds off, a paused sale's donations not confirmed yet). Reading them from the records rather than
 storing them means an operator's later "credit this transaction" moves the value from `unexplained` to
 `credited` without the published proof and the CSV ever disagreeing.
+
+Each range also lists the refunds paid by transfers in its blocks (the refund register, donations/refunds.py):
+for ETH and the coins they are part of its `left`; each names its transaction, its Transfer log or call frame,
+the recipient, the token and the raw amount, so a verifier can find the transfer on its own node.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from redis.exceptions import RedisError
 
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
 from donations.models import Donation, DonationStatus
-from donations.wire import inflow_public
+from donations.refund_models import Refund, RefundStatus
+from donations.wire import inflow_public, refund_paid_public
 from dws_project.config import Config
 from dws_project.wire import utc_second_text
 
@@ -161,7 +166,28 @@ def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
     )
     for inflow in inflows:
         unexplained.add(inflow["block_number"], inflow["asset"], int(inflow["total"]))
-    return [_range(chain, r, credited, unexplained) for r in page]
+    paid = _refunds_paid(chain, page)
+    return [{**_range(chain, r, credited, unexplained), "refunds": paid.get(r.pk, [])} for r in page]
+
+
+def _refunds_paid(chain: ChainAssets, page: list[ProofRange]) -> dict[int, list[dict[str, Any]]]:
+    """Per range of the page, the refunds paid by transfers in its blocks (part of its `left` for ETH and the
+    coins; a stray token's is outside the assets the proof accounts), in block order."""
+    firsts = [r.first_block for r in page]
+    found: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    rows = Refund.objects.filter(
+        chain=chain.chain,
+        status=RefundStatus.PAID,
+        paid_block_number__gte=page[0].first_block,
+        paid_block_number__lte=page[-1].last_block,
+    ).order_by("paid_block_number", "paid_tx_hash", "paid_log_index", "paid_trace_address", "id")
+    for refund in rows:
+        block = refund.paid_block_number
+        assert block is not None  # a paid row names its payment's block (refund_paid_names_its_payment)
+        at = bisect_right(firsts, block) - 1
+        if at >= 0 and block <= page[at].last_block:
+            found[page[at].pk].append(refund_paid_public(refund))
+    return found
 
 
 def _raw(amount: Decimal, decimals: int) -> int:

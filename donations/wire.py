@@ -32,6 +32,11 @@ DONATION_FIELDS = (
     "confirmed_at",
 )
 
+# /user/data adds to each donation its refund (`donation_refund`): what the refund register owes the donor for
+# it, and the transaction that paid it. Not in the webhooks' donation events (refund.owed and refund.paid
+# carry it when it happens).
+REFUND_FIELD = "refund"
+
 # When dws itself recorded and confirmed the row: shown to the donor, left out of webhook events (whose id,
 # and so whose content, must not change when a restored database records the same donation again).
 RECORDING_TIMES = ("seen_at", "confirmed_at")
@@ -118,4 +123,35 @@ def refund_public(refund: Any) -> dict[str, Any]:
         "source_tx_hash": refund.source_tx_hash or None,
         "source_log_index": refund.source_log_index,
         "paid": paid,
+    }
+
+
+def donation_refund(status: str | None, amount: str | None, paid_tx_hash: str | None) -> dict[str, str | None] | None:
+    """A donation's refund as /user/data shows it (the page's receipt: "refund owed", "refunded"), from the
+    refund row's status, amount (NUMERIC text) and paying transaction; None when the donation has none."""
+    if status is None or amount is None:
+        return None
+    return {
+        "status": status,
+        "amount": decimal_text(Decimal(amount).normalize()),
+        "tx_hash": paid_tx_hash or None,
+    }
+
+
+def refund_paid_public(refund: Any) -> dict[str, Any]:
+    """A paid refund as /proof.json lists it in the range holding its payment: everything a verifier needs to
+    find the transfer on chain (the transaction, the Transfer log or call frame, who received what token) and
+    where the money came from (the source transaction)."""
+    return {
+        "tx_hash": refund.paid_tx_hash,
+        "log_index": refund.paid_log_index,
+        "trace_address": refund.paid_trace_address or None,
+        "block_number": refund.paid_block_number,
+        "recipient": refund.donor,
+        "asset": refund.asset,
+        "contract": refund.contract or None,
+        "decimals": refund.decimals,
+        "amount_raw": str(refund.amount_raw),
+        "reason": refund.reason,
+        "source_tx_hash": refund.source_tx_hash or None,
     }

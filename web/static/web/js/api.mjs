@@ -146,6 +146,8 @@ export async function getUserData(address, { limit, offset, fresh = false }) {
       ethPrice: x.eth_price ?? null,
       seenAt: x.seen_at,
       confirmedAt: x.confirmed_at ?? null,
+      // what the sale owes back for it (confirmed at 0 tokens: sold out), and the transaction that paid it
+      refund: x.refund ? { status: x.refund.status, amount: x.refund.amount, txHash: x.refund.tx_hash ?? null } : null,
     })),
     user: userSummary(d.user_data ?? {}),
   };
