@@ -100,26 +100,32 @@ def parse_donation_address(value: str) -> str:
     return address
 
 
-def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
+def _token_list(
+    value: str, *, word: str, scales: range, unfit_asset: Callable[[str], str | None]
+) -> tuple[StableCoin, ...]:
+    """A comma list of `asset:contract:<word>` entries (DWS_STABLE_COINS, DWS_STRAY_TOKENS): each asset as
+    `unfit_asset` allows (it returns why not), its contract an address, its decimals in `scales`; no asset
+    or contract twice."""
     entries = [e.strip() for e in value.split(",") if e.strip()]
     if not entries:
-        raise ValueError("empty: list at least one asset:contract:scale entry")
+        raise ValueError(f"empty: list at least one asset:contract:{word} entry")
     coins: list[StableCoin] = []
     for position, entry in enumerate(entries, start=1):
         parts = entry.split(":")
         if len(parts) != 3:
-            raise ValueError(f"entry {position} is not asset:contract:scale")
+            raise ValueError(f"entry {position} is not asset:contract:{word}")
         asset, contract, scale_text = (p.strip() for p in parts)
-        if asset not in KNOWN_STABLE_COINS:
-            known = ", ".join(sorted(KNOWN_STABLE_COINS))
-            raise ValueError(f"entry {position}: unknown asset {asset!r} (known, lower case: {known})")
+        unfit = unfit_asset(asset)
+        if unfit is not None:
+            raise ValueError(f"entry {position}: {unfit}")
         try:
             contract = parse_address(contract)
         except ValueError as exc:
             raise ValueError(f"entry {position} ({asset}): contract {exc}") from None
         scale = whole_number(scale_text, max_digits=2)
-        if scale is None or scale not in STABLE_COIN_SCALES:
-            raise ValueError(f"entry {position} ({asset}): scale must be a whole number from 2 to 18")
+        if scale is None or scale not in scales:
+            bounds = f"from {scales[0]} to {scales[-1]}"
+            raise ValueError(f"entry {position} ({asset}): {word} must be a whole number {bounds}")
         coins.append(StableCoin(asset=asset, contract=contract, scale=scale))
     if len({c.asset for c in coins}) != len(coins):
         raise ValueError("an asset is listed twice")
@@ -128,8 +134,24 @@ def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
     return tuple(coins)
 
 
+def _unknown_stable_coin(asset: str) -> str | None:
+    if asset in KNOWN_STABLE_COINS:
+        return None
+    return f"unknown asset {asset!r} (known, lower case: {', '.join(sorted(KNOWN_STABLE_COINS))})"
+
+
+def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
+    return _token_list(value, word="scale", scales=STABLE_COIN_SCALES, unfit_asset=_unknown_stable_coin)
+
+
 _STRAY_ASSET = re.compile(r"[a-z][a-z0-9.]{0,15}")
 STRAY_TOKEN_DECIMALS = range(0, 37)  # an ERC-20's decimals is a uint8; 36 is beyond any real token's
+
+
+def _not_a_token_name(asset: str) -> str | None:
+    if _STRAY_ASSET.fullmatch(asset):
+        return None
+    return f"{asset!r} is not a token name (lower case letters, digits, dots)"
 
 
 def parse_stray_tokens(value: str) -> tuple[StableCoin, ...]:
@@ -137,27 +159,7 @@ def parse_stray_tokens(value: str) -> tuple[StableCoin, ...]:
     DWS_STABLE_COINS (any lower-case name: `dai`, `usdc.e`, `weth`), or `none`."""
     if value.strip().lower() == "none":
         return ()
-    tokens: list[StableCoin] = []
-    for position, entry in enumerate((e.strip() for e in value.split(",") if e.strip()), start=1):
-        parts = entry.split(":")
-        if len(parts) != 3:
-            raise ValueError(f"entry {position} is not asset:contract:decimals")
-        asset, contract, decimals_text = (p.strip() for p in parts)
-        if not _STRAY_ASSET.fullmatch(asset):
-            raise ValueError(f"entry {position}: {asset!r} is not a token name (lower case letters, digits, dots)")
-        try:
-            contract = parse_address(contract)
-        except ValueError as exc:
-            raise ValueError(f"entry {position} ({asset}): contract {exc}") from None
-        decimals = whole_number(decimals_text, max_digits=2)
-        if decimals is None or decimals not in STRAY_TOKEN_DECIMALS:
-            raise ValueError(f"entry {position} ({asset}): decimals must be a whole number from 0 to 36")
-        tokens.append(StableCoin(asset=asset, contract=contract, scale=decimals))
-    if not tokens:
-        raise ValueError("empty: list asset:contract:decimals entries, or none")
-    if len({t.asset for t in tokens}) != len(tokens) or len({t.contract for t in tokens}) != len(tokens):
-        raise ValueError("a token or a contract is listed twice")
-    return tuple(tokens)
+    return _token_list(value, word="decimals", scales=STRAY_TOKEN_DECIMALS, unfit_asset=_not_a_token_name)
 
 
 def parse_sale_params(value: str) -> tuple[SaleTier, ...]:
