@@ -26,8 +26,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from donations.models import Donation
-from donations.refund_models import PayoutStatus, Refund, RefundReason, RefundStatus, UnmatchedPayout
-from donations.refund_values import Payout, StrayTransfer, Token, asset_token
+from donations.refund_models import (
+    AMOUNT_DIGITS,
+    AMOUNT_PLACES,
+    PayoutStatus,
+    Refund,
+    RefundReason,
+    RefundStatus,
+    UnmatchedPayout,
+)
+from donations.refund_values import Payout, StrayTransfer, Token, asset_token, units
 from donations.webhook_models import WebhookEventType
 from donations.webhooks import webhook_refund_event
 from dws_project.chain_settings import UnknownChain
@@ -168,6 +176,17 @@ def refund_owe_strays(*, chain: str, strays: Iterable[StrayTransfer]) -> list[Re
     for stray in strays:
         if (stray.tx_hash, stray.log_index) in known or stray.raw <= 0:
             continue
+        if not _fits(units(stray.raw, stray.token.decimals)):
+            logger.error(
+                "stray transfer %s log %d of %s: %d raw units of %s is more than the refund register holds; not "
+                "recorded (a token that misreports its amounts?)",
+                stray.tx_hash,
+                stray.log_index,
+                chain,
+                stray.raw,
+                stray.token.asset,
+            )
+            continue
         made.append(
             _owed(
                 Refund(
@@ -176,7 +195,7 @@ def refund_owe_strays(*, chain: str, strays: Iterable[StrayTransfer]) -> list[Re
                     asset=stray.token.asset,
                     contract=stray.token.contract,
                     decimals=stray.token.decimals,
-                    amount=Decimal(stray.raw).scaleb(-stray.token.decimals),
+                    amount=units(stray.raw, stray.token.decimals),
                     reason=RefundReason.STRAY_COIN,
                     source_tx_hash=stray.tx_hash,
                     source_log_index=stray.log_index,
@@ -185,6 +204,11 @@ def refund_owe_strays(*, chain: str, strays: Iterable[StrayTransfer]) -> list[Re
             )
         )
     return made
+
+
+def _fits(amount: Decimal) -> bool:
+    """Whether an amount fits the register's column (60 digits, 18 of them decimals)."""
+    return amount < Decimal(10) ** (AMOUNT_DIGITS - AMOUNT_PLACES)
 
 
 def _address(value: str) -> str:
@@ -269,6 +293,8 @@ def refund_payouts_record(*, chain: str, payouts: Sequence[Payout]) -> tuple[int
     Returns (rows paid, transfers unmatched)."""
     paid = unmatched = 0
     for payout in payouts:
+        if not _fits(payout.amount):
+            continue  # no refund is that large (the register's column): nothing it could pay
         identity = {"tx_hash": payout.tx_hash, "log_index": payout.log_index, "trace_address": payout.trace_address}
         if (
             Refund.objects.filter(

@@ -145,7 +145,7 @@ def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
 
 
 _STRAY_ASSET = re.compile(r"[a-z][a-z0-9.]{0,15}")
-STRAY_TOKEN_DECIMALS = range(0, 37)  # an ERC-20's decimals is a uint8; 36 is beyond any real token's
+STRAY_TOKEN_DECIMALS = range(0, 19)  # what the refund register's amounts hold exactly (18 decimals, like ETH)
 
 
 def _not_a_token_name(asset: str) -> str | None:

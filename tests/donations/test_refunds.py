@@ -185,3 +185,16 @@ def test_a_transfer_out_pays_the_oldest_owed_row_it_matches_exactly_and_the_rest
         unmatched_payout_dismiss(payout_id=wrong.id, note="", operator="o")
     done = unmatched_payout_dismiss(payout_id=wrong.id, note="paid 1 DAI more by hand", operator="carol (admin)")
     assert (done.status, done.operator) == ("dismissed", "carol (admin)")
+
+
+def test_an_amount_beyond_what_the_register_holds_is_logged_never_a_failed_block(caplog):
+    """A token that misreports its amounts must not make the finalized crawler's block write raise."""
+    huge = StrayTransfer("0x" + "0d" * 32, 0, 40, DONOR, Token("weird", "0x" + "ee" * 20, 0), 10**70)
+    with caplog.at_level(logging.ERROR, logger="dws.refunds"):
+        assert refund_owe_strays(chain="eth", strays=[huge]) == []
+        assert refund_payouts_record(chain="eth", payouts=[payout("0x" + "0e" * 32, DONOR, huge.token, 10**70)]) == (
+            0,
+            0,
+        )
+    assert "more than the refund register holds" in caplog.text
+    assert not Refund.objects.exists()

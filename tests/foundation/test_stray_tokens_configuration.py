@@ -45,5 +45,5 @@ def test_bad_entries_are_named_at_start():
 
     assert found["DWS_STRAY_TOKENS"] == "lists usdt, which the chain takes as a donation coin (its STABLE_COINS)"
     assert found["DWS_BASE_STRAY_TOKENS"] == "entry 1: 'Dai' is not a token name (lower case letters, digits, dots)"
-    assert found["DWS_ARB_STRAY_TOKENS"] == "entry 1 (dai): decimals must be a whole number from 0 to 36"
+    assert found["DWS_ARB_STRAY_TOKENS"] == "entry 1 (dai): decimals must be a whole number from 0 to 18"
     assert found["DWS_ETH_STRAY_TOKENS"] == "chain eth is configured by DWS_STRAY_TOKENS; set that instead"
