@@ -104,3 +104,13 @@ def test_the_treasury_paying_a_stray_back_closes_its_row_and_a_wrong_amount_is_l
         Decimal(9),
         "open",
     )
+
+    # The operator pays the right amount after all (the treasury topped up: the 9 went out): the row closes;
+    # the wrong transfer stays listed.
+    node.mint(tokens["usdc.e"], DONATION_ADDRESS, 9 * UNIT)
+    right = node.transfer_token(tokens["usdc.e"], DONATION_ADDRESS, OTHER, 10 * UNIT)
+    assert node.receipt(right)["status"] == "0x1"
+    finalized_crawl(node)
+    usdce.refresh_from_db()
+    assert (usdce.status, usdce.paid_tx_hash) == ("paid", right)
+    assert UnmatchedPayout.objects.get().tx_hash == wrong
