@@ -24,7 +24,7 @@ from django.utils.html import format_html
 from crawlers.chain.clients import make_probe_client
 from crawlers.chain.tips import chain_tips
 from crawlers.models import InflowStatus, InternalMovement, LastBlock, ReconcileRun, UnexplainedInflow
-from crawlers.record.inflows import InflowRefused, inflow_dismiss
+from crawlers.record.inflows import InflowRefused, inflow_dismiss, inflow_refund
 from crawlers.runs.operator import CursorRefused, inflow_credit, set_cursor
 from donations.models import Donation, DonationStatus
 from dws_project.admin_base import ReadOnlyAdmin
@@ -158,6 +158,14 @@ class DismissInflowForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea, help_text="why this is not a donation (kept with the record)")
 
 
+class RefundInflowForm(forms.Form):
+    donor = forms.CharField(max_length=42, help_text="the address that sent it, to be paid back (0x...)")
+    tx_hash = forms.CharField(
+        max_length=66, required=False, help_text="the transaction that brought it, when you know it"
+    )
+    reason = forms.CharField(widget=forms.Textarea, help_text="why it is refunded (kept with the record)")
+
+
 @admin.register(UnexplainedInflow)
 class UnexplainedInflowAdmin(ReadOnlyAdmin):
     """Value no transfer explains; closed only by the two actions below, each logged with the operator."""
@@ -183,17 +191,21 @@ class UnexplainedInflowAdmin(ReadOnlyAdmin):
         if obj.status != InflowStatus.OPEN:
             return ""
         return format_html(
-            '<a href="{}">credit this transaction</a> | <a href="{}">not a donation</a>',
+            '<a href="{}">credit this transaction</a> | <a href="{}">not a donation, keep</a> | '
+            '<a href="{}">not a donation, refund</a>',
             reverse("admin:crawlers_unexplainedinflow_credit", args=[obj.pk]),
             reverse("admin:crawlers_unexplainedinflow_dismiss", args=[obj.pk]),
+            reverse("admin:crawlers_unexplainedinflow_refund", args=[obj.pk]),
         )
 
     def get_urls(self) -> list[URLPattern]:
         credit = self.admin_site.admin_view(self.credit_view)
         dismiss = self.admin_site.admin_view(self.dismiss_view)
+        refund = self.admin_site.admin_view(self.refund_view)
         return [
             path("<int:object_id>/credit/", credit, name="crawlers_unexplainedinflow_credit"),
             path("<int:object_id>/dismiss/", dismiss, name="crawlers_unexplainedinflow_dismiss"),
+            path("<int:object_id>/refund/", refund, name="crawlers_unexplainedinflow_refund"),
             *super().get_urls(),
         ]
 
@@ -215,11 +227,32 @@ class UnexplainedInflowAdmin(ReadOnlyAdmin):
             request,
             object_id,
             DismissInflowForm,
-            "Not a donation",
-            "Nothing is credited; the reason is kept with the record.",
+            "Not a donation, keep",
+            "Nothing is credited and nothing is owed; the reason is kept with the record.",
             lambda inflow, data, operator: inflow_dismiss(
                 inflow_id=inflow.pk, reason=data["reason"], operator=operator
             ),
+        )
+
+    def refund_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        def refund(inflow: UnexplainedInflow, data: dict[str, Any], operator: str) -> UnexplainedInflow:
+            inflow_refund(
+                inflow_id=inflow.pk,
+                donor=data["donor"],
+                tx_hash=data["tx_hash"],
+                reason=data["reason"],
+                operator=operator,
+            )
+            return UnexplainedInflow.objects.get(pk=inflow.pk)
+
+        return self._resolve(
+            request,
+            object_id,
+            RefundInflowForm,
+            "Not a donation, refund",
+            "Nothing is credited; the amount is owed back to the address you name, in the refund register (paid "
+            'from the treasury like every refund, see docs/operating.md, "refunds"); the reason is kept.',
+            refund,
         )
 
     def _resolve(

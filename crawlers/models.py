@@ -277,3 +277,28 @@ class AddressMode(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chain}: {self.address} is {self.mode}"
+
+
+class ForeignTransferCount(models.Model):
+    """Transfer logs naming the donation address as recipient, of tokens that are neither a donation coin nor
+    a well-known stray token (airdrop spam, address-poisoning tokens, zero-value transfers): counted per chain
+    and contract by the finalized crawler as its cursor passes their blocks, never recorded one by one (anyone
+    can emit such an event). docs/detection.md, "Coins the sale does not take"."""
+
+    chain = models.CharField(max_length=16)
+    contract = models.CharField(max_length=42)
+    transfers = models.BigIntegerField(default=0)
+    first_block = models.BigIntegerField()
+    last_block = models.BigIntegerField(help_text="the last block counted: a block is counted once")
+    modified_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    objects = TouchingManager()  # update() moves modified_at too
+
+    class Meta:
+        db_table = "foreign_transfer_count"
+        constraints = [
+            models.UniqueConstraint(fields=["chain", "contract"], name="foreign_transfer_count_chain_contract_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.transfers} transfer(s) of {self.contract} to the address on {self.chain}"

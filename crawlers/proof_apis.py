@@ -69,6 +69,22 @@ class ProofPendingSerializer(serializers.Serializer):
     amount = serializers.CharField(help_text="at the stored scale, as in the donation CSV")
 
 
+class ProofRefundSerializer(serializers.Serializer):
+    tx_hash = serializers.CharField(help_text="the treasury's transaction that paid it")
+    log_index = serializers.IntegerField(allow_null=True, help_text="its Transfer log (a token); null for ETH")
+    trace_address = serializers.CharField(
+        allow_null=True, help_text="ETH paid by a call of the address (a Safe): the call frame's path; else null"
+    )
+    block_number = serializers.IntegerField()
+    recipient = serializers.CharField(help_text="who was paid back, lower case")
+    asset = serializers.CharField()
+    contract = serializers.CharField(allow_null=True, help_text="the token's contract; null for ETH")
+    decimals = serializers.IntegerField()
+    amount_raw = whole_field("what was paid, in wei or the token's base units")
+    reason = serializers.CharField(help_text="sale-closed, not-a-donation, stray-coin or by-hand")
+    source_tx_hash = serializers.CharField(allow_null=True, help_text="the transaction that brought the money")
+
+
 class ProofRangeSerializer(serializers.Serializer):
     first_block = serializers.IntegerField()
     last_block = serializers.IntegerField()
@@ -81,6 +97,9 @@ class ProofRangeSerializer(serializers.Serializer):
     inflows = ProofRangeInflowSerializer(many=True, help_text="the range's unexplained inflows, one by one")
     pending = ProofPendingSerializer(
         many=True, help_text="donations recorded in the range and not confirmed yet (a paused sale's backlog)"
+    )
+    refunds = ProofRefundSerializer(
+        many=True, help_text="refunds paid by transfers in these blocks (for ETH and the coins: part of `left`)"
     )
 
 

@@ -12,6 +12,10 @@ rest: value that arrived and is not a donation row (dust below the column's scal
 column rounds off, a paused sale's donations not confirmed yet). Reading them from the records rather than
 storing them means an operator's later "credit this transaction" moves the value from `unexplained` to
 `credited` without the published proof and the CSV ever disagreeing.
+
+Each range also lists the refunds paid by transfers in its blocks (the refund register, donations/refunds.py):
+for ETH and the coins they are part of its `left`; each names its transaction, its Transfer log or call frame,
+the recipient, the token and the raw amount, so a verifier can find the transfer on its own node.
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from django.db.models import Count, Max, Sum
 
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
 from donations.models import Donation, DonationStatus
-from donations.wire import inflow_public
+from donations.refund_models import Refund, RefundStatus
+from donations.wire import inflow_public, refund_paid_public
 from dws_project.cache import CacheOrLocal
 from dws_project.config import Config
 from dws_project.wire import utc_second_text
@@ -192,7 +197,8 @@ def _ranges(chain: ChainAssets, page: list[ProofRange]) -> list[dict[str, Any]]:
     for inflow in inflows:
         unexplained.add(inflow["block_number"], inflow["asset"], int(inflow["total"]))
     itemised = _itemised(chain, page, low, high)
-    return [_range(chain, r, credited, unexplained, itemised) for r in page]
+    paid = _refunds_paid(chain, page)
+    return [{**_range(chain, r, credited, unexplained, itemised), "refunds": paid.get(r.pk, [])} for r in page]
 
 
 def _itemised(chain: ChainAssets, page: list[ProofRange], low: int, high: int) -> _ByBlock:
@@ -232,6 +238,26 @@ def _itemised(chain: ChainAssets, page: list[ProofRange], low: int, high: int) -
                 "amount": format(row.amount, "f"),
             },
         )
+    return found
+
+
+def _refunds_paid(chain: ChainAssets, page: list[ProofRange]) -> dict[int, list[dict[str, Any]]]:
+    """Per range of the page, the refunds paid by transfers in its blocks (part of its `left` for ETH and the
+    coins; a stray token's is outside the assets the proof accounts), in block order."""
+    firsts = [r.first_block for r in page]
+    found: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    rows = Refund.objects.filter(
+        chain=chain.chain,
+        status=RefundStatus.PAID,
+        paid_block_number__gte=page[0].first_block,
+        paid_block_number__lte=page[-1].last_block,
+    ).order_by("paid_block_number", "paid_tx_hash", "paid_log_index", "paid_trace_address", "id")
+    for refund in rows:
+        block = refund.paid_block_number
+        assert block is not None  # a paid row names its payment's block (refund_paid_names_its_payment)
+        at = bisect_right(firsts, block) - 1
+        if at >= 0 and block <= page[at].last_block:
+            found[page[at].pk].append(refund_paid_public(refund))
     return found
 
 
@@ -297,7 +323,7 @@ def _text(value: Decimal | int | None) -> str | None:
 # change, and Redis holds one copy of the proof whatever the callers ask.
 
 PAGE_RANGES = 100
-CACHE_FORMAT = 3  # bump when what a cached page or summary holds changes shape: every entry is rebuilt
+CACHE_FORMAT = 4  # bump when what a cached page or summary holds changes shape: every entry is rebuilt
 
 _SUMMARY_VERSION_SQL = """
 SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range WHERE chain = %(chain)s
@@ -311,7 +337,7 @@ SELECT (SELECT concat_ws('/', ordinal, last_block, checked_at) FROM proof_range 
 # records hold in its blocks: the donations, confirmed (summed) or not yet (itemised as `pending`), whose
 # status changes move a count and whose re-recording in another block moves the sum of their blocks; and the
 # inflows (itemised, with their status and the transaction an operator named when resolving one; a partial
-# credit lowers the amount of one still open, so their sum is in it too).
+# credit lowers the amount of one still open, so their sum is in it too); and the refunds paid in them.
 _PAGE_VERSION_SQL = """
 WITH page AS (
     SELECT count(*) AS ranges, min(first_block) AS low, max(last_block) AS high, max(checked_at) AS checked
@@ -325,7 +351,9 @@ SELECT concat_ws('/', page.ranges, page.low, page.high, page.checked,
        (SELECT concat_ws(':', count(*), count(*) FILTER (WHERE status = 'open'),
                          count(*) FILTER (WHERE status = 'credited'), max(created_at), max(resolved_at),
                          sum(amount_raw) FILTER (WHERE status <> 'credited'))
-        FROM unexplained_inflow WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high))
+        FROM unexplained_inflow WHERE chain = %(chain)s AND block_number BETWEEN page.low AND page.high),
+       (SELECT concat_ws(':', count(*), max(modified_at)) FROM refund
+        WHERE chain = %(chain)s AND status = 'paid' AND paid_block_number BETWEEN page.low AND page.high))
 FROM page
 """
 

@@ -37,6 +37,7 @@ from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import STUCK, catch_up_status, crawler_state
 from crawlers.scan.with_code import read_status
 from donations.models import Donation, DonationStats, DonationStatus
+from donations.refund_selectors import refunds_report
 from dws_project.chain_settings import ChainSettings
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
@@ -118,6 +119,8 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
             "oldest_chain": oldest_inflow.chain if oldest_inflow else None,
         },
         "reconcile": _reconcile_entry(last_run),
+        # the refund register: owed per chain and asset, overdue past DWS_REFUND_ALERT_DAYS (docs/operating.md)
+        "refunds": refunds_report(now=now, alert_days=config.refund_alert_days),
     }
 
 

@@ -158,5 +158,6 @@ class UserDataAdmin(ReadOnlyAdmin):
         return super().get_search_results(request, queryset, search_term.strip().lower())
 
 
-# The webhook endpoints and deliveries register themselves (donations/webhook_admin.py).
-from donations import webhook_admin  # noqa: E402, F401
+# The webhook endpoints and deliveries, the refund register and the unmatched payouts register themselves
+# (donations/webhook_admin.py, donations/refund_admin.py).
+from donations import refund_admin, webhook_admin  # noqa: E402, F401

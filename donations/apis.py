@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from donations import selectors, staking
 from donations.models import ASSETS, CampaignStatus, DonationStatus, StakeStatus
+from donations.refund_models import RefundStatus
 from dws_project import api_errors
 from dws_project.api_base import (
     PublicApi,
@@ -30,6 +31,14 @@ DONATION_DATA_MAX_AGE = 10
 TOKEN_PRICE_MAX_AGE = 10  # the token price moves only with a finalized block
 
 
+class DonationRefundSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=RefundStatus.choices, help_text="owed: to be paid back; paid: refunded (tx_hash); waived: not paid"
+    )
+    amount = serializers.CharField(help_text="what is paid back, in the donation's asset, decimal string")
+    tx_hash = serializers.CharField(allow_null=True, help_text="the treasury's transaction that paid it; null until")
+
+
 class DonationSerializer(serializers.Serializer):
     tx_hash = serializers.CharField()
     asset = serializers.ChoiceField(choices=ASSETS)
@@ -49,6 +58,11 @@ class DonationSerializer(serializers.Serializer):
     block_replaced = serializers.BooleanField(
         help_text="true while it is unconfirmed and the finalized chain has another block at its block's height "
         "(a re-org replaced it): it may still be mined again, and it is not in the campaign's pending figures"
+    )
+    refund = DonationRefundSerializer(
+        allow_null=True,
+        help_text="null, or the refund owed for it (confirmed at 0 tokens: the sale was closed) and, once the "
+        "treasury paid it, the paying transaction",
     )
 
 

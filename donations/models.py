@@ -214,6 +214,10 @@ class UserData(models.Model):
 # Webhook models and the stored donation CSV's (donations/export.py) live in their own modules; imported
 # here so the donations app owns their migrations.
 from donations.export_models import ProofCsvChange, ProofCsvPart  # noqa: E402,F401
+
+# The refund register and the webhook models live in their own modules; imported here so the donations app
+# owns their migrations.
+from donations.refund_models import Refund, UnmatchedPayout  # noqa: E402,F401
 from donations.webhook_models import (  # noqa: E402,F401
     WebhookAttempt,
     WebhookDelivery,

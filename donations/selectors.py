@@ -16,7 +16,7 @@ from django.db.models import Count, Sum
 
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus, StakeStatus
 from donations.rules import SaleState, sale_state, tokens_beyond_cap
-from donations.wire import campaign_public, donation_public
+from donations.wire import DONATION_FIELDS, REFUND_FIELD, campaign_public, donation_public, donation_refund
 from dws_project.chain_settings import ChainSettings
 from dws_project.wire import decimal_text, utc_text
 from prices.models import TOKEN
@@ -29,26 +29,34 @@ DEFAULT_PAGE = 50
 # (NUMERIC::text keeps the column's scale, never an exponent) and the block time, which is three times
 # cheaper than building Decimals and datetimes in Python; served by donation_address_idx. The columns are
 # donations.wire.DONATION_FIELDS in order (donation_values renders an in-memory row the same way).
+# Each donation's refund, when the register owes or paid one for it (donations/refund_models.py), rides along
+# from the same index scan (refund's donation_id is unique): the columns after DONATION_FIELDS.
 _DONATIONS_PAGE_SQL = """
-    SELECT tx_hash, asset, amount::text, usd_amount::text, price::text, tokens::text, status::text,
-           to_char(block_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-           chain, block_number, eth_price::text,
-           to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-           to_char(confirmed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-           block_replaced_at IS NOT NULL
-    FROM donation
-    WHERE address = %s
-    ORDER BY block_time, id
+    SELECT d.tx_hash, d.asset, d.amount::text, d.usd_amount::text, d.price::text, d.tokens::text, d.status::text,
+           to_char(d.block_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+           d.chain, d.block_number, d.eth_price::text,
+           to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+           to_char(d.confirmed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+           d.block_replaced_at IS NOT NULL,
+           r.status, r.amount::text, r.paid_tx_hash
+    FROM donation d
+    LEFT JOIN refund r ON r.donation_id = d.id
+    WHERE d.address = %s
+    ORDER BY d.block_time, d.id
     LIMIT %s OFFSET %s
 """
 
 
-def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) -> list[dict[str, str | int | None]]:
-    """One page of the address's donations, oldest first; limit is capped at MAX_PAGE."""
+def user_donations(*, address: str, limit: int = DEFAULT_PAGE, offset: int = 0) -> list[dict[str, object]]:
+    """One page of the address's donations, oldest first, each with its refund (null when none is owed);
+    limit is capped at MAX_PAGE."""
     limit = max(1, min(limit, MAX_PAGE))
+    shape = len(DONATION_FIELDS)
     with connection.cursor() as cursor:
         cursor.execute(_DONATIONS_PAGE_SQL, [address, limit, offset])
-        return [donation_public(row) for row in cursor.fetchall()]
+        return [
+            {**donation_public(row[:shape]), REFUND_FIELD: donation_refund(*row[shape:])} for row in cursor.fetchall()
+        ]
 
 
 # Polled with the donations page; amounts rendered by PostgreSQL as for the donations.

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from donations.identity import find_at_identity, sighting_match, transactions_rows
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
+from donations.refunds import refund_cancel_for_failed, refund_owe_donation
 from donations.rules import donation_tokens, sale_state
 from donations.sightings import Sighting
 from donations.totals import Deltas, stats_recompute, stats_save
@@ -224,7 +225,8 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
         return DonationOutcome.HELD_PAUSED
     update = ["status", "held_at", "modified_at"]
     donation.held_at = None
-    if sale_state(stats.tokens, tiers).closed and donation.tokens:
+    closed = sale_state(stats.tokens, tiers).closed
+    if closed and donation.tokens:
         logger.info(
             "donation %s confirmed with 0 tokens (was %d): the sale cap is reached", donation.tx_hash, donation.tokens
         )
@@ -236,6 +238,8 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
     stats.tokens += donation.tokens
     stats.total += donation.usd_amount
     webhook_donation_event(donation, "donation.confirmed")
+    if closed:  # the money arrived and buys nothing: owed back (the refund register), in this transaction
+        refund_owe_donation(donation)
     return DonationOutcome.CONFIRMED
 
 
@@ -262,6 +266,7 @@ def _revert(stats: DonationStats, donation: Donation, deltas: Deltas) -> bool:
     was_confirmed = donation.status == DonationStatus.CONFIRMED
     if not donation_fail_reverted(donation=donation):
         return False
+    refund_cancel_for_failed(donation)
     if was_confirmed:
         stats.total -= donation.usd_amount
         stats.tokens -= donation.tokens

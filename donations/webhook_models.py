@@ -28,6 +28,8 @@ class WebhookEventType(models.TextChoices):
     DONATION_MOVED = "donation.moved"
     CAMPAIGN_STATUS = "campaign.status"
     INFLOW_UNEXPLAINED = "inflow.unexplained"
+    REFUND_OWED = "refund.owed"
+    REFUND_PAID = "refund.paid"
 
 
 def validate_webhook_url(value: str) -> None:

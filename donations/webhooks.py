@@ -26,7 +26,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from donations.webhook_models import WebhookDelivery, WebhookEndpoint, WebhookEvent, WebhookEventType
-from donations.wire import RECORDING_TIMES, campaign_public, donation_public, donation_values, inflow_public
+from donations.wire import (
+    RECORDING_TIMES,
+    campaign_public,
+    donation_public,
+    donation_values,
+    inflow_public,
+    refund_public,
+)
 from dws_project.chain_settings import UnknownChain
 
 logger = logging.getLogger("dws.webhooks")
@@ -174,6 +181,14 @@ def webhook_inflow_unexplained(inflow: Any) -> WebhookEvent | None:
     return webhook_event_record(
         event=WebhookEventType.INFLOW_UNEXPLAINED, idempotency_key=key, order_key=f"inflow:{inflow.pk}", data=data
     )
+
+
+def webhook_refund_event(refund: Any, event: str) -> WebhookEvent | None:
+    """`refund.owed` when a refund register row is made, `refund.paid` when the crawler sees it paid: for the
+    code that makes the change, inside its transaction. Each once per row."""
+    data = {"chain_id": _chain_id(refund.chain), **refund_public(refund)}
+    key = f"{_chain_key(refund.chain)}:refund:{refund.pk}:{event}"
+    return webhook_event_record(event=event, idempotency_key=key, order_key=f"refund:{refund.pk}", data=data)
 
 
 # --- signing ---------------------------------------------------------------------------------------

@@ -33,6 +33,11 @@ DONATION_FIELDS = (
     "block_replaced",
 )
 
+# /user/data adds to each donation its refund (`donation_refund`): what the refund register owes the donor for
+# it, and the transaction that paid it. Not in the webhooks' donation events (refund.owed and refund.paid
+# carry it when it happens).
+REFUND_FIELD = "refund"
+
 # What dws itself observed of the row (when it recorded and confirmed it, whether the finalized crawler found
 # its block replaced): shown to the donor, left out of webhook events (whose id, and so whose content, must not
 # change when a restored database records the same donation again).
@@ -92,4 +97,64 @@ def inflow_public(inflow: Any) -> dict[str, Any]:
         "amount_raw": str(int(inflow.amount_raw)),
         "amount": decimal_text(Decimal(inflow.amount).normalize()),
         "recorded_at": utc_second_text(inflow.created_at),
+    }
+
+
+def refund_public(refund: Any) -> dict[str, Any]:
+    """A refund register row as the `refund.owed` / `refund.paid` webhooks carry it: who is owed what on which
+    chain, why, what brought the money, and (paid) the transfer that paid it. `amount` in the asset's units
+    without trailing zeros, `amount_raw` in wei or the token's base units."""
+    paid = None
+    if refund.status == "paid":
+        paid = {
+            "tx_hash": refund.paid_tx_hash,
+            "log_index": refund.paid_log_index,
+            "trace_address": refund.paid_trace_address or None,
+            "block_number": refund.paid_block_number,
+        }
+    return {
+        "id": refund.pk,
+        "chain": refund.chain,
+        "donor": refund.donor,
+        "asset": refund.asset,
+        "contract": refund.contract or None,
+        "decimals": refund.decimals,
+        "amount": decimal_text(Decimal(refund.amount).normalize()),
+        "amount_raw": str(refund.amount_raw),
+        "reason": refund.reason,
+        "status": refund.status,
+        "source_tx_hash": refund.source_tx_hash or None,
+        "source_log_index": refund.source_log_index,
+        "paid": paid,
+    }
+
+
+def donation_refund(status: str | None, amount: str | None, paid_tx_hash: str | None) -> dict[str, str | None] | None:
+    """A donation's refund as /user/data shows it (the page's receipt: "refund owed", "refunded"), from the
+    refund row's status, amount (NUMERIC text) and paying transaction; None when the donation has none."""
+    if status is None or amount is None:
+        return None
+    return {
+        "status": status,
+        "amount": decimal_text(Decimal(amount).normalize()),
+        "tx_hash": paid_tx_hash or None,
+    }
+
+
+def refund_paid_public(refund: Any) -> dict[str, Any]:
+    """A paid refund as /proof.json lists it in the range holding its payment: everything a verifier needs to
+    find the transfer on chain (the transaction, the Transfer log or call frame, who received what token) and
+    where the money came from (the source transaction)."""
+    return {
+        "tx_hash": refund.paid_tx_hash,
+        "log_index": refund.paid_log_index,
+        "trace_address": refund.paid_trace_address or None,
+        "block_number": refund.paid_block_number,
+        "recipient": refund.donor,
+        "asset": refund.asset,
+        "contract": refund.contract or None,
+        "decimals": refund.decimals,
+        "amount_raw": str(refund.amount_raw),
+        "reason": refund.reason,
+        "source_tx_hash": refund.source_tx_hash or None,
     }

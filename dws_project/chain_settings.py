@@ -28,6 +28,7 @@ from dws_project.config_values import (
     parse_explorer_url,
     parse_rpc_url,
     parse_stable_coins,
+    parse_stray_tokens,
     parse_trace_mode,
     parse_ws_url,
 )
@@ -82,6 +83,39 @@ _FIRST_CHAIN_NAMES = {
     "RPC_CHECK_URL": "DWS_RPC_CHECK_URL",
     "EXPLORER_URL": "DWS_EXPLORER_URL",
     "WS_URL": "DWS_WS_URL",
+    "STRAY_TOKENS": "DWS_STRAY_TOKENS",
+}
+# Well-known tokens a donor may send by mistake (DWS_STRAY_TOKENS' default per chain id): recorded as stray
+# transfers owed back to their sender (docs/detection.md, "Coins the sale does not take"); an entry the chain
+# takes as a donation coin (DWS_STABLE_COINS, same contract or name) is left out. Other chains: none.
+_STRAY_DEFAULTS: dict[int, tuple[tuple[str, str, int], ...]] = {
+    1: (
+        ("usdt", "0xdac17f958d2ee523a2206206994597c13d831ec7", 6),
+        ("usdc", "0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48", 6),
+        ("dai", "0x6b175474e89094c44da98b954eedeac495271d0f", 18),
+        ("weth", "0xc02aaa39b223fe8d0a0e5c4f27ead9083c756cc2", 18),
+    ),
+    10: (
+        ("usdt", "0x94b008aa00579c1307b0ef2c499ad98a8ce58e58", 6),
+        ("usdc", "0x0b2c639c533813f4aa9d7837caf62653d097ff85", 6),
+        ("usdc.e", "0x7f5c764cbc14f9669b88837ca1490cca17c31607", 6),
+        ("dai", "0xda10009cbd5d07dd0cecc66161fc93d7c9000da1", 18),
+        ("weth", "0x4200000000000000000000000000000000000006", 18),
+    ),
+    8453: (
+        ("usdt", "0xfde4c96c8593536e31f229ea8f37b2ada2699bb2", 6),
+        ("usdc", "0x833589fcd6edb6e08f4c7c32d4f71b54bda02913", 6),
+        ("usdbc", "0xd9aaec86b65d86f6a7b5b1b0c42ffa531710b6ca", 6),
+        ("dai", "0x50c5725949a6f0c72e6c4a641f24049a917db0cb", 18),
+        ("weth", "0x4200000000000000000000000000000000000006", 18),
+    ),
+    42161: (
+        ("usdt", "0xfd086bc7cd5c481dcc9c85ebe478a1c0b69fcbb9", 6),
+        ("usdc", "0xaf88d065e77c8cc2239327c5edb3a432268e5831", 6),
+        ("usdc.e", "0xff970a61a04b1ca14834a43f5de4533ebddb5cc8", 6),
+        ("dai", "0xda10009cbd5d07dd0cecc66161fc93d7c9000da1", 18),
+        ("weth", "0x82af49447d8a07e3bd95bd0d56f35241523fbab1", 18),
+    ),
 }
 
 
@@ -107,6 +141,8 @@ class ChainSettings:
     explorer_url: str | None = None  # a transaction's explorer page, {tx} replaced
     # The provider's WebSocket endpoint: the head follower subscribes to newHeads there (polls without it)
     ws_url: str | None = field(default=None, repr=False)
+    # Well-known tokens the sale does not take (DWS_STRAY_TOKENS): what reaches the address in them is owed back
+    stray_tokens: tuple[StableCoin, ...] = ()
 
     @property
     def rpc_origin(self) -> str:
@@ -126,6 +162,9 @@ class ChainSettings:
 
     def stable_coin(self, asset: str) -> StableCoin | None:
         return next((c for c in self.stable_coins if c.asset == asset), None)
+
+    def stray_token(self, contract: str) -> StableCoin | None:
+        return next((t for t in self.stray_tokens if t.contract == contract), None)
 
     def variable(self, setting: str) -> str:
         """The environment variable that holds this chain's `setting` (e.g. "RPC_URL")."""
@@ -296,6 +335,7 @@ def _read_chain(env: EnvReader, name: str, default_address: str | None) -> Chain
         env.problems.append((var("RPC_CHECK_URL"), f"must name another provider than {var('RPC_URL')}"))
     explorer_url = env.optional(var("EXPLORER_URL"), parse_explorer_url, None)
     ws_url = env.optional(var("WS_URL"), parse_ws_url, None)
+    stray_tokens = env.optional(var("STRAY_TOKENS"), parse_stray_tokens, None)
     donation_address = env.optional(var("DONATION_ADDRESS"), parse_donation_address, default_address)
     label = env.optional(var("LABEL"), parse_label, "")
     wallet_rpc_url = env.optional(var("WALLET_RPC_URL"), parse_wallet_rpc_url, None)
@@ -316,7 +356,29 @@ def _read_chain(env: EnvReader, name: str, default_address: str | None) -> Chain
         wallet_rpc_url=wallet_rpc_url,
         explorer_url=explorer_url,
         ws_url=ws_url,
+        stray_tokens=_stray_tokens(env, var("STRAY_TOKENS"), chain_id, stable_coins, stray_tokens),
     )
+
+
+def _stray_tokens(
+    env: EnvReader,
+    variable: str,
+    chain_id: int,
+    coins: tuple[StableCoin, ...],
+    listed: tuple[StableCoin, ...] | None,
+) -> tuple[StableCoin, ...]:
+    """The chain's stray tokens: the list given, or the chain id's default without the coins it takes. A
+    listed token that is one of the chain's donation coins is a contradiction, refused at start."""
+    taken = {c.contract for c in coins} | {c.asset for c in coins}
+    if listed is None:
+        defaults = (StableCoin(a, c, d) for a, c, d in _STRAY_DEFAULTS.get(chain_id, ()))
+        return tuple(t for t in defaults if t.contract not in taken and t.asset not in taken)
+    clashes = [t.asset for t in listed if t.contract in taken or t.asset in taken]
+    if clashes:
+        env.problems.append(
+            (variable, f"lists {', '.join(clashes)}, which the chain takes as a donation coin (its STABLE_COINS)")
+        )
+    return listed
 
 
 def _cross_checks(env: EnvReader, chains: list[ChainSettings]) -> None:

@@ -41,6 +41,7 @@ DEFAULT_ADMIN_NETWORKS = (ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_netw
 RPC_MAX_ANSWER_MB_RANGE = range(1, 1025)  # DWS_RPC_MAX_ANSWER_MB: a provider's answer, in MB (2**20 bytes)
 DEFAULT_RPC_MAX_ANSWER_MB = 32  # a busy block's traces fit with room to spare
 RPC_MAX_IN_FLIGHT_RANGE = range(1, 65)  # DWS_RPC_MAX_IN_FLIGHT: concurrent posts to one provider endpoint
+DEFAULT_REFUND_ALERT_DAYS = 14  # two weeks: time to export, sign and execute a batch, with room for a holiday
 DEFAULT_RPC_MAX_IN_FLIGHT = 4  # a handful: a hosted provider's latency overlapped, its rate limit respected
 VENUE_TIMEOUT_RANGE = (Decimal("0.5"), Decimal("30"))  # seconds; a price cycle runs every 60 s
 
@@ -107,6 +108,8 @@ class Config:
     rpc_max_answer_bytes: int = DEFAULT_RPC_MAX_ANSWER_MB * 2**20
     # DWS_RPC_MAX_IN_FLIGHT: posts in flight at once to one provider endpoint, per process.
     rpc_max_in_flight: int = DEFAULT_RPC_MAX_IN_FLIGHT
+    # DWS_REFUND_ALERT_DAYS: an owed refund older than this is overdue (/health, the metric, the alert).
+    refund_alert_days: int = DEFAULT_REFUND_ALERT_DAYS
 
     @property
     def first_chain(self) -> ChainSettings:
@@ -191,6 +194,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
             venue_urls[venue.lower()] = url
     venue_timeout = env.optional("DWS_VENUE_TIMEOUT", _parse_venue_timeout, 5.0)
     freeze_on_drift = env.optional("DWS_FREEZE_ON_DRIFT", ops_config.parse_on_off, True)
+    refund_alert_days = env.optional("DWS_REFUND_ALERT_DAYS", _parse_refund_alert_days, DEFAULT_REFUND_ALERT_DAYS)
     metrics_port = env.optional("DWS_METRICS_PORT", ops_config.parse_port, None)
     metrics_host = env.optional("DWS_METRICS_HOST", ops_config.parse_listen_host, "127.0.0.1")
     metrics_token = env.optional("DWS_METRICS_TOKEN", ops_config.parse_token, None, secret=True)
@@ -241,6 +245,7 @@ def load_config(environ_: Mapping[str, str]) -> Config:
         webhook_allow_loopback=webhook_allow_loopback,
         rpc_max_answer_bytes=rpc_max_answer_mb * 2**20,
         rpc_max_in_flight=rpc_max_in_flight,
+        refund_alert_days=refund_alert_days,
     )
 
 
@@ -365,6 +370,13 @@ def _parse_log_level(value: str) -> str:
 
 def _parse_hosts(value: str) -> tuple[str, ...]:
     return tuple(h.strip() for h in value.split(",") if h.strip())
+
+
+def _parse_refund_alert_days(value: str) -> int:
+    days = whole_number(value.strip(), max_digits=3)
+    if not days:
+        raise ValueError("must be a whole number of days from 1 to 999")
+    return days
 
 
 def _parse_venue_timeout(value: str) -> float:

@@ -65,6 +65,11 @@ def _eip55(body: str) -> str:
     return "".join(c.upper() if int(d, 16) >= 8 else c for c, d in zip(lower, digest[:40], strict=True))
 
 
+def checksum_address(address: str) -> str:
+    """A 0x address in its EIP-55 checksummed spelling (what wallets and the Safe's tools show)."""
+    return "0x" + _eip55(address.removeprefix("0x"))
+
+
 def parse_address(value: str) -> str:
     """A 0x address, lower-cased; mixed case must carry a valid EIP-55 checksum."""
     value = value.strip()
@@ -95,32 +100,66 @@ def parse_donation_address(value: str) -> str:
     return address
 
 
-def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
+def _token_list(
+    value: str, *, word: str, scales: range, unfit_asset: Callable[[str], str | None]
+) -> tuple[StableCoin, ...]:
+    """A comma list of `asset:contract:<word>` entries (DWS_STABLE_COINS, DWS_STRAY_TOKENS): each asset as
+    `unfit_asset` allows (it returns why not), its contract an address, its decimals in `scales`; no asset
+    or contract twice."""
     entries = [e.strip() for e in value.split(",") if e.strip()]
     if not entries:
-        raise ValueError("empty: list at least one asset:contract:scale entry")
+        raise ValueError(f"empty: list at least one asset:contract:{word} entry")
     coins: list[StableCoin] = []
     for position, entry in enumerate(entries, start=1):
         parts = entry.split(":")
         if len(parts) != 3:
-            raise ValueError(f"entry {position} is not asset:contract:scale")
+            raise ValueError(f"entry {position} is not asset:contract:{word}")
         asset, contract, scale_text = (p.strip() for p in parts)
-        if asset not in KNOWN_STABLE_COINS:
-            known = ", ".join(sorted(KNOWN_STABLE_COINS))
-            raise ValueError(f"entry {position}: unknown asset {asset!r} (known, lower case: {known})")
+        unfit = unfit_asset(asset)
+        if unfit is not None:
+            raise ValueError(f"entry {position}: {unfit}")
         try:
             contract = parse_address(contract)
         except ValueError as exc:
             raise ValueError(f"entry {position} ({asset}): contract {exc}") from None
         scale = whole_number(scale_text, max_digits=2)
-        if scale is None or scale not in STABLE_COIN_SCALES:
-            raise ValueError(f"entry {position} ({asset}): scale must be a whole number from 2 to 18")
+        if scale is None or scale not in scales:
+            bounds = f"from {scales[0]} to {scales[-1]}"
+            raise ValueError(f"entry {position} ({asset}): {word} must be a whole number {bounds}")
         coins.append(StableCoin(asset=asset, contract=contract, scale=scale))
     if len({c.asset for c in coins}) != len(coins):
         raise ValueError("an asset is listed twice")
     if len({c.contract for c in coins}) != len(coins):
         raise ValueError("a contract is listed twice")
     return tuple(coins)
+
+
+def _unknown_stable_coin(asset: str) -> str | None:
+    if asset in KNOWN_STABLE_COINS:
+        return None
+    return f"unknown asset {asset!r} (known, lower case: {', '.join(sorted(KNOWN_STABLE_COINS))})"
+
+
+def parse_stable_coins(value: str) -> tuple[StableCoin, ...]:
+    return _token_list(value, word="scale", scales=STABLE_COIN_SCALES, unfit_asset=_unknown_stable_coin)
+
+
+_STRAY_ASSET = re.compile(r"[a-z][a-z0-9.]{0,15}")
+STRAY_TOKEN_DECIMALS = range(0, 19)  # what the refund register's amounts hold exactly (18 decimals, like ETH)
+
+
+def _not_a_token_name(asset: str) -> str | None:
+    if _STRAY_ASSET.fullmatch(asset):
+        return None
+    return f"{asset!r} is not a token name (lower case letters, digits, dots)"
+
+
+def parse_stray_tokens(value: str) -> tuple[StableCoin, ...]:
+    """DWS_STRAY_TOKENS: well-known tokens the sale does not take, `asset:contract:decimals` like
+    DWS_STABLE_COINS (any lower-case name: `dai`, `usdc.e`, `weth`), or `none`."""
+    if value.strip().lower() == "none":
+        return ()
+    return _token_list(value, word="decimals", scales=STRAY_TOKEN_DECIMALS, unfit_asset=_not_a_token_name)
 
 
 def parse_sale_params(value: str) -> tuple[SaleTier, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import cast
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from crawlers.models import InflowStatus, LastBlock, ReconcileRun, UnexplainedIn
 from crawlers.runs.cadence import run_ages
 from crawlers.runs.progress import STATES, crawler_state, tip_noted
 from donations.models import CampaignStatus, Donation, DonationStats
+from donations.refund_selectors import refunds_owed
 from dws_project.metrics import multiprocess_enabled
 from prices.models import ETH, Price, PriceRequest, PriceRequestStatus
 
@@ -187,6 +189,26 @@ def _database_families() -> Iterable[Metric]:
     for choice in CampaignStatus.values:
         status.add_metric([choice], 1 if stats.status == choice else 0)
     yield status
+    yield from _refund_families(now)
+
+
+def _refund_families(now: datetime) -> Iterable[Metric]:
+    """The refund register: what is owed per chain and asset (in the asset's units), and the rows owed for
+    longer than DWS_REFUND_ALERT_DAYS (the DwsRefundOverdue alert)."""
+    owed = GaugeMetricFamily(
+        "dws_refunds_owed", "Refunds owed, in the asset's own units, per chain and asset.", labels=["chain", "asset"]
+    )
+    rows = GaugeMetricFamily("dws_refunds_owed_rows", "Refund register rows owed.", labels=["chain", "asset"])
+    overdue = GaugeMetricFamily(
+        "dws_refunds_overdue",
+        "Refunds owed for longer than DWS_REFUND_ALERT_DAYS.",
+        labels=["chain", "asset"],
+    )
+    for total in refunds_owed(now=now, alert_days=settings.CONFIG.refund_alert_days):
+        owed.add_metric([total.chain, total.asset], float(total.amount))  # a gauge's value: display only
+        rows.add_metric([total.chain, total.asset], total.rows)
+        overdue.add_metric([total.chain, total.asset], total.overdue)
+    yield from (owed, rows, overdue)
 
 
 # --- the scrape ----------------------------------------------------------------------------------------

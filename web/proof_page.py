@@ -58,9 +58,19 @@ def _chain_view(chain: dict[str, Any]) -> dict[str, Any]:
         }
         for i in chain["open_inflows"]
     ]
+    refunds = [
+        {
+            **r,
+            "name": ASSET_NAMES.get(r["asset"], r["asset"].upper()),
+            "shown": units(r["amount_raw"], r["decimals"]),
+        }
+        for found in chain["ranges"]
+        for r in found.get("refunds", [])
+    ]
     return {
         **chain,
         "shown_ranges": shown,
+        "shown_refunds": refunds,
         "shown_inflows": inflows,
         "shown_checked_at": shown_time(chain["last_checked_at"]),
     }

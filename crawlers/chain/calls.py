@@ -64,7 +64,22 @@ def transfer_filters(chain: ChainSettings) -> tuple[list, list]:
     return [TRANSFER_TOPIC, None, us], [TRANSFER_TOPIC, us]
 
 
+def transfer_log_contracts(chain: ChainSettings) -> tuple[list[str] | None, list[str] | None]:
+    """Which contracts' logs each filter asks: to us, every contract (no filter: a coin the sale does not
+    take is seen too, crawlers/decode/strays.py); from us, the donation coins and the stray tokens (what a
+    refund is paid in: anyone can emit a Transfer event naming us as its sender, only these are ours)."""
+    return None, [c.contract for c in (*chain.stable_coins, *chain.stray_tokens)] or None
+
+
+def logs_filter(contracts: list[str] | None, topics: list, start: int, end: int) -> dict:
+    """An eth_getLogs filter over start..end; `contracts` None asks every contract."""
+    found: dict = {"topics": topics, "fromBlock": hex(start), "toBlock": hex(end)}
+    return {"address": contracts, **found} if contracts is not None else found
+
+
 def transfer_log_calls(chain: ChainSettings, start: int, end: int) -> list[Call]:
     """The two eth_getLogs filters (to and from us) over start..end, for one batch."""
-    span = {"address": [c.contract for c in chain.stable_coins], "fromBlock": hex(start), "toBlock": hex(end)}
-    return [("eth_getLogs", [{**span, "topics": topics}]) for topics in transfer_filters(chain)]
+    return [
+        ("eth_getLogs", [logs_filter(contracts, topics, start, end)])
+        for contracts, topics in zip(transfer_log_contracts(chain), transfer_filters(chain), strict=True)
+    ]

@@ -1,11 +1,17 @@
-"""The coins' Transfer logs to and from the donation address over a range: both filters in one round trip
-when the span is within what the provider accepts, else through `RpcClient.get_logs`, which splits it."""
+"""The Transfer logs to and from the donation address over a range: both filters in one round trip when the
+span is within what the provider accepts, else through `RpcClient.get_logs`, which splits it.
+
+The filter to us asks every contract (crawlers/chain/calls.py `transfer_log_contracts`): the donation coins'
+logs are split from the rest here, once, so the balance proof and the detection see exactly the coins' logs,
+and the rest (`ForeignLogs`: coins the sale does not take, spam; the stray tokens leaving us) goes to the
+refund register's decoding (crawlers/decode/strays.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from crawlers.chain.calls import transfer_filters, transfer_log_calls
+from crawlers.chain.calls import transfer_filters, transfer_log_calls, transfer_log_contracts
 from crawlers.chain.outcomes import Answer, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from dws_project.chain_settings import ChainSettings
@@ -14,31 +20,82 @@ from dws_project.chain_settings import ChainSettings
 TransferLogs = tuple[list[dict], list[dict]]
 
 
+@dataclass(frozen=True)
+class ForeignLogs:
+    """Transfer logs at the donation address that are not its donation coins': to it, of any other contract;
+    from it, of its stray tokens."""
+
+    to_us: list[dict] = field(default_factory=list)
+    from_us: list[dict] = field(default_factory=list)
+
+    def through(self, last: int) -> ForeignLogs:
+        """The logs of blocks up to `last`."""
+        return ForeignLogs(
+            [log for log in self.to_us if _block(log) <= last], [log for log in self.from_us if _block(log) <= last]
+        )
+
+
+@dataclass(frozen=True)
+class RangeLogs:
+    """A range's Transfer logs at the donation address: its coins' (what the proof accounts) and the rest."""
+
+    coins: TransferLogs
+    foreign: ForeignLogs = field(default_factory=ForeignLogs)
+
+
+NO_LOGS = RangeLogs(([], []))
+
+
+def _block(log: dict) -> int:
+    try:
+        return int(log.get("blockNumber") or "0x0", 16)
+    except (TypeError, ValueError):
+        return 0
+
+
+def split_logs(chain: ChainSettings, to_us: list[dict], from_us: list[dict]) -> RangeLogs:
+    """The two filters' answers split into the donation coins' logs and the foreign ones."""
+    coins = {c.contract for c in chain.stable_coins}
+    strays = {t.contract for t in chain.stray_tokens}
+
+    def contract(log: dict) -> str:
+        return str(log.get("address") or "").lower()
+
+    return RangeLogs(
+        ([log for log in to_us if contract(log) in coins], [log for log in from_us if contract(log) in coins]),
+        ForeignLogs(
+            [log for log in to_us if contract(log) not in coins], [log for log in from_us if contract(log) in strays]
+        ),
+    )
+
+
 def logs_in_one_batch(client: RpcClient, chain: ChainSettings, start: int, end: int) -> bool:
-    """Whether both Transfer filters over start..end go in one batch: there are coins to ask about, and
-    the span is within what the provider accepts (else `get_logs` splits it)."""
-    return bool(chain.stable_coins) and end - start + 1 <= client.log_span
+    """Whether both Transfer filters over start..end go in one batch: the span is within what the provider
+    accepts (else `get_logs` splits it)."""
+    return end - start + 1 <= client.log_span
+
+
+def range_logs(client: RpcClient, chain: ChainSettings, start: int, last: int) -> RangeLogs:
+    """The range's Transfer logs at the donation address. A provider that refuses the span (or either
+    filter) is asked again through `get_logs`; anything short of two full answers raises NoEvidenceError."""
+    if logs_in_one_batch(client, chain, start, last):
+        outcomes = client.batch(transfer_log_calls(chain, start, last))
+        answered = answered_logs(chain, outcomes)
+        if answered is not None:
+            return answered
+    to_us, from_us = (
+        client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last)
+        for contracts, topics in zip(transfer_log_contracts(chain), transfer_filters(chain), strict=True)
+    )
+    return split_logs(chain, to_us, from_us)
 
 
 def transfer_logs(client: RpcClient, chain: ChainSettings, start: int, last: int) -> TransferLogs:
-    """(logs to us, logs from us). A provider that refuses the span (or either filter) is asked again
-    through `get_logs`; anything short of two full answers raises NoEvidenceError."""
-    if not chain.stable_coins:
-        return [], []
-    if logs_in_one_batch(client, chain, start, last):
-        outcomes = client.batch(transfer_log_calls(chain, start, last))
-        answered = answered_logs(outcomes)
-        if answered is not None:
-            return answered
-    contracts = [c.contract for c in chain.stable_coins]
-    to_us, from_us = (
-        client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last)
-        for topics in transfer_filters(chain)
-    )
-    return to_us, from_us
+    """(the coins' logs to us, from us): `range_logs` without the foreign ones."""
+    return range_logs(client, chain, start, last).coins
 
 
-def answered_logs(answers: Sequence[RpcOutcome]) -> TransferLogs | None:
+def answered_logs(chain: ChainSettings, answers: Sequence[RpcOutcome]) -> RangeLogs | None:
     """The two filters' logs from answers already in hand (a batch they rode in), or None unless both are
     full answers."""
     if len(answers) != 2:
@@ -47,5 +104,5 @@ def answered_logs(answers: Sequence[RpcOutcome]) -> TransferLogs | None:
     if not (isinstance(to_us, Answer) and isinstance(from_us, Answer)):
         return None
     if isinstance(to_us.value, list) and isinstance(from_us.value, list):
-        return to_us.value, from_us.value
+        return split_logs(chain, to_us.value, from_us.value)
     return None

@@ -316,9 +316,10 @@ class RpcClient:
         return int(require(self.call("eth_chainId")), 16)
 
     def get_logs(
-        self, *, addresses: Sequence[str], topics: Sequence[Any], from_block: int, to_block: int
+        self, *, addresses: Sequence[str] | None, topics: Sequence[Any], from_block: int, to_block: int
     ) -> list[dict]:
-        """eth_getLogs over [from_block, to_block], in sub-ranges the provider accepts.
+        """eth_getLogs over [from_block, to_block] of `addresses` (None: every contract), in sub-ranges the
+        provider accepts.
 
         A refusal for size halves the span (and caps it there) and retries; accepted ranges let it grow
         back to the cap, and after a run of them the cap is lifted to probe larger ranges again. Any
@@ -329,9 +330,8 @@ class RpcClient:
         start = from_block
         while start <= to_block:
             end = min(to_block, start + self.log_span - 1)
-            params = [
-                {"address": list(addresses), "topics": list(topics), "fromBlock": hex(start), "toBlock": hex(end)}
-            ]
+            span: dict[str, Any] = {"topics": list(topics), "fromBlock": hex(start), "toBlock": hex(end)}
+            params = [{"address": list(addresses), **span} if addresses is not None else span]  # None: every contract
             outcome = self.call("eth_getLogs", params)
             if isinstance(outcome, NoEvidence) and outcome.kind == "error" and is_range_refusal(outcome.detail):
                 if end == start:

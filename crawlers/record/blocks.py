@@ -16,14 +16,17 @@ from decimal import Decimal
 
 from django.db import InterfaceError, OperationalError, transaction
 
+from crawlers.chain.logs import ForeignLogs
 from crawlers.decode.blocks import BlockHeader
 from crawlers.record.cursors import cursor_write
 from crawlers.record.inflows import inflow_record
 from crawlers.record.movements import movements_record
 from crawlers.record.proof_ranges import proof_range_record
+from crawlers.record.strays import strays_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import BlockHeld, ScannedBlock
 from donations.models import Donation, DonationStatus
+from donations.refunds import refund_payouts_record
 from donations.replaced import donations_mark_block_replaced
 from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
 from donations.sightings import DonationKey, Sighting, Transfer, donation_key
@@ -205,6 +208,8 @@ def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Non
         inflow_record(writer.chain, block=block.header, asset=asset, raw=raw)
     if block.own:
         movements_record(writer.chain, block=block.header, movements=block.own)
+    if block.payouts:  # what left the address may pay owed refunds (the refund register matches it)
+        refund_payouts_record(chain=writer.chain.name, payouts=block.payouts)
     tally.inserted += inserted
     tally.confirmed += confirmed
     tally.failed += failed
@@ -222,6 +227,7 @@ def record_blocks(
     move_cursor: bool,
     reach: BlockHeader | None = None,
     proof: SpanLedger | UnprovenSpan | None = None,
+    foreign: ForeignLogs | None = None,
 ) -> Recording:
     """Write the scanned blocks in order, stopping at the first without a price.
 
@@ -231,7 +237,8 @@ def record_blocks(
     hold) one more. SIGTERM stops between blocks, never inside one. A block whose write raises is rolled
     back and ends the recording as `Recording.failed`, a hold naming what the block holds. With the scan's
     `proof` (a final read moving its cursor), each of those cursor moves publishes the blocks it passed, in
-    its transaction.
+    its transaction, and with the range's `foreign` logs records the coins the sale does not take that
+    reached the address in them (crawlers/record/strays.py).
     """
     writer = _Writer(chain, cursor, final, tiers, price_at)
     pending: BlockHeader | None = None  # the last quiet block passed, the cursor not yet moved over it
@@ -252,7 +259,7 @@ def record_blocks(
                     chain_writer_check(chain.name, cursor)
                     _write_block(writer, block, written)
                     if move_cursor:
-                        _move_cursor(chain, cursor, block.header, proof)
+                        _move_cursor(chain, cursor, block.header, proof, foreign)
             except (PriceMissing, OperationalError, InterfaceError):
                 raise  # a missing price ends the recording below; a lost database ends the run
             except ChainWriterBusy as exc:  # this session lost the run's lock, and another run holds it
@@ -276,7 +283,7 @@ def record_blocks(
         try:
             with transaction.atomic():
                 chain_writer_check(chain.name, cursor)
-                _move_cursor(chain, cursor, pending, proof)
+                _move_cursor(chain, cursor, pending, proof, foreign)
             _passed(tally, pending.number, move_cursor)
         except ChainWriterBusy as exc:
             failed = failed or BlockHeld(pending.number, f"{exc}; the cursor is not moved by this run")
@@ -289,11 +296,17 @@ def record_blocks(
 
 
 def _move_cursor(
-    chain: ChainSettings, cursor: str, header: BlockHeader, proof: SpanLedger | UnprovenSpan | None
+    chain: ChainSettings,
+    cursor: str,
+    header: BlockHeader,
+    proof: SpanLedger | UnprovenSpan | None,
+    foreign: ForeignLogs | None = None,
 ) -> None:
     cursor_write(chain=chain.name, label=cursor, value=header.number, block_hash=header.hash)
     if proof is not None:
         proof_range_record(chain=chain.name, span=proof, through=header.number, through_hash=header.hash)
+    if foreign is not None:
+        strays_record(chain, foreign=foreign, through=header.number)
 
 
 def _passed(tally: BlockTally, number: int, move_cursor: bool) -> None:

@@ -4,7 +4,8 @@ Recorded with the finalized block whose balance proof could not explain it (neve
 wedge: the cursor moves on), surfaced on /health, in an ERROR line, in the admin and by `reconcile`
 (exit 1 while one is open), and closed by an operator (crawlers/runs/operator.py): "credit this
 transaction" for what the crawler's own detection finds in it (the rest stays open, with its new
-amount), "not a donation" for what remains, with a reason. Both log the operator. Each is its chain's:
+amount), "not a donation, keep" or "not a donation, refund" (owed back to the sender the operator names, in
+the refund register) for what remains, with a reason. Both log the operator. Each is its chain's:
 one per chain, block hash and asset.
 """
 
@@ -18,6 +19,8 @@ from django.utils import timezone
 from crawlers.decode.balances import display_amount
 from crawlers.decode.blocks import BlockHeader
 from crawlers.models import InflowStatus, UnexplainedInflow
+from donations.refund_models import Refund
+from donations.refunds import RefundRefused, refund_owe_inflow
 from donations.webhooks import webhook_inflow_unexplained
 from dws_project.chain_settings import ChainSettings
 
@@ -88,6 +91,48 @@ def inflow_dismiss(*, inflow_id: int, reason: str, operator: str) -> Unexplained
         inflow.reason,
     )
     return inflow
+
+
+def inflow_refund(*, inflow_id: int, donor: str, tx_hash: str, reason: str, operator: str) -> Refund:
+    """ "Not a donation, refund": what remains of the inflow is closed as not a donation and owed back to
+    `donor` (the sender the operator identified; `tx_hash` the transaction that brought it, when known), in one
+    transaction: the refund register's row (donations/refunds.py) and the inflow's closing."""
+    if not reason.strip():
+        raise InflowRefused("a reason is required")
+    with transaction.atomic():
+        inflow = UnexplainedInflow.objects.select_for_update().get(pk=inflow_id)
+        if inflow.status != InflowStatus.OPEN:
+            raise InflowRefused(f"this inflow is already {inflow.status}")
+        try:
+            refund = refund_owe_inflow(
+                inflow_id=inflow.pk,
+                chain=inflow.chain,
+                asset=inflow.asset,
+                amount=inflow.amount,
+                donor=donor,
+                tx_hash=tx_hash,
+                block_number=inflow.block_number,
+                operator=operator,
+            )
+        except RefundRefused as exc:
+            raise InflowRefused(str(exc)) from None
+        note = f"not a donation, refund {refund.pk} owed to {refund.donor}: {reason.strip()}"
+        inflow.status, inflow.reason = InflowStatus.DISMISSED, _noted(inflow.reason, note)
+        inflow.operator, inflow.resolved_at = operator, timezone.now()
+        if refund.source_tx_hash and not inflow.tx_hash:
+            inflow.tx_hash = refund.source_tx_hash
+        inflow.save()
+    logger.warning(
+        "unexplained inflow %d (block %d of %s, %s %s) marked not a donation, refund, by %s: %s",
+        inflow.pk,
+        inflow.block_number,
+        inflow.chain,
+        inflow.amount,
+        inflow.asset,
+        operator,
+        note,
+    )
+    return refund
 
 
 def inflow_mark_credited(

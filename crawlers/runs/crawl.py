@@ -34,6 +34,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from crawlers.chain.clients import make_check_client, make_client
+from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainMismatchError, tip_block
@@ -216,7 +217,9 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 return result
             if final_check is not None and not agreed(final_check, client, job.chain, blocks, reach, result):
                 return result
-            level = _record(job, blocks, held, result, move_cursor=True, reach=reach, proof=proof)
+            level = _record(
+                job, blocks, held, result, move_cursor=True, reach=reach, proof=proof, foreign=found.foreign
+            )
             if level is not None:
                 logger.log(level, "crawl %s: %s", title, result.held)
                 return result  # nothing planned after a hold is recorded (the pipeline is dropped below)
@@ -293,6 +296,7 @@ def _record(
     move_cursor: bool,
     reach: BlockHeader | None = None,
     proof: SpanLedger | UnprovenSpan | None = None,
+    foreign: ForeignLogs | None = None,
 ) -> int | None:
     """Record the scanned blocks; a hold (the scan's, or a block waiting for its price) goes into
     `result.held`, and the level to log it at is returned (ERROR: stuck, WARNING: waiting), else None."""
@@ -307,6 +311,7 @@ def _record(
         move_cursor=move_cursor,
         reach=reach if held is None else None,
         proof=proof if job.mode.final else None,  # only the finalized crawler publishes the proof
+        foreign=foreign if job.mode.final else None,  # and records the coins the sale does not take
     )
     if recording.stopped:
         return None

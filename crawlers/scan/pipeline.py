@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.blocks import BlockHeader
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
@@ -66,6 +67,12 @@ class Proven:
     sparse: SparseScan | None = None  # the sparse path's result
     full: ProvenRange | None = None  # the full scan's result
     busy: bool = False  # a sparse range too busy to bisect, read in full instead
+
+    @property
+    def foreign(self) -> ForeignLogs:
+        """The range's logs of coins the sale does not take (recorded as the cursor passes their blocks)."""
+        found = self.sparse or self.full
+        return found.foreign if found is not None else ForeignLogs()
 
 
 def prove_planned(client: RpcClient, chain: ChainSettings, mode: ReadMode, planned: Planned) -> Proven:

@@ -41,9 +41,10 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crawlers.chain.calls import balance_calls
+from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.outcomes import NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import WEI_PER_ETH
@@ -95,6 +96,7 @@ class ProvenRange:
     proven: tuple[int, int] | None = None  # (first, last): proven complete by the balances
     unproven: Unproven | None = None
     ledger: SpanLedger | UnprovenSpan | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
+    foreign: ForeignLogs = field(default_factory=ForeignLogs)  # the range's logs of coins the sale does not take
 
 
 def balances_at(client: RpcClient, chain: ChainSettings, number: int, block_hash: str | None = None) -> Balances:
@@ -108,7 +110,9 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
         read = read_range(client, chain, start, end, mode)
         last = read.blocks[-1].header.number if read.blocks else None
         unproven = Unproven(last + 1, GENESIS) if last is not None else None
-        return ProvenRange(read.blocks, read.held, unproven=unproven, ledger=UnprovenSpan(start, GENESIS))
+        return ProvenRange(
+            read.blocks, read.held, unproven=unproven, ledger=UnprovenSpan(start, GENESIS), foreign=read.foreign
+        )
     read = read_range(client, chain, start, end, mode, extra=with_code.proof_calls(chain, start, end))
     if not read.blocks:
         return ProvenRange([], read.held)
@@ -149,7 +153,7 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
     if proven:
         logger.info("balance proof: blocks %d..%d proven complete (%s)", *proven, mode.name)
     ledger = ledger_from_blocks(start, before.values, blocks, after.block, after.values)
-    return ProvenRange(blocks, held or read.held, proven=proven, ledger=ledger)
+    return ProvenRange(blocks, held or read.held, proven=proven, ledger=ledger, foreign=read.foreign)
 
 
 def _edge(chain: ChainSettings, block: int, outcomes: Sequence[RpcOutcome]) -> Balances | str:
@@ -220,7 +224,7 @@ def without_history(
         end=closing.block if closing is not None else None,
         closing=closing.values if closing is not None else None,
     )
-    return ProvenRange(blocks, held, unproven=Unproven(last + 1, reason), ledger=ledger)
+    return ProvenRange(blocks, held, unproven=Unproven(last + 1, reason), ledger=ledger, foreign=read.foreign)
 
 
 def balance_change(before: Balances, after: Balances) -> dict[str, int]:

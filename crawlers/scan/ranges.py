@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from crawlers.chain.block_store import block_well_formed, fetch_blocks_with
 from crawlers.chain.calls import receipt_calls
 from crawlers.chain.files import debug_dump
-from crawlers.chain.logs import TransferLogs, transfer_logs
+from crawlers.chain.logs import RangeLogs, range_logs
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_block_number
@@ -27,6 +27,7 @@ from crawlers.decode.authorizations import authorizations_by
 from crawlers.decode.blocks import block_header
 from crawlers.decode.transfers import EthCandidate, EthMove, eth_candidates, eth_moves
 from crawlers.scan.flows import account_logs, account_receipts
+from crawlers.scan.payouts import account_payouts
 from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
@@ -43,12 +44,14 @@ def read_range(
     *,
     extra: Sequence[Call] = (),
     numbers: Sequence[int] | None = None,
-    logs: TransferLogs | None = None,
+    logs: RangeLogs | None = None,
 ) -> RangeRead:
     """Blocks start..end with their donations and raw flows; stops at the first block it cannot prove.
 
     `numbers` (the sparse path, crawlers/scan/sparse.py) reads only those blocks of the range, with the
-    range's Transfer `logs` already in hand; only blocks next to each other must chain.
+    range's Transfer `logs` already in hand; only blocks next to each other must chain. The range's foreign
+    logs (coins the sale does not take) ride along in `RangeRead.foreign`, and each block's transfers out of
+    the address in its `payouts` (crawlers/scan/payouts.py).
     """
     numbers = list(numbers) if numbers is not None else range(start, end + 1)
     outcomes, extra_outcomes = fetch_blocks_with(client, chain, numbers, through_cache=mode.final, extra=extra)
@@ -59,21 +62,25 @@ def read_range(
     scanned, candidates, moves = _decoded(chain, blocks)
 
     if logs is not None:  # the sparse path asked them for the whole range: keep those of the blocks read
-        to_us, from_us = ([log for log in found if log_block_number(log) <= last] for found in logs)
+        to_us, from_us = ([log for log in found if log_block_number(log) <= last] for found in logs.coins)
+        foreign = logs.foreign.through(last)
     else:
         try:
-            to_us, from_us = transfer_logs(client, chain, start, last)
+            found_logs = range_logs(client, chain, start, last)
         except NoEvidenceError as exc:
             return RangeRead(
                 [], BlockHeld(start, f"no Transfer logs for blocks {start}..{last} ({exc})"), extra_outcomes
             )
+        (to_us, from_us), foreign = found_logs.coins, found_logs.foreign
     signed = {move.tx_hash for move in moves if move.sender == chain.donation_address}
     cut = account_logs(chain, scanned, to_us, from_us, last, signed)
+    receipts = _receipts(client, chain, moves) if cut is None else {}
     if cut is None:
-        cut = account_receipts(chain, scanned, candidates, moves, _receipts(client, chain, moves))
+        cut = account_receipts(chain, scanned, candidates, moves, receipts)
+    account_payouts(chain, scanned, [*from_us, *foreign.from_us], moves, receipts)
     if cut is not None:
-        return RangeRead(_prefix(scanned, cut.number), cut, extra_outcomes)
-    return RangeRead(_prefix(scanned, last + 1), held, extra_outcomes)
+        return RangeRead(_prefix(scanned, cut.number), cut, extra_outcomes, foreign)
+    return RangeRead(_prefix(scanned, last + 1), held, extra_outcomes, foreign)
 
 
 def _chained(

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.outcomes import RpcOutcome
 from crawlers.decode.balances import NONCE
 from crawlers.decode.blocks import BlockHeader
 from crawlers.decode.transfers import Movement
+from donations.refund_values import Payout
 from donations.sightings import Transfer
 
 STUCK_POINTER = 'if this persists see docs/operating.md, "a crawler is stuck on a block"'
@@ -71,6 +73,10 @@ class ScannedBlock:
     # The block's call traces were read and their ETH frames at the donation address are in `flows` (an
     # address with code: crawlers/scan/with_code.py); what still does not close is not asked of them again.
     traced: bool = False
+    # Value that left the address to someone else (its transactions' ETH, its calls' ETH, its Transfer logs of
+    # a coin or a stray token): a finalized block hands them to the refund register, which matches each to an
+    # owed refund (crawlers/scan/payouts.py).
+    payouts: list[Payout] = field(default_factory=list)
 
     def add_flow(self, asset: str, raw: int) -> None:
         self.flows[asset] = self.flows.get(asset, 0) + raw
@@ -79,8 +85,8 @@ class ScannedBlock:
 
     @property
     def quiet(self) -> bool:
-        """Nothing to write: no donation, no revert, no unexplained inflow, no internal movement."""
-        return not self.transfers and not self.reverted and not self.unexplained and not self.own
+        """Nothing to write: no donation, no revert, no unexplained inflow, no internal movement, no payout."""
+        return not self.transfers and not self.reverted and not self.unexplained and not self.own and not self.payouts
 
 
 @dataclass
@@ -90,3 +96,4 @@ class RangeRead:
     blocks: list[ScannedBlock]
     held: BlockHeld | None
     extra: list[RpcOutcome]
+    foreign: ForeignLogs = field(default_factory=ForeignLogs)  # the range's logs of coins the sale does not take

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from crawlers.chain.calls import balance_calls, code_call, edge_calls, header_call, transfer_log_calls
-from crawlers.chain.logs import TransferLogs, answered_logs, logs_in_one_batch, transfer_logs
+from crawlers.chain.logs import ForeignLogs, RangeLogs, TransferLogs, answered_logs, logs_in_one_batch, range_logs
 from crawlers.chain.outcomes import Answer, Call, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_amount, log_block_number
@@ -85,6 +85,7 @@ class SparseScan:
     read: list[int] = field(default_factory=list)  # the blocks read in full (for the span's growth)
     proven: bool = False  # the whole range start..end is proven complete (the run records it)
     ledger: SpanLedger | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
+    foreign: ForeignLogs = field(default_factory=ForeignLogs)  # the range's logs of coins the sale does not take
 
 
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
@@ -130,10 +131,12 @@ def scan_sparse(
     logs = _logs(client, chain, start, end, outcomes[edges + 3 :] if with_logs else None)
     if logs is None:
         return None
-    named = {log_block_number(log) for found in logs for log in found}
+    named = {log_block_number(log) for found in logs.coins for log in found}
+    # A stray token leaving us (a refund paid in it) moves no balance the proof reads: its block is read too.
+    named |= {log_block_number(log) for log in logs.foreign.from_us}
     if any(not start <= n <= end for n in named):
         return None  # a log outside what we asked: the full scan holds on it
-    moves = _log_moves(chain, logs)
+    moves = _log_moves(chain, logs.coins)
     if moves is None:
         return None
     coins_too = not _coins_close(chain, before, after, moves)
@@ -148,25 +151,27 @@ def scan_sparse(
     wanted = sorted(set(changed) | named)
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
-        return SparseScan([], None, first_header.parent_hash, end_header, proven=True, ledger=ledger)
+        return SparseScan(
+            [], None, first_header.parent_hash, end_header, proven=True, ledger=ledger, foreign=logs.foreign
+        )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known)
     reach = None if held else end_header
     ledger = ledger_from_blocks(start, before.values, blocks, None if held else end, None if held else after.values)
     proven = bool(blocks) and held is None
-    return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger)
+    return SparseScan(
+        blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger, foreign=logs.foreign
+    )
 
 
 def _logs(
     client: RpcClient, chain: ChainSettings, start: int, end: int, answers: list[RpcOutcome] | None
-) -> TransferLogs | None:
+) -> RangeLogs | None:
     """The Transfer logs to and from us over the range, or None without full evidence."""
-    if not chain.stable_coins:
-        return [], []
-    if answers and (found := answered_logs(answers)) is not None:
+    if answers and (found := answered_logs(chain, answers)) is not None:
         return found
     try:
-        return transfer_logs(client, chain, start, end)  # splits a span the provider refuses
+        return range_logs(client, chain, start, end)  # splits a span the provider refuses
     except NoEvidenceError:
         return None
 
@@ -300,7 +305,7 @@ def _read_proven(
     end: int,
     mode: ReadMode,
     wanted: list[int],
-    logs: TransferLogs,
+    logs: RangeLogs,
     known: dict[int, dict[str, int]],
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """The `wanted` blocks in full, each proven against its own balances (`known` changes, or asked with

@@ -30,6 +30,7 @@ from crawlers.chain.rpc import RpcClient
 from crawlers.decode.authorizations import address_mode
 from crawlers.decode.balances import ETH
 from crawlers.decode.frames import Frame, internal_transfers, own_coin_calls, own_frames
+from crawlers.decode.strays import frame_payouts
 from crawlers.scan import traces
 from crawlers.scan.own import drop_own_coin_transfers
 from crawlers.scan.results import BlockHeld, ScannedBlock
@@ -127,6 +128,8 @@ def account_frames(chain: ChainSettings, block: ScannedBlock, frames: Sequence[F
     # flows above, never a donation; recorded as a movement.
     block.own.extend(own_frames(frames, us))
     drop_own_coin_transfers(chain, block, own_coin_calls(frames, us, [c.contract for c in chain.stable_coins]))
+    # What its calls paid out to others (a Safe paying refunds): for the refund register.
+    block.payouts.extend(frame_payouts(frames, us, block.header.number))
     block.traced = True
 
 

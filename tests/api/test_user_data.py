@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from eth_utils import to_checksum_address
 
 from donations.models import Donation, DonationStatus, StakeStatus, UserData
+from donations.refund_models import Refund
 from tests.api.support import make_donation, refresh_user_data
 
 pytestmark = pytest.mark.django_db
@@ -55,8 +57,9 @@ def test_a_donor_sees_donations_oldest_first_with_the_documented_scales(api):
 
     body = api.get(f"/user/data/{DONOR}").json()
 
-    # test_a_donation_carries_its_receipt; block_replaced: tests/crawlers/runs/test_block_replaced.py
-    receipt = ("chain", "block_number", "eth_price", "seen_at", "confirmed_at", "block_replaced")
+    # test_a_donation_carries_its_receipt; block_replaced: tests/crawlers/runs/test_block_replaced.py; the refund:
+    # test_a_donation_confirmed_after_the_sale_closed_shows_its_refund
+    receipt = ("chain", "block_number", "eth_price", "seen_at", "confirmed_at", "block_replaced", "refund")
     assert [{k: v for k, v in d.items() if k not in receipt} for d in body["donations"]] == [
         {
             "tx_hash": "0xf98c0fe5c1bf72cad294c5ba60ca5b62d3d519fe7cc71cc3cdfb064892fa90e2",
@@ -227,3 +230,28 @@ def test_a_poll_that_finds_nothing_new_costs_no_body(api):
     changed = api.get(f"/user/data/{DONOR}", HTTP_IF_NONE_MATCH=etag)
     assert changed.status_code == 200
     assert changed.json()["donations"][0]["status"] == "confirmed"
+
+
+def test_a_donation_confirmed_after_the_sale_closed_shows_its_refund(api):
+    """The refund register's row for the donation: owed, then paid with the treasury's transaction."""
+    capped = make_donation(DONOR, asset="usdt", amount="5", usd_amount="5.00", tokens=0, tx="0x" + "5c" * 32)
+    make_donation(DONOR, tokens=100, usd_amount="1.00", tx="0x" + "5d" * 32)
+    refund = Refund.objects.create(
+        chain="eth",
+        donor=DONOR,
+        asset="usdt",
+        contract="0x" + "11" * 20,
+        decimals=6,
+        amount=Decimal(5),
+        reason="sale-closed",
+        donation=capped,
+        source_tx_hash=capped.tx_hash,
+    )
+
+    shown = [d["refund"] for d in api.get(f"/user/data/{DONOR}").json()["donations"]]
+    assert shown == [{"status": "owed", "amount": "5", "tx_hash": None}, None]
+
+    paying = "0x" + "9a" * 32
+    Refund.objects.filter(pk=refund.pk).update(status="paid", paid_tx_hash=paying, paid_block_number=7)
+    shown = [d["refund"] for d in api.get(f"/user/data/{DONOR}", HTTP_CACHE_CONTROL="no-cache").json()["donations"]]
+    assert shown == [{"status": "paid", "amount": "5", "tx_hash": paying}, None]

@@ -151,6 +151,8 @@ export async function getUserData(address, { limit, offset, fresh = false }) {
       confirmedAt: x.confirmed_at ?? null,
       // unconfirmed, and the finalized chain has another block at its height: it may still be mined again
       blockReplaced: x.block_replaced === true,
+      // what the sale owes back for it (confirmed at 0 tokens: sold out), and the transaction that paid it
+      refund: x.refund ? { status: x.refund.status, amount: x.refund.amount, txHash: x.refund.tx_hash ?? null } : null,
     })),
     user: userSummary(d.user_data ?? {}),
   };

@@ -1,6 +1,7 @@
 // The donor's receipt: under each donation in "My tokens", its chain, its transaction (linked to the
 // block explorer the server names, DWS_EXPLORER_URL), when it was seen and confirmed and in which
-// finalized block, and the tokens with the rule that gave them (the sale's formulas, see the FAQ).
+// finalized block, the tokens with the rule that gave them (the sale's formulas, see the FAQ), and the
+// refund the sale owes for it when it bought nothing ("refund owed", then "refunded" with the transaction).
 import * as money from "./money.mjs";
 import { chainLabel, config } from "./page.mjs";
 
@@ -37,6 +38,36 @@ export function tokenRule(d) {
   return `${prefix} = ${amount} ÷ ${price}, rounded up to a whole token.`;
 }
 
+/** A link to the explorer's page of `hash` (or the hash itself, when none is configured). */
+function txHash(chain, hash) {
+  const url = explorerUrl(chain, hash);
+  const node = document.createElement(url ? "a" : "code");
+  node.textContent = hash;
+  if (url) {
+    node.className = "tx-link mono";
+    node.href = url;
+    node.rel = "noopener noreferrer";
+    node.target = "_blank";
+  }
+  return node;
+}
+
+/** The refund the sale owes for the donation (the refund register), or null when it owes none. */
+export function refundPart(d) {
+  if (!d.refund) return null;
+  const amount = `${money.formatAmount(d.refund.amount)} ${d.asset.toUpperCase()}`;
+  const span = document.createElement("span");
+  span.className = `refund refund-${d.refund.status}`;
+  if (d.refund.status === "paid" && d.refund.txHash) {
+    span.append(`Refunded: ${amount} sent back to you in transaction `, txHash(d.chain, d.refund.txHash));
+  } else if (d.refund.status === "owed") {
+    span.textContent = `Refund owed: ${amount}, to be sent back to this address from the sale's treasury`;
+  } else {
+    span.textContent = "No refund: the sale's operator waived it (ask them why)";
+  }
+  return span;
+}
+
 function part(text) {
   const span = document.createElement("span");
   span.textContent = text;
@@ -50,17 +81,7 @@ export function receiptRow(d) {
   const td = document.createElement("td");
   td.colSpan = document.querySelectorAll("#donations thead th").length; // a network column on several chains
   const tx = document.createElement("span");
-  tx.append("Transaction ");
-  const url = explorerUrl(d.chain, d.txHash);
-  const hash = document.createElement(url ? "a" : "code");
-  hash.textContent = d.txHash;
-  if (url) {
-    hash.className = "tx-link mono";
-    hash.href = url;
-    hash.rel = "noopener noreferrer";
-    hash.target = "_blank";
-  }
-  tx.append(hash);
+  tx.append("Transaction ", txHash(d.chain, d.txHash));
   const confirmation =
     d.status === "confirmed"
       ? `Confirmed ${d.confirmedAt ? when(d.confirmedAt) : "(time not recorded)"} in finalized block ${d.blockNumber}`
@@ -76,6 +97,8 @@ export function receiptRow(d) {
     part(confirmation),
     part(tokenRule(d)),
   );
+  const refund = refundPart(d);
+  if (refund) td.append(refund);
   row.append(td);
   return row;
 }
