@@ -16,6 +16,7 @@ import pytest
 import requests
 from django.conf import settings
 
+from tests.chain import PORT_RANGE, free_port
 from tests.tcp_proxy import TcpProxy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,7 +96,8 @@ def two_web_processes(django_db_setup, django_db_blocker):
         "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
         "REDIS_URL": settings.CONFIG.redis_url,
     }
-    ports = (18711, 18712)
+    first = free_port()
+    ports = (first, free_port(range(first + 1, PORT_RANGE[-1] + 1)))  # this worker's share of the ports
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     servers = [
         subprocess.Popen(

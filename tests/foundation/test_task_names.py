@@ -21,6 +21,7 @@ TASK_NAMES = {
     "prices.fetch_prices",
     "prices.serve_price_requests",
     "donations.deliver_webhooks",
+    "donations.refresh_proof_csv",  # issue 35: the stored donation CSV, built once per change
     "donations.tasks.complete_unstakes",
     "affiliates.tasks.resolve_affiliate_donations",
     "affiliates.purge_used_signatures",  # issue 22: the replay keys live in PostgreSQL
