@@ -46,6 +46,7 @@ from crawlers.runs.checkpoint import ledger_checkpoint
 from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult, run_title
 from crawlers.runs.second_provider import agreed, run_tip
+from crawlers.scan.agreement import RangeClaim
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.pipeline import Planned, Proven, RangePipeline, prove_planned
 from crawlers.scan.proof import ProvenRange, prove_range
@@ -205,8 +206,11 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 )
                 logger.critical("crawl %s: %s", title, stuck_message(position + 1, result.held))
                 return result
-            if final_check is not None and not agreed(final_check, client, job.chain, blocks, reach, result):
-                return result
+            if final_check is not None:
+                closing = reach or (blocks[-1].header if blocks else None)
+                claim = RangeClaim(found.planned.start - 1, blocks, closing, proof, found.codes)
+                if not agreed(final_check, client, job.chain, claim, result):
+                    return result
             level = _record(job, blocks, held, result, move_cursor=True, reach=reach, proof=proof)
             if level is not None:
                 logger.log(level, "crawl %s: %s", title, result.held)
@@ -370,8 +374,11 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
         return result
     found = prove_range(client, job.chain, number, number, job.mode)
     _note_completeness(job, found)
-    if check is not None and job.mode.final and not agreed(check, client, job.chain, found.blocks, None, result):
-        return result
+    if check is not None and job.mode.final:
+        closing = found.blocks[-1].header if found.blocks else None
+        claim = RangeClaim(number - 1, found.blocks, closing, found.ledger, found.codes)
+        if not agreed(check, client, job.chain, claim, result):
+            return result
     if _record(job, found.blocks, found.held, result, move_cursor=False) is not None:
         logger.error("crawl %s --single-block: %s", title, result.held)
     return result

@@ -50,9 +50,10 @@ from crawlers.chain.files import debug_dump
 from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainMismatchError, tip_block
+from crawlers.decode.blocks import block_carries
 from crawlers.models import FINALIZED
 from crawlers.runs.crawl import crawl_single_block
-from crawlers.runs.evidence import absent_from_new_block, block_carries, internal_frame_shown, receipt_proves
+from crawlers.runs.evidence import absent_from_new_block, internal_frame_shown, receipt_proves
 from crawlers.runs.fail_agreement import ProposedFailure, answered, block_hash_of, failures_agreed
 from donations.judging import (
     donations_absence_record,

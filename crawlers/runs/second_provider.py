@@ -13,15 +13,12 @@ whether the check provider agrees on what it is about to record (crawlers/scan/a
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import tip_block
-from crawlers.decode.blocks import BlockHeader
 from crawlers.runs.results import CrawlResult
-from crawlers.scan.agreement import Disagreement, cross_check
-from crawlers.scan.results import ScannedBlock
+from crawlers.scan.agreement import Disagreement, RangeClaim, cross_check
 from dws_project.chain_settings import ChainSettings
 
 logger = logging.getLogger("dws.crawlers")
@@ -60,17 +57,10 @@ def run_tip(
     return client, tip
 
 
-def agreed(
-    check: RpcClient,
-    client: RpcClient,
-    chain: ChainSettings,
-    blocks: Sequence[ScannedBlock],
-    reach: BlockHeader | None,
-    result: CrawlResult,
-) -> bool:
-    """Whether the check provider agrees on what is about to be recorded (else the run holds, and says why)."""
-    closing = reach or (blocks[-1].header if blocks else None)
-    verdict = cross_check(check, chain, blocks, closing)
+def agreed(check: RpcClient, client: RpcClient, chain: ChainSettings, claim: RangeClaim, result: CrawlResult) -> bool:
+    """Whether the check provider's own answers show what is about to be recorded (else the run holds,
+    and says why)."""
+    verdict = cross_check(check, chain, claim)
     if verdict is None:
         return True
     if isinstance(verdict, Disagreement):

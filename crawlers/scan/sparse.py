@@ -85,6 +85,7 @@ class SparseScan:
     read: list[int] = field(default_factory=list)  # the blocks read in full (for the span's growth)
     proven: bool = False  # the whole range start..end is proven complete (the run records it)
     ledger: SpanLedger | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
+    codes: dict[int, str] = field(default_factory=dict)  # the address's code as read, by block (none: plain)
 
 
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
@@ -148,13 +149,16 @@ def scan_sparse(
     wanted = sorted(set(changed) | named)
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
-        return SparseScan([], None, first_header.parent_hash, end_header, proven=True, ledger=ledger)
+        return SparseScan(
+            [], None, first_header.parent_hash, end_header, proven=True, ledger=ledger, codes={end: code.value}
+        )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known)
     reach = None if held else end_header
     ledger = ledger_from_blocks(start, before.values, blocks, None if held else end, None if held else after.values)
     proven = bool(blocks) and held is None
-    return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger)
+    codes = {end: code.value}
+    return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger, codes=codes)
 
 
 def _logs(
