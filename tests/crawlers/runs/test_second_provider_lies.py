@@ -186,3 +186,34 @@ def test_a_transaction_dropped_from_a_body_holds_the_chain(node, lying, caplog):
     real = int(node.rpc("eth_getBalance", DONATION_ADDRESS, hex(node.finalized())), 16)
     held_critically(caplog, result, f"eth: ours says {real - ETHER}, the check provider says {real}")
     assert cursor_get(chain=CHAIN, label=FINALIZED).value < block
+
+
+@pytest.mark.parametrize("traces", [True, False], ids=["tracing", "without-traces"])
+def test_a_check_provider_without_state_shows_internal_eth_by_its_trace_or_waits(node, settings, caplog, traces):
+    """Balances it cannot give are not compared: the crediting block is shown by its transactions and, for
+    ETH paid by an internal call, by the transaction's trace; without one, the range waits (never confirmed
+    on the primary's word)."""
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    tx = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
+    node.mine(2)
+    with RpcProxy(node.url) as stateless:
+        for method in ("eth_getBalance", "eth_getTransactionCount", "eth_call"):
+            stateless.arm(method, "error", count=None, message="missing trie node 0xabc (path )")
+        if not traces:
+            stateless.refuse_traces()
+        settings.CONFIG = configured(settings.CONFIG, rpc_check_url=stateless.url("/check"))
+
+        with caplog.at_level(logging.INFO):
+            result = crawl(FINALIZED)
+
+    assert critical(caplog) == []
+    assert any("keeps no state" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    if traces:
+        assert result.held is None
+        assert Donation.objects.get().tx_hash == tx
+        assert Donation.objects.get().status == "confirmed"
+    else:
+        assert "gave no evidence" in (result.held or "")
+        assert "cannot be shown" in (result.held or "")
+        assert not Donation.objects.filter(status="confirmed").exists()
