@@ -22,6 +22,9 @@ from donations.models import Donation
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
 
+# Why a re-mined internal ETH row is gone: its failure rests on a call trace (the check provider's must agree).
+NO_LONGER_FRAMED = "where its call tree no longer pays the donation address this frame"
+
 
 def receipt_proves(row: Donation, receipt: object, block_hash: str, chain: ChainSettings) -> bool | None:
     """True: the receipt proves the donation; False: it proves a revert; None: it proves nothing."""
@@ -41,7 +44,7 @@ def receipt_proves(row: Donation, receipt: object, block_hash: str, chain: Chain
     return None  # succeeded, but the recorded Transfer log is not in it: no evidence for this row
 
 
-def _frames_show(row: Donation, client: RpcClient, chain: ChainSettings) -> bool:
+def frame_shown(row: Donation, client: RpcClient, chain: ChainSettings) -> bool:
     """Whether a trace of the row's transaction shows its frame (path, donor, amount); raises
     TracesUnavailable / NoEvidenceError when there is no trace to judge by."""
     return shows_frame(
@@ -58,7 +61,7 @@ def internal_frame_shown(row: Donation, client: RpcClient, chain: ChainSettings,
     """Whether a trace of the row's transaction shows its internal ETH frame; False also for no evidence
     (counted in `untouched`, with why)."""
     try:
-        if _frames_show(row, client, chain):
+        if frame_shown(row, client, chain):
             return True
     except TracesUnavailable:
         untouched["internal ETH, provider gives no trace"] += 1
@@ -95,9 +98,9 @@ def absent_from_new_block(
         return f"{where}, where its transaction no longer pays the donation address {row.amount} {row.asset}"
     if row.trace_address is not None:
         try:
-            if _frames_show(row, client, chain):
+            if frame_shown(row, client, chain):
                 return None
         except (TracesUnavailable, NoEvidenceError):
             return None
-        return f"{where}, where its call tree no longer pays the donation address this frame"
+        return f"{where}, {NO_LONGER_FRAMED}"
     return None

@@ -53,7 +53,7 @@ from crawlers.chain.tips import ChainMismatchError, tip_block
 from crawlers.decode.blocks import block_carries
 from crawlers.models import FINALIZED
 from crawlers.runs.crawl import crawl_single_block
-from crawlers.runs.evidence import absent_from_new_block, internal_frame_shown, receipt_proves
+from crawlers.runs.evidence import NO_LONGER_FRAMED, absent_from_new_block, internal_frame_shown, receipt_proves
 from crawlers.runs.fail_agreement import ProposedFailure, answered, block_hash_of, failures_agreed
 from donations.judging import (
     donations_absence_record,
@@ -288,7 +288,14 @@ def _judge(
         for r in reverted
     ]
     failures += [
-        ProposedFailure(r, reason, placed[r.id], block_hash_of(blocks[placed[r.id]]), answered(receipts[r.tx_hash]))
+        ProposedFailure(
+            r,
+            reason,
+            placed[r.id],
+            block_hash_of(blocks[placed[r.id]]),
+            answered(receipts[r.tx_hash]),
+            by_trace=reason.endswith(NO_LONGER_FRAMED),
+        )
         for reason, gone in sorted(moved_away.items())
         for r in gone
     ]
