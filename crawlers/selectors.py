@@ -35,6 +35,7 @@ from crawlers.runs.address_code import refused_chains
 from crawlers.runs.old_unconfirmed import MIN_AGE
 from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import catch_up_status
+from crawlers.runs.reconcile_day import DAILY
 from crawlers.scan.with_code import read_status
 from donations.models import Donation, DonationStats, DonationStatus
 from dws_project.chain_settings import ChainSettings
@@ -182,6 +183,7 @@ def _chain_health(
         "donation_address": read_status(chain.name),
         "unexplained_inflows_open": open_here.count(),
         "reconcile": _reconcile_entry(ReconcileRun.objects.filter(chain=chain.name).order_by("-finished_at").first()),
+        "daily_reconcile": _daily_reconcile(chain.name),
         "degraded": degraded,
     }
 
@@ -197,6 +199,22 @@ def _reconcile_entry(run: ReconcileRun | None) -> dict[str, Any] | None:
         "to_block": run.to_block,
         "discrepancies": len(run.discrepancies),
         "summary": run.summary,
+    }
+
+
+def _daily_reconcile(chain: str) -> dict[str, Any] | None:
+    """When the chain was last reconciled by the daily run, through which block, and whether the day that run
+    was covering (its blocks of the last 24 hours: crawlers/runs/reconcile_day.py) is covered through its end."""
+    run = ReconcileRun.objects.filter(chain=chain, trigger=DAILY).order_by("-finished_at", "-id").first()
+    if run is None:
+        return None
+    return {
+        "through_block": run.to_block,
+        "finished_at": _iso(run.finished_at),
+        "ok": run.ok,
+        "day_first_block": run.day_first_block,
+        "day_last_block": run.day_last_block,
+        "day_covered": run.day_last_block is not None and run.to_block >= run.day_last_block,
     }
 
 
