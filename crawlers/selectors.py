@@ -32,6 +32,7 @@ from crawlers.models import (
 )
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.address_code import refused_chains
+from crawlers.runs.check_status import check_status
 from crawlers.runs.old_unconfirmed import MIN_AGE
 from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import catch_up_status
@@ -184,6 +185,8 @@ def _chain_health(
         "unexplained_inflows_open": open_here.count(),
         "reconcile": _reconcile_entry(ReconcileRun.objects.filter(chain=chain.name).order_by("-finished_at").first()),
         "daily_reconcile": _daily_reconcile(chain.name),
+        # the second provider (DWS_RPC_CHECK_URL): agreeing, lagging, waiting or disagreeing, and since when
+        "check_provider": check_status(chain),
         "degraded": degraded,
     }
 

@@ -45,7 +45,7 @@ from crawlers.record.cursors import cursor_get, cursor_write
 from crawlers.runs.checkpoint import ledger_checkpoint
 from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult, run_title
-from crawlers.runs.second_provider import agreed, run_tip
+from crawlers.runs.second_provider import CheckSilent, agreed, run_tip
 from crawlers.scan.agreement import RangeClaim
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.pipeline import Planned, Proven, RangePipeline, prove_planned
@@ -140,7 +140,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
         cursor = cursor_get(chain=job.chain.name, label=label) or _start_cursor(client, job)
         result.cursor_before = result.cursor = cursor.value
     except NoEvidenceError as exc:
-        result.held = f"provider gave no evidence: {exc}"
+        result.held = str(exc) if isinstance(exc, CheckSilent) else f"provider gave no evidence: {exc}"
         logger.warning("crawl %s: %s", title, result.held)
         return result
     except ChainMismatchError as exc:
@@ -365,7 +365,8 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
     try:
         client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
     except NoEvidenceError as exc:
-        result.held = f"provider gave no evidence: {exc}"
+        result.held = str(exc) if isinstance(exc, CheckSilent) else f"provider gave no evidence: {exc}"
+        result.waiting_for_check = isinstance(exc, CheckSilent)
         return result
     except ChainMismatchError as exc:
         return _wrong_chain(result, f"{title} --single-block", exc)

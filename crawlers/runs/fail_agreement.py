@@ -174,9 +174,11 @@ def failures_agreed(
     untouched: Counter[str],
     *,
     label: str,
+    waited: set[int],
 ) -> list[ProposedFailure]:
     """The failures the check provider gives the same evidence for; the rest are counted in `untouched`
-    (a disagreement also logged CRITICAL, naming both answers)."""
+    (a disagreement also logged CRITICAL, naming both answers), and the rows only waiting for the check
+    provider's answer are added to `waited`."""
     if not failures:
         return []
     try:
@@ -184,6 +186,7 @@ def failures_agreed(
     except NoEvidenceError as exc:
         logger.warning("crawl %s: check provider %s gave no evidence (%s); failing nothing", label, check.origin, exc)
         untouched[WAITING] += len(failures)
+        waited.update(f.row.id for f in failures)
         return []
     numbers = sorted({f.block if f.block is not None else f.row.block_number for f in failures})
     receipts = sorted({f.row.tx_hash for f in failures if f.receipt is not None})
@@ -213,4 +216,5 @@ def failures_agreed(
             )
         else:
             untouched[verdict] += 1
+            waited.add(failure.row.id)
     return agreed

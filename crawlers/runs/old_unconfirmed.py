@@ -90,6 +90,9 @@ class JudgeResult:
     untouched: Counter = field(default_factory=Counter)  # why -> how many
     # Proven but held by a pause in this run: marked `held_at`, judged first once the campaign is not paused.
     paused_ids: list[int] = field(default_factory=list)
+    # Left only because the check provider (DWS_RPC_CHECK_URL) gave no evidence: judged again at the next
+    # run, not pushed out (a check provider down for a while costs those rows only that while).
+    waiting_ids: set[int] = field(default_factory=set)
     held: str | None = None  # the whole run could not judge anything
 
     def summary(self) -> str:
@@ -133,7 +136,7 @@ def _run(config: Config, chain: ChainSettings, client: RpcClient, now: datetime)
         # from the chain is looked at again by the time its grace ends, then at every run: sustained
         # absence fails it within SUSTAINED_ABSENCE_RUNS runs of the grace, whatever its age).
         # A row held by the pause in this very run stays due: crediting resumes with it.
-        held = set(result.paused_ids)
+        held = set(result.paused_ids) | result.waiting_ids
         donations_look_later(
             donation_ids=[row.id for row in rows if row.id not in held],
             now=now,
@@ -301,7 +304,9 @@ def _judge(
     ]
     check = make_check_client(chain)
     if check is not None:  # failing moves money too: only on the same evidence from both
-        failures = failures_agreed(check, client, chain, failures, result.untouched, label=OLD_UNCONFIRMED)
+        failures = failures_agreed(
+            check, client, chain, failures, result.untouched, label=OLD_UNCONFIRMED, waited=result.waiting_ids
+        )
     tiers = config.sale_tiers
     for reason in dict.fromkeys(f.reason for f in failures):
         ids = [f.row.id for f in failures if f.reason == reason]
@@ -321,4 +326,6 @@ def _judge(
         result.confirmed += recrawled.confirmed
         if recrawled.held:
             result.untouched[f"re-crawl of block {number} held"] += 1
+            if recrawled.waiting_for_check:
+                result.waiting_ids.update(row.id for row in in_place if placed[row.id] == number)
     return
