@@ -206,19 +206,14 @@ def _reconcile_entry(run: ReconcileRun | None) -> dict[str, Any] | None:
 
 
 def _daily_reconcile(chain: str) -> dict[str, Any] | None:
-    """When the chain was last reconciled by the daily run, through which block, and whether the day that run
-    was covering (its blocks of the last 24 hours: crawlers/runs/reconcile_day.py) is covered through its end."""
+    """The chain's last daily reconcile (its `to_block`: through which block, and when) with the day it was
+    covering (the blocks of its last 24 hours: crawlers/runs/reconcile_day.py) and whether it reached its end."""
     run = ReconcileRun.objects.filter(chain=chain, trigger=DAILY).order_by("-finished_at", "-id").first()
-    if run is None:
+    entry = _reconcile_entry(run)
+    if run is None or entry is None:
         return None
-    return {
-        "through_block": run.to_block,
-        "finished_at": _iso(run.finished_at),
-        "ok": run.ok,
-        "day_first_block": run.day_first_block,
-        "day_last_block": run.day_last_block,
-        "day_covered": run.day_last_block is not None and run.to_block >= run.day_last_block,
-    }
+    day = {"day_first_block": run.day_first_block, "day_last_block": run.day_last_block}
+    return entry | day | {"day_covered": run.day_last_block is not None and run.to_block >= run.day_last_block}
 
 
 def _completeness(chain: str) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def test_a_day_of_hourly_blocks_is_covered_by_several_runs_and_health_says_throu
     }
     assert Donation.objects.get(tx_hash=tx).status == "confirmed"
     daily = health_report()["chains"]["eth"]["daily_reconcile"]
-    assert (daily["through_block"], daily["day_first_block"], daily["day_covered"], daily["ok"]) == (
+    assert (daily["to_block"], daily["day_first_block"], daily["day_covered"], daily["ok"]) == (
         finalized,
         first_of_day,
         True,
@@ -79,4 +79,4 @@ def test_a_day_cut_short_by_a_crawler_behind_says_so_and_queues_nothing(node):
     assert run.report is not None
     assert (run.report.to_block, run.more_to_do) == (crawled, False)
     daily = health_report()["chains"]["eth"]["daily_reconcile"]
-    assert (daily["through_block"], daily["day_covered"]) == (crawled, False)
+    assert (daily["to_block"], daily["day_covered"]) == (crawled, False)

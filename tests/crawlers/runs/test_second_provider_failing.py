@@ -36,6 +36,17 @@ def use(settings, *, primary: str, check: str) -> None:
     settings.CONFIG = configured(settings.CONFIG, rpc_url=primary, rpc_check_url=check)
 
 
+def held_naming_both(row, result, caplog, *parts: str) -> None:
+    """The row was left unconfirmed with one CRITICAL line naming its block and `parts` of both answers."""
+    row.refresh_from_db()
+    assert (row.status, row.failed_reason, result.failed) == ("unconfirmed", "", 0)
+    (line,) = [line for line in critical(caplog) if "providers disagree" in line]
+    assert f"block {row.block_number}" in line
+    for part in parts:
+        assert part in line
+    assert result.untouched["providers disagree"] == 1
+
+
 @pytest.fixture
 def lying(node) -> Iterator[RpcProxy]:
     """A primary provider whose receipts all report a revert."""
@@ -51,13 +62,7 @@ def test_a_revert_only_the_primary_reports_fails_nothing_and_says_critical_namin
     with caplog.at_level(logging.INFO):
         result = crawl_old_unconfirmed(now=row.block_time + LATER)
 
-    row.refresh_from_db()
-    assert (row.status, row.failed_reason, result.failed) == ("unconfirmed", "", 0)
-    (line,) = [line for line in critical(caplog) if "providers disagree" in line]
-    assert f"block {row.block_number}" in line
-    assert "status 0x0" in line
-    assert "status 0x1" in line
-    assert result.untouched["providers disagree"] == 1
+    held_naming_both(row, result, caplog, "status 0x0", "status 0x1")
 
 
 def test_a_revert_both_providers_report_fails_the_row(node, lying, settings, caplog):
@@ -136,13 +141,7 @@ def test_a_transaction_only_the_primary_drops_from_its_block_fails_nothing(node,
         with caplog.at_level(logging.INFO):
             result = crawl_old_unconfirmed(now=row.block_time + LATER)
 
-    row.refresh_from_db()
-    assert (row.status, row.failed_reason, result.failed) == ("unconfirmed", "", 0)
-    (line,) = [line for line in critical(caplog) if "providers disagree" in line]
-    assert f"block {row.block_number}" in line
-    assert row.tx_hash in line
-    assert "lists it" in line
-    assert result.untouched["providers disagree"] == 1
+    held_naming_both(row, result, caplog, row.tx_hash, "lists it")
 
 
 @pytest.mark.parametrize("tracing", [True, False], ids=["tracing", "without-traces"])
