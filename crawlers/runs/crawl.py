@@ -208,7 +208,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 return result
             if final_check is not None:
                 closing = reach or (blocks[-1].header if blocks else None)
-                claim = RangeClaim(found.planned.start - 1, blocks, closing, proof, found.codes)
+                claim = RangeClaim(found.planned.start - 1, blocks, closing, proof, found.codes, job.run)
                 if not agreed(final_check, client, job.chain, claim, result):
                     return result
             level = _record(job, blocks, held, result, move_cursor=True, reach=reach, proof=proof)
@@ -377,7 +377,7 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
     _note_completeness(job, found)
     if check is not None and job.mode.final:
         closing = found.blocks[-1].header if found.blocks else None
-        claim = RangeClaim(number - 1, found.blocks, closing, found.ledger, found.codes)
+        claim = RangeClaim(number - 1, found.blocks, closing, found.ledger, found.codes, job.run)
         if not agreed(check, client, job.chain, claim, result):
             return result
     if _record(job, found.blocks, found.held, result, move_cursor=False) is not None:

@@ -24,8 +24,8 @@ The range is recorded only when the check provider's answers show the same thing
   transfer, the same sender, recipient and value; for a transaction the primary reports reverted, a
   receipt reporting the revert in that block.
 
-Where the check provider keeps no state for a block (its balances refused as historical state), they
-cannot be compared there: a crediting block is then shown by its transactions instead, in a second batch
+Where the check provider keeps no state for a block (learnt by its behaviour, as for the primary:
+crawlers/scan/history.py; a first refusal waits), the balances cannot be compared there: a crediting block is then shown by its transactions instead, in a second batch
 (each credited transaction's object, in that block) and, for ETH paid by an internal call, the
 transaction's call trace showing the frame (path, donor, amount); closing balances it cannot give are
 not compared (a WARNING says so: what the range left out then rests on the primary's proof alone).
@@ -47,7 +47,7 @@ from crawlers.decode.authorizations import address_mode
 from crawlers.decode.balances import Balances, StateUnavailable, balances_from, balances_in_batch
 from crawlers.decode.blocks import BlockHeader, block_carries
 from crawlers.decode.frames import shows_frame
-from crawlers.scan import traces
+from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import ScannedBlock
 from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
@@ -78,6 +78,7 @@ class RangeClaim:
     closing: BlockHeader | None  # the block the range is recorded through (None: nothing is)
     ledger: SpanLedger | UnprovenSpan | None  # the balance proof's account of the range
     codes: Mapping[int, str]  # the donation address's code as the primary gave it, by block
+    run: str = ""  # the crawler run asking (crawlers/scan/history.py tells a refusal's first sighting by it)
 
     def balances_at(self, number: int) -> dict[str, int] | None:
         """The balances the primary's proof holds at the end of block `number`, or None where it holds none."""
@@ -138,7 +139,7 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     if verdict is not None:
         return verdict
     try:
-        theirs = _balances(chain, balance_answers)
+        theirs = _balances(check, chain, balance_answers, claim.run)
     except NoEvidenceError as exc:
         return exc.outcome
     missing = _missing([*codes.values(), *receipts.values(), *transactions.values()])
@@ -187,15 +188,24 @@ def _headers_differ(claim: RangeClaim, headers: Mapping[int, RpcOutcome]) -> Ver
     return None
 
 
-def _balances(chain: ChainSettings, answers: Mapping[int, list[RpcOutcome]]) -> dict[int, Balances | None]:
-    """The check provider's balances by block; None where it keeps no state (raises NoEvidenceError for an
-    answer short of evidence: the range waits)."""
+def _balances(
+    check: RpcClient, chain: ChainSettings, answers: Mapping[int, list[RpcOutcome]], run: str
+) -> dict[int, Balances | None]:
+    """The check provider's balances by block; None where it keeps no state, learnt by its behaviour as for
+    the primary (crawlers/scan/history.py: an old block, refused on two runs while its head answers). Raises
+    NoEvidenceError for anything else short of an answer, a first refusal included: the range waits."""
     found: dict[int, Balances | None] = {}
     for number, outcomes in answers.items():
         try:
             found[number] = balances_from(chain, number, outcomes)
-        except StateUnavailable:
-            found[number] = None
+        except (StateUnavailable, NoEvidenceError) as exc:
+            refused = _missing(outcomes)
+            if refused is not None and refused.kind == "error" and history.history_missing(check, chain, number, run):
+                found[number] = None
+                continue
+            if isinstance(exc, NoEvidenceError) or refused is None:
+                raise
+            raise NoEvidenceError(refused) from exc
     return found
 
 
