@@ -25,10 +25,11 @@ The range is recorded only when the check provider's answers show the same thing
   receipt reporting the revert in that block.
 
 Where the check provider keeps no state for a block (learnt by its behaviour, as for the primary:
-crawlers/scan/history.py; a first refusal waits), the balances cannot be compared there: a crediting block is then shown by its transactions instead, in a second batch
-(each credited transaction's object, in that block) and, for ETH paid by an internal call, the
-transaction's call trace showing the frame (path, donor, amount); closing balances it cannot give are
-not compared (a WARNING says so: what the range left out then rests on the primary's proof alone).
+crawlers/scan/history.py; a first refusal waits), its balances and code cannot be compared there: a
+crediting block is then shown by its transactions instead, in a second batch (each credited transaction's
+object, in that block) and, for ETH paid by an internal call, the transaction's call trace showing the
+frame (path, donor, amount); closing balances it cannot give are not compared (a WARNING says so: what
+the range left out then rests on the primary's proof alone), nor its code at an edge it has no state for.
 
 A check provider that does not answer (a time-out, a null, an error) is no evidence: the range waits.
 An answer that differs is a `Disagreement` naming both answers: the run holds the chain on it.
@@ -142,6 +143,7 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
         theirs = _balances(check, chain, balance_answers, claim.run)
     except NoEvidenceError as exc:
         return exc.outcome
+    codes = {e: code for e, code in codes.items() if not _stateless(check, chain, e, code, claim.run)}
     missing = _missing([*codes.values(), *receipts.values(), *transactions.values()])
     if missing is not None:
         return missing
@@ -200,13 +202,20 @@ def _balances(
             found[number] = balances_from(chain, number, outcomes)
         except (StateUnavailable, NoEvidenceError) as exc:
             refused = _missing(outcomes)
-            if refused is not None and refused.kind == "error" and history.history_missing(check, chain, number, run):
+            if refused is not None and _stateless(check, chain, number, refused, run):
                 found[number] = None
                 continue
             if isinstance(exc, NoEvidenceError) or refused is None:
                 raise
             raise NoEvidenceError(refused) from exc
     return found
+
+
+def _stateless(check: RpcClient, chain: ChainSettings, block: int, outcome: RpcOutcome, run: str) -> bool:
+    """Whether an answer refused at `block` is the check provider keeping no state there (its code at an old
+    edge: not compared), learnt as for its balances."""
+    refused = isinstance(outcome, NoEvidence) and outcome.kind == "error"
+    return refused and history.history_missing(check, chain, block, run)
 
 
 def _facts_differ(

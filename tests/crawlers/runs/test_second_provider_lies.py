@@ -206,7 +206,7 @@ def test_a_check_provider_without_state_shows_internal_eth_by_its_trace_or_waits
         )
 
     with RpcProxy(node.url) as full_node:
-        for method in ("eth_getBalance", "eth_getTransactionCount", "eth_call"):
+        for method in ("eth_getBalance", "eth_getTransactionCount", "eth_call", "eth_getCode"):
             full_node.arm(method, "error", count=None, when=old, message="missing trie node 0xabc (path )")
         if not traces:
             full_node.refuse_traces()
