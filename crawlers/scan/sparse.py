@@ -147,17 +147,15 @@ def scan_sparse(
     if recorded_blocks is not None:
         named |= set(recorded_blocks(start, end))
     wanted = sorted(set(changed) | named)
+    codes = {end: code.value}  # plain (read through the sparse path only then): what a check provider must show
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
-        return SparseScan(
-            [], None, first_header.parent_hash, end_header, proven=True, ledger=ledger, codes={end: code.value}
-        )
+        return SparseScan([], None, first_header.parent_hash, end_header, proven=True, ledger=ledger, codes=codes)
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known)
     reach = None if held else end_header
     ledger = ledger_from_blocks(start, before.values, blocks, None if held else end, None if held else after.values)
     proven = bool(blocks) and held is None
-    codes = {end: code.value}
     return SparseScan(blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger, codes=codes)
 
 
