@@ -102,14 +102,14 @@ def reset_ledger() -> None:
     DonationStats.objects.update(total=0, tokens=0, status="open")
 
 
-def run(label: str, client_factory, start: int) -> tuple[float, int, int]:
+def run(label: str, client_factory, start: int, check=None) -> tuple[float, int, int]:
     from crawlers.models import FINALIZED
     from crawlers.record.cursors import cursor_write
 
     client = client_factory()
     cursor_write(chain=CHAIN, label=label, value=start - 1)
     began = time.monotonic()
-    result = crawl(label, client=client)
+    result = crawl(label, client=client, check=check)
     elapsed = time.monotonic() - began
     if result.held:
         raise SystemExit(f"{label} held: {result.held}")
@@ -122,11 +122,34 @@ def run(label: str, client_factory, start: int) -> tuple[float, int, int]:
     return elapsed, blocks, client.round_trips
 
 
+def check_provider(proxy: RpcProxy, anvil: Anvil, start: int) -> None:
+    """The finalized crawler against the fast provider again, with a check provider (DWS_RPC_CHECK_URL,
+    anvil behind a counting proxy of its own): what the check costs it, per block."""
+    from crawlers.chain.rpc import RpcClient
+    from crawlers.models import FINALIZED
+
+    with RpcProxy(anvil.url) as second:
+        settings.CONFIG = configured(settings.CONFIG, rpc_check_url=second.url("/check"))
+        reset_ledger()
+        print("against the fast provider, with a check provider (anvil behind a counting proxy):")
+        _, blocks, _ = run(FINALIZED, lambda: RpcClient(proxy.url()), start, check=RpcClient(second.url("/check")))
+        calls = sum(len(seen.methods) for seen in second.seen)
+        print(
+            f"check provider: {len(second.seen)} round trips, {calls} calls = {calls / blocks:.3f} calls "
+            f"and {len(second.seen) / blocks:.4f} round trips per block"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=2000)
     parser.add_argument("--txs", type=int, default=150)
     parser.add_argument("--donation-every", type=int, default=100)
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="the finalized crawler again with a check provider, counted apart",
+    )
     args = parser.parse_args()
 
     old_config = setup_databases(verbosity=0, interactive=False)
@@ -160,6 +183,8 @@ def main() -> None:
                 reset_ledger()
                 for label in (LATEST, FINALIZED):
                     run(label, lambda: RpcClient(proxy.url()), start)
+                if args.check:
+                    check_provider(proxy, anvil, start)
     finally:
         teardown_databases(old_config, verbosity=0)
 

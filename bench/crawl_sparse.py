@@ -72,6 +72,7 @@ class CountingProxy(RpcProxy):
     """The test proxy, also adding up the bytes of the answers it passes on (JSON of each reply)."""
 
     bytes_out = 0
+    check: RpcProxy | None = None  # the check provider's proxy (--check), counted apart
 
     def _forward(self, batch: list[dict]) -> dict:
         by_id = super()._forward(batch)
@@ -281,6 +282,8 @@ def measure_way(
         get_redis().delete(key)
     posts, received = len(proxy.seen), proxy.bytes_out
     calls = sum(len(seen.methods) for seen in proxy.seen)
+    check = proxy.check
+    checked = (len(check.seen), sum(len(seen.methods) for seen in check.seen)) if check else (0, 0)
     proxy.most_in_flight = 0
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = run_way(way, env, tip, log)
@@ -296,6 +299,14 @@ def measure_way(
         f"{size / 1e6:.2f} MB received, CPU {cpu_s:.2f} s; {confirmed}/{expected} donations confirmed",
         flush=True,
     )
+    if check is not None:
+        trips_c = len(check.seen) - checked[0]
+        calls_c = sum(len(seen.methods) for seen in check.seen) - checked[1]
+        print(
+            f"       check provider: {trips_c} round trips ({trips_c / blocks:.4f}/block), {calls_c} calls "
+            f"({calls_c / blocks:.4f}/block)",
+            flush=True,
+        )
     if confirmed != expected:
         raise SystemExit(f"expected {expected} confirmed donations, see {log}")
 
@@ -324,6 +335,9 @@ def main() -> None:
     parser.add_argument("--safe", action="store_true", help="the donation address has code (a Safe-like wallet)")
     parser.add_argument("--ponder", default="", help="Ponder modes to run after ours: blocks,logs")
     parser.add_argument("--ponder-copies", type=int, default=64, help="RPC URL copies (Ponder's rate allowance)")
+    parser.add_argument(
+        "--check", action="store_true", help="with a check provider (DWS_RPC_CHECK_URL), its calls counted apart"
+    )
     args = parser.parse_args()
 
     compile_tree()
@@ -345,8 +359,14 @@ def main() -> None:
             print(f"built in {time.monotonic() - t0:.0f} s; blocks {start}..{tip}", flush=True)
             add_prices(anvil, start)
 
-            with CountingProxy(anvil.url, memoize=REPLAYABLE if args.replay else frozenset()) as proxy:
+            with (
+                CountingProxy(anvil.url, memoize=REPLAYABLE if args.replay else frozenset()) as proxy,
+                CountingProxy(anvil.url) as second,
+            ):
                 env = environment(proxy.url("/rpc"), start)
+                if args.check:
+                    env["DWS_RPC_CHECK_URL"] = second.url("/check")
+                    proxy.check = second
                 if args.in_flight is not None:
                     env["DWS_RPC_MAX_IN_FLIGHT"] = str(args.in_flight)
                 latencies = [float(ms) for ms in args.latency.split(",")]

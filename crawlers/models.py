@@ -60,7 +60,7 @@ class ReconcileRun(models.Model):
     the admin and /health; the newest row of a chain is its last result)."""
 
     chain = models.CharField(max_length=16, default=CHAIN, db_default=CHAIN)
-    trigger = models.CharField(max_length=16)  # "command" or "daily"
+    trigger = models.CharField(max_length=16)  # "command", "daily", "start" or "checkpoint"
     from_block = models.BigIntegerField()
     to_block = models.BigIntegerField(help_text="the last block actually checked")
     started_at = models.DateTimeField()
@@ -69,6 +69,10 @@ class ReconcileRun(models.Model):
     transfers = models.IntegerField(help_text="transfers to the donation address found on chain")
     discrepancies = models.JSONField(default=list, blank=True)
     summary = models.TextField()
+    # A daily run: the chain's day it is covering (its blocks of the last 24 hours, by their timestamps;
+    # crawlers/runs/reconcile_day.py), which may take several runs; null for the other triggers.
+    day_first_block = models.BigIntegerField(null=True, blank=True)
+    day_last_block = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "reconcile_run"

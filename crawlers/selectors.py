@@ -32,9 +32,11 @@ from crawlers.models import (
 )
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.address_code import refused_chains
+from crawlers.runs.check_status import check_status
 from crawlers.runs.old_unconfirmed import MIN_AGE
 from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import STUCK, catch_up_status, crawler_state
+from crawlers.runs.reconcile_day import DAILY
 from crawlers.scan.with_code import read_status
 from donations.models import Donation, DonationStats, DonationStatus
 from donations.refund_selectors import refunds_report
@@ -184,6 +186,9 @@ def _chain_health(
         "donation_address": read_status(chain.name),
         "unexplained_inflows_open": open_here.count(),
         "reconcile": _reconcile_entry(ReconcileRun.objects.filter(chain=chain.name).order_by("-finished_at").first()),
+        "daily_reconcile": _daily_reconcile(chain.name),
+        # the second provider (DWS_RPC_CHECK_URL): agreeing, lagging, waiting or disagreeing, and since when
+        "check_provider": check_status(chain),
         "degraded": degraded,
     }
 
@@ -200,6 +205,17 @@ def _reconcile_entry(run: ReconcileRun | None) -> dict[str, Any] | None:
         "discrepancies": len(run.discrepancies),
         "summary": run.summary,
     }
+
+
+def _daily_reconcile(chain: str) -> dict[str, Any] | None:
+    """The chain's last daily reconcile (its `to_block`: through which block, and when) with the day it was
+    covering (the blocks of its last 24 hours: crawlers/runs/reconcile_day.py) and whether it reached its end."""
+    run = ReconcileRun.objects.filter(chain=chain, trigger=DAILY).order_by("-finished_at", "-id").first()
+    entry = _reconcile_entry(run)
+    if run is None or entry is None:
+        return None
+    day = {"day_first_block": run.day_first_block, "day_last_block": run.day_last_block}
+    return entry | day | {"day_covered": run.day_last_block is not None and run.to_block >= run.day_last_block}
 
 
 def _completeness(chain: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from celery import Task, shared_task
 from crawlers.models import FINALIZED, LATEST
 from crawlers.runs.follow import FOLLOW_LEASE_SECONDS, LEASE_OVER, follow_head
 from crawlers.runs.jobs import run_crawler, run_old_unconfirmed
-from crawlers.runs.reconcile import reconcile_last_day, reconcile_lock
+from crawlers.runs.reconcile import ReconcileError, reconcile_lock
+from crawlers.runs.reconcile_day import reconcile_last_day
 from dws_project.chain_settings import UnknownChain
 from dws_project.locks import non_overlapping
 
@@ -77,7 +78,12 @@ def reconcile_last_day_task(chain: str | None = None) -> None:
         return
 
     @non_overlapping(reconcile_lock(name), ttl=300)
-    def guarded() -> None:
-        reconcile_last_day(chain=name)  # logs its summary and stores the result
+    def guarded() -> bool:
+        try:
+            return reconcile_last_day(chain=name).more_to_do  # logs its summary and stores the result
+        except ReconcileError as exc:
+            logger.warning("reconcile %s: %s; the next daily run tries again", name, exc)
+            return False
 
-    guarded()
+    if guarded():  # the chain's day did not fit one run: the next starts now, after this one's lock
+        reconcile_last_day_task.delay(chain=name)

@@ -35,3 +35,12 @@ def header_of(block: object, number: int | None = None) -> BlockHeader | None:
     except ValueError:
         return None
     return header if number is None or header.number == number else None
+
+
+def block_carries(block: dict, tx_hash: str) -> bool:
+    """Whether a block answer (full, or with its transactions' hashes) lists the transaction."""
+    for tx in block.get("transactions") or []:
+        found = tx.get("hash") if isinstance(tx, dict) else tx
+        if isinstance(found, str) and found.lower() == tx_hash:
+            return True
+    return False

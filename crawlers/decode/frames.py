@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 
 from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
 from crawlers.decode.bridge import L2_CROSS_DOMAIN_MESSENGER, L2_STANDARD_BRIDGE, RelayedEth, relayed_eth
@@ -344,6 +345,18 @@ def donation_frames(frames: Sequence[Frame], donation_address: str) -> list[Fram
         for frame in _arriving_frames(frames, donation_address)
         if not _under(frame, own) and frame.donor != donation_address
     ]
+
+
+def shows_frame(
+    frames: Sequence[Frame], donation_address: str, *, trace_address: str, donor: str, amount: Decimal, eth_scale: int
+) -> bool:
+    """Whether `frames` hold the donation frame at `trace_address` paying `amount` (at `eth_scale`) from `donor`:
+    what proves one internal ETH donation from a trace of its transaction."""
+    return any(
+        (frame.trace_address, frame.donor, scaled_amount(frame.wei, ETH_DECIMALS, eth_scale))
+        == (trace_address, donor, amount)
+        for frame in donation_frames(frames, donation_address)
+    )
 
 
 def own_frames(frames: Sequence[Frame], donation_address: str) -> list[Movement]:

@@ -47,7 +47,8 @@ from crawlers.runs.checkpoint import ledger_checkpoint
 from crawlers.runs.coin_scales import require_coin_scales
 from crawlers.runs.pace import Pace
 from crawlers.runs.results import CrawlResult, run_title
-from crawlers.runs.second_provider import agreed, run_tip
+from crawlers.runs.second_provider import CheckSilent, agreed, run_tip
+from crawlers.scan.agreement import RangeClaim
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.pipeline import Planned, Proven, RangePipeline, prove_planned
 from crawlers.scan.proof import ProvenRange, prove_range
@@ -142,7 +143,7 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
         cursor = cursor_get(chain=job.chain.name, label=label) or _start_cursor(client, job)
         result.cursor_before = result.cursor = cursor.value
     except NoEvidenceError as exc:
-        result.held = f"provider gave no evidence: {exc}"
+        result.held = str(exc) if isinstance(exc, CheckSilent) else f"provider gave no evidence: {exc}"
         logger.warning("crawl %s: %s", title, result.held)
         return result
     except ChainMismatchError as exc:
@@ -215,8 +216,11 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 )
                 logger.critical("crawl %s: %s", title, stuck_message(position + 1, result.held))
                 return result
-            if final_check is not None and not agreed(final_check, client, job.chain, blocks, reach, result):
-                return result
+            if final_check is not None:
+                closing = reach or (blocks[-1].header if blocks else None)
+                claim = RangeClaim(found.planned.start - 1, blocks, closing, proof, found.codes, job.run)
+                if not agreed(final_check, client, job.chain, claim, result):
+                    return result
             level = _record(
                 job, blocks, held, result, move_cursor=True, reach=reach, proof=proof, foreign=found.foreign
             )
@@ -378,7 +382,8 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
         client, tip = run_tip(client, check, job.chain, label=label, final=job.mode.final)
         require_coin_scales(job.chain)
     except NoEvidenceError as exc:
-        result.held = f"provider gave no evidence: {exc}"
+        result.held = str(exc) if isinstance(exc, CheckSilent) else f"provider gave no evidence: {exc}"
+        result.waiting_for_check = isinstance(exc, CheckSilent)
         return result
     except ChainMismatchError as exc:
         return _wrong_chain(result, f"{title} --single-block", exc)
@@ -387,8 +392,11 @@ def _crawl_single_block(job: _Job, number: int, client: RpcClient) -> CrawlResul
         return result
     found = prove_range(client, job.chain, number, number, job.mode)
     _note_completeness(job, found)
-    if check is not None and job.mode.final and not agreed(check, client, job.chain, found.blocks, None, result):
-        return result
+    if check is not None and job.mode.final:
+        closing = found.blocks[-1].header if found.blocks else None
+        claim = RangeClaim(number - 1, found.blocks, closing, found.ledger, found.codes, job.run)
+        if not agreed(check, client, job.chain, claim, result):
+            return result
     if _record(job, found.blocks, found.held, result, move_cursor=False) is not None:
         logger.error("crawl %s --single-block: %s", title, result.held)
     return result

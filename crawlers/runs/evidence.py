@@ -14,8 +14,7 @@ from collections import Counter
 
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
-from crawlers.decode.amounts import ETH_DECIMALS, scaled_amount
-from crawlers.decode.frames import donation_frames
+from crawlers.decode.frames import shows_frame
 from crawlers.decode.receipts import receipt_has_transfer, receipt_succeeded
 from crawlers.decode.transfers import token_transfers
 from crawlers.scan.traces import TracesUnavailable, transaction_trace
@@ -23,13 +22,8 @@ from donations.models import Donation
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
 
-
-def block_carries(block: dict, tx_hash: str) -> bool:
-    for tx in block.get("transactions") or []:
-        found = tx.get("hash") if isinstance(tx, dict) else tx
-        if isinstance(found, str) and found.lower() == tx_hash:
-            return True
-    return False
+# Why a re-mined internal ETH row is gone: its failure rests on a call trace (the check provider's must agree).
+NO_LONGER_FRAMED = "where its call tree no longer pays the donation address this frame"
 
 
 def receipt_proves(row: Donation, receipt: object, block_hash: str, chain: ChainSettings) -> bool | None:
@@ -50,15 +44,16 @@ def receipt_proves(row: Donation, receipt: object, block_hash: str, chain: Chain
     return None  # succeeded, but the recorded Transfer log is not in it: no evidence for this row
 
 
-def _frames_show(row: Donation, client: RpcClient, chain: ChainSettings) -> bool:
+def frame_shown(row: Donation, client: RpcClient, chain: ChainSettings) -> bool:
     """Whether a trace of the row's transaction shows its frame (path, donor, amount); raises
     TracesUnavailable / NoEvidenceError when there is no trace to judge by."""
-    scale = amount_scale("eth")
-    frames = transaction_trace(client, chain, row.tx_hash)
-    return any(
-        (frame.trace_address, frame.donor, scaled_amount(frame.wei, ETH_DECIMALS, scale))
-        == (row.trace_address, row.address, row.amount)
-        for frame in donation_frames(frames, chain.donation_address)
+    return shows_frame(
+        transaction_trace(client, chain, row.tx_hash),
+        chain.donation_address,
+        trace_address=row.trace_address or "",
+        donor=row.address,
+        amount=row.amount,
+        eth_scale=amount_scale("eth"),
     )
 
 
@@ -66,7 +61,7 @@ def internal_frame_shown(row: Donation, client: RpcClient, chain: ChainSettings,
     """Whether a trace of the row's transaction shows its internal ETH frame; False also for no evidence
     (counted in `untouched`, with why)."""
     try:
-        if _frames_show(row, client, chain):
+        if frame_shown(row, client, chain):
             return True
     except TracesUnavailable:
         untouched["internal ETH, provider gives no trace"] += 1
@@ -103,9 +98,9 @@ def absent_from_new_block(
         return f"{where}, where its transaction no longer pays the donation address {row.amount} {row.asset}"
     if row.trace_address is not None:
         try:
-            if _frames_show(row, client, chain):
+            if frame_shown(row, client, chain):
                 return None
         except (TracesUnavailable, NoEvidenceError):
             return None
-        return f"{where}, where its call tree no longer pays the donation address this frame"
+        return f"{where}, {NO_LONGER_FRAMED}"
     return None

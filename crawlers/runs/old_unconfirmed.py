@@ -50,10 +50,11 @@ from crawlers.chain.files import debug_dump
 from crawlers.chain.outcomes import Answer, NoEvidence, NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainMismatchError, tip_block
+from crawlers.decode.blocks import block_carries
 from crawlers.models import FINALIZED
 from crawlers.runs.coin_scales import require_coin_scales
 from crawlers.runs.crawl import crawl_single_block
-from crawlers.runs.evidence import absent_from_new_block, block_carries, internal_frame_shown, receipt_proves
+from crawlers.runs.evidence import NO_LONGER_FRAMED, absent_from_new_block, internal_frame_shown, receipt_proves
 from crawlers.runs.fail_agreement import ProposedFailure, answered, block_hash_of, failures_agreed
 from donations.judging import (
     donations_absence_record,
@@ -90,6 +91,9 @@ class JudgeResult:
     untouched: Counter = field(default_factory=Counter)  # why -> how many
     # Proven but held by a pause in this run: marked `held_at`, judged first once the campaign is not paused.
     paused_ids: list[int] = field(default_factory=list)
+    # Left only because the check provider (DWS_RPC_CHECK_URL) gave no evidence: judged again at the next
+    # run, not pushed out (a check provider down for a while costs those rows only that while).
+    waiting_ids: set[int] = field(default_factory=set)
     held: str | None = None  # the whole run could not judge anything
 
     def summary(self) -> str:
@@ -133,7 +137,7 @@ def _run(config: Config, chain: ChainSettings, client: RpcClient, now: datetime)
         # from the chain is looked at again by the time its grace ends, then at every run: sustained
         # absence fails it within SUSTAINED_ABSENCE_RUNS runs of the grace, whatever its age).
         # A row held by the pause in this very run stays due: crediting resumes with it.
-        held = set(result.paused_ids)
+        held = set(result.paused_ids) | result.waiting_ids
         donations_look_later(
             donation_ids=[row.id for row in rows if row.id not in held],
             now=now,
@@ -289,13 +293,22 @@ def _judge(
         for r in reverted
     ]
     failures += [
-        ProposedFailure(r, reason, placed[r.id], block_hash_of(blocks[placed[r.id]]), answered(receipts[r.tx_hash]))
+        ProposedFailure(
+            r,
+            reason,
+            placed[r.id],
+            block_hash_of(blocks[placed[r.id]]),
+            answered(receipts[r.tx_hash]),
+            by_trace=reason.endswith(NO_LONGER_FRAMED),
+        )
         for reason, gone in sorted(moved_away.items())
         for r in gone
     ]
     check = make_check_client(chain)
     if check is not None:  # failing moves money too: only on the same evidence from both
-        failures = failures_agreed(check, client, chain, failures, result.untouched, label=OLD_UNCONFIRMED)
+        failures = failures_agreed(
+            check, client, chain, failures, result.untouched, label=OLD_UNCONFIRMED, waited=result.waiting_ids
+        )
     tiers = config.sale_tiers
     for reason in dict.fromkeys(f.reason for f in failures):
         ids = [f.row.id for f in failures if f.reason == reason]
@@ -315,4 +328,6 @@ def _judge(
         result.confirmed += recrawled.confirmed
         if recrawled.held:
             result.untouched[f"re-crawl of block {number} held"] += 1
+            if recrawled.waiting_for_check:
+                result.waiting_ids.update(row.id for row in in_place if placed[row.id] == number)
     return

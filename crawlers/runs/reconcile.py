@@ -47,7 +47,6 @@ from dws_project.config import Config
 
 logger = logging.getLogger("dws.crawlers")
 
-DAY_OF_BLOCKS = 7200  # ~24 h of 12 s blocks: the daily run's range
 # Reconcile reads finalized blocks (through DWS_BLOCK_CACHE); its debug-store files are named "reconcile-N".
 RECONCILE = ReadMode("reconcile", final=True)
 
@@ -107,20 +106,28 @@ def reconcile(
     config: Config | None = None,
     client: RpcClient | None = None,
     trigger: str = "command",
+    day: tuple[int, int] | None = None,
 ) -> ReconcileReport:
     """Check blocks from_block..to_block of `chain` (the first chain when None), clipped to what is finalized
-    and crawled; store the result. Drift on any chain freezes the one campaign."""
+    and crawled; store the result (with `day`, the first and last block of the day a daily run is covering).
+    Drift on any chain freezes the one campaign."""
     config = config or settings.CONFIG
-    return _reconcile(config.chain(chain) if chain else config.first_chain, from_block, to_block, client, trigger)
+    chain_ = config.chain(chain) if chain else config.first_chain
+    return _reconcile(chain_, from_block, to_block, client, trigger, day)
 
 
 def _reconcile(
-    chain: ChainSettings, from_block: int, to_block: int, client: RpcClient | None, trigger: str
+    chain: ChainSettings,
+    from_block: int,
+    to_block: int,
+    client: RpcClient | None,
+    trigger: str,
+    day: tuple[int, int] | None = None,
 ) -> ReconcileReport:
     client = client or make_reconcile_client(chain)
     if from_block < 0 or to_block < from_block:
         raise ReconcileError(f"empty range {from_block}..{to_block}")
-    _check_chain(client, chain)
+    check_chain_served(client, chain)
     tips = chain_tips(client)
     if tips.finalized is None:
         raise ReconcileError("the provider did not say which block is finalized; try again")
@@ -258,6 +265,8 @@ def _reconcile(
         transfers=report.transfers,
         discrepancies=report.discrepancies,
         summary=report.summary(),
+        day_first_block=day[0] if day else None,
+        day_last_block=day[1] if day else None,
     )
     (logger.info if report.ok else logger.error)("%s", report.summary())
     drift = drift_of(report.discrepancies, not_drift=report.unchecked + report.awaiting_operator)
@@ -299,7 +308,7 @@ def ledger_discrepancies(*, donors: Collection[str] | None = None) -> list[str]:
     return problems
 
 
-def _check_chain(client: RpcClient, chain: ChainSettings) -> None:
+def check_chain_served(client: RpcClient, chain: ChainSettings) -> None:
     """A check of another network's blocks would report drift that is not there (or miss what is)."""
     try:
         check_chain_id(client, chain)
@@ -308,20 +317,3 @@ def _check_chain(client: RpcClient, chain: ChainSettings) -> None:
     except ChainMismatchError as exc:
         logger.critical("reconcile %s: %s", chain.name, exc.hold_reason())
         raise ReconcileError(exc.hold_reason()) from None
-
-
-def reconcile_last_day(
-    *, chain: str | None = None, config: Config | None = None, client: RpcClient | None = None
-) -> ReconcileReport:
-    """The daily check of `chain` (the first when None): its last ~day of finalized blocks (never before its
-    start block). A rollup makes blocks faster than Ethereum: a day of them is more than DAY_OF_BLOCKS, and
-    the older ones were checked by the finalized crawler's own proof and checkpoints."""
-    config = config or settings.CONFIG
-    settings_ = config.chain(chain) if chain else config.first_chain
-    client = client or make_reconcile_client(settings_)
-    _check_chain(client, settings_)
-    finalized = chain_tips(client).finalized
-    if finalized is None:
-        raise ReconcileError("the provider did not say which block is finalized; try again")
-    start = max(finalized - DAY_OF_BLOCKS + 1, settings_.start_block or 0, 0)
-    return _reconcile(settings_, start, finalized, client, "daily")

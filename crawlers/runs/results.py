@@ -19,6 +19,8 @@ class CrawlResult(BlockTally):
     cursor_before: int | None = None
     tip: int | None = None  # head (latest) or finalized block the run aimed for
     held: str | None = None  # why the run stopped short of the tip
+    # The run holds only because the check provider (DWS_RPC_CHECK_URL) gave no evidence: it is waited for.
+    waiting_for_check: bool = False
 
     @property
     def more_to_do(self) -> bool:

@@ -13,18 +13,28 @@ whether the check provider agrees on what it is about to record (crawlers/scan/a
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
-from crawlers.chain.outcomes import NoEvidenceError
+from crawlers.chain.outcomes import NoEvidence, NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import tip_block
-from crawlers.decode.blocks import BlockHeader
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.check_status import AGREEING, DISAGREEING, LAGGING, RANGE, TIP, WAITING, note_check
 from crawlers.runs.results import CrawlResult
-from crawlers.scan.agreement import Disagreement, cross_check
-from crawlers.scan.results import ScannedBlock
+from crawlers.scan.agreement import Disagreement, RangeClaim, cross_check
 from dws_project.chain_settings import ChainSettings
 
 logger = logging.getLogger("dws.crawlers")
+
+
+class CheckSilent(NoEvidenceError):
+    """The check provider gave no evidence for its finalized block: the finalized crawler waits for it."""
+
+    def __init__(self, outcome: NoEvidence, check: RpcClient) -> None:
+        super().__init__(outcome)
+        self.args = (
+            f"check provider {check.origin} gave no evidence for its finalized block ({outcome.describe()}); "
+            "waiting: nothing is confirmed until it answers",
+        )
 
 
 def run_tip(
@@ -48,35 +58,54 @@ def run_tip(
         )
         return check, tip_block(check, finalized=False, chain=chain)
     if check is not None and final:
+        tip = _within_check(check, chain, label, tip)
+    return client, tip
+
+
+def _within_check(check: RpcClient, chain: ChainSettings, label: str, ours: int) -> int:
+    """How far the finalized crawler may go: the lower of both providers' finalized blocks. A check provider
+    that does not say is waited for (NoEvidenceError, naming it), one that trails ours too once nothing is
+    left to confirm below its finalized block (WARNING); both shown on /health (crawlers/runs/check_status.py)."""
+    try:
         theirs = tip_block(check, finalized=True, chain=chain)
-        if theirs < tip:
+    except NoEvidenceError as exc:
+        silent = CheckSilent(exc.outcome, check)
+        note_check(chain, check.origin, WAITING, source=TIP, reason=str(silent))
+        raise silent from exc
+    lag = max(ours - theirs, 0)
+    cursor = cursor_get(chain=chain.name, label=label) if lag else None
+    if cursor is not None and theirs <= cursor.value:
+        why = f"its finalized block {theirs} trails ours ({ours}) by {lag}"
+        why += "; nothing past it is confirmed until it catches up"
+        logger.warning("crawl %s: waiting for the check provider %s: %s", label, check.origin, why)
+        note_check(chain, check.origin, LAGGING, source=TIP, reason=why, finalized=theirs, lag_blocks=lag)
+    else:
+        if lag:
             logger.info(
                 "crawl %s: the check provider's finalized block %d trails ours (%d); going as far as it",
                 label,
                 theirs,
-                tip,
+                ours,
             )
-        tip = min(tip, theirs)
-    return client, tip
+        note_check(chain, check.origin, AGREEING, source=TIP, finalized=theirs, lag_blocks=lag)
+    return min(ours, theirs)
 
 
-def agreed(
-    check: RpcClient,
-    client: RpcClient,
-    chain: ChainSettings,
-    blocks: Sequence[ScannedBlock],
-    reach: BlockHeader | None,
-    result: CrawlResult,
-) -> bool:
-    """Whether the check provider agrees on what is about to be recorded (else the run holds, and says why)."""
-    closing = reach or (blocks[-1].header if blocks else None)
-    verdict = cross_check(check, chain, blocks, closing)
+def agreed(check: RpcClient, client: RpcClient, chain: ChainSettings, claim: RangeClaim, result: CrawlResult) -> bool:
+    """Whether the check provider's own answers show what is about to be recorded (else the run holds,
+    and says why)."""
+    verdict = cross_check(check, chain, claim)
     if verdict is None:
+        through = claim.closing.number if claim.closing else None
+        note_check(chain, check.origin, AGREEING, source=RANGE, checked_through=through)
         return True
     if isinstance(verdict, Disagreement):
         result.held = verdict.describe(client.origin, check.origin)
         logger.critical("crawl %s: %s; holding, nothing is confirmed until they agree", result.label, result.held)
+        note_check(chain, check.origin, DISAGREEING, source=RANGE, reason=result.held)
     else:
         result.held = f"check provider {check.origin} gave no evidence: {verdict.describe()}; waiting"
+        result.waiting_for_check = True
         logger.warning("crawl %s: %s", result.label, result.held)
+        note_check(chain, check.origin, WAITING, source=RANGE, reason=result.held)
     return False

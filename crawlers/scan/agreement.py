@@ -1,13 +1,35 @@
-"""A second, independent provider's word on what the finalized crawler is about to confirm (DWS_RPC_CHECK_URL).
+"""A second, independent provider's word on what the finalized crawler is about to record (DWS_RPC_CHECK_URL).
 
-Before a finalized range is recorded, the check provider is asked, in one batch, for the header of every
-block that credits something and of the range's closing block (the one its balance proof ends at), the
-receipt of every transaction credited, and the transaction object of every top-level ETH transfer. The
-range is recorded only when the check provider gives the same block hashes and, for each transfer, the
-same facts: a successful receipt in that block; for a coin, the Transfer log at that index of that
-contract paying the donation address from the donor, of the same amount; for ETH, the same sender,
-recipient and value. An ETH transfer inside a contract call (a frame) is checked through its
-transaction's receipt (success, block), not by a second trace: a check provider need not offer traces.
+Nothing is confirmed that the check provider's own answers do not show. Before a finalized range is
+recorded, one batch asks the check provider for:
+
+* the header of the range's closing block (the one the cursor moves to) and of every block that credits
+  or fails something: its hash, and its list of transactions;
+* the donation address's balances (ETH, nonce, each coin) at the closing block and around every crediting
+  block (before and after it: on a busy chain one block's "after" is the next one's "before", asked once),
+  and the address's code at the block before the range and at the closing block;
+* the receipt of every transaction credited or failed, and the transaction object of every top-level
+  ETH transfer.
+
+The range is recorded only when the check provider's answers show the same thing:
+
+* the same block hashes, and every transaction credited or failed in its block's own list;
+* the closing balances the primary's balance proof ended at: a transfer the primary left out of a range
+  (dropped from a log answer or from a block body, with its balances bent to match) shows here;
+* no code at either edge where the primary proved the range as a plain account (by its balances alone);
+* each crediting block moving the balances as the primary's proof says it did: ETH that never arrived
+  (an invented call frame, with the balances bent to match) shows here;
+* for each transfer, a successful receipt in that block and, for a coin, the Transfer log at that index
+  of that contract paying the donation address from the donor, of that amount; for a top-level ETH
+  transfer, the same sender, recipient and value; for a transaction the primary reports reverted, a
+  receipt reporting the revert in that block.
+
+Where the check provider keeps no state for a block (learnt by its behaviour, as for the primary:
+crawlers/scan/history.py; a first refusal waits), its balances and code cannot be compared there: a
+crediting block is then shown by its transactions instead, in a second batch (each credited transaction's
+object, in that block) and, for ETH paid by an internal call, the transaction's call trace showing the
+frame (path, donor, amount); closing balances it cannot give are not compared (a WARNING says so: what
+the range left out then rests on the primary's proof alone), nor its code at an edge it has no state for.
 
 A check provider that does not answer (a time-out, a null, an error) is no evidence: the range waits.
 An answer that differs is a `Disagreement` naming both answers: the run holds the chain on it.
@@ -15,19 +37,26 @@ An answer that differs is a `Disagreement` naming both answers: the run holds th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from crawlers.chain.calls import TRANSFER_TOPIC, header_call, receipt_calls, transaction_calls
-from crawlers.chain.outcomes import Answer, Call, NoEvidence, RpcOutcome
+from crawlers.chain.calls import balance_calls, code_call, header_call, receipt_calls, transaction_calls
+from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
-from crawlers.decode.amounts import ETH_DECIMALS, log_amount, scaled_amount
-from crawlers.decode.blocks import BlockHeader
-from crawlers.decode.transfers import topic_address
+from crawlers.decode.authorizations import address_mode
+from crawlers.decode.balances import Balances, StateUnavailable, balances_from, balances_in_batch
+from crawlers.decode.blocks import BlockHeader, block_carries
+from crawlers.decode.frames import shows_frame
+from crawlers.scan import history, traces
+from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import ScannedBlock
+from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
+from crawlers.scan.with_code import PLAIN, mode_of
 from donations.sightings import Transfer, amount_scale
 from dws_project.chain_settings import ChainSettings
+
+logger = logging.getLogger("dws.crawlers")
 
 
 @dataclass(frozen=True)
@@ -41,115 +70,293 @@ class Disagreement:
         return f"providers disagree on block {self.number}: {self.what} (provider {primary}, check provider {check})"
 
 
-def _ours_and_theirs(ours: object, theirs: object) -> str:
-    return f"ours says {ours}, the check provider says {theirs}"
+@dataclass(frozen=True)
+class RangeClaim:
+    """What the primary's answers say about a range the finalized crawler is about to record."""
 
+    opening: int  # the block before the range
+    blocks: Sequence[ScannedBlock]  # the blocks to be recorded (a sparse range: those read in full)
+    closing: BlockHeader | None  # the block the range is recorded through (None: nothing is)
+    ledger: SpanLedger | UnprovenSpan | None  # the balance proof's account of the range
+    codes: Mapping[int, str]  # the donation address's code as the primary gave it, by block
+    run: str = ""  # the crawler run asking (crawlers/scan/history.py tells a refusal's first sighting by it)
 
-def _calls(blocks: Sequence[ScannedBlock], closing: BlockHeader | None) -> tuple[list[int], list[str], list[str]]:
-    numbers = sorted({b.header.number for b in blocks if b.transfers} | ({closing.number} if closing else set()))
-    txs = sorted({t.tx_hash for b in blocks for t in b.transfers})
-    eth_txs = sorted({t.tx_hash for b in blocks for t in b.transfers if t.log_index is None and not t.trace_address})
-    return numbers, txs, eth_txs
-
-
-def cross_check(
-    check: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock], closing: BlockHeader | None
-) -> Disagreement | NoEvidence | None:
-    """None when the check provider agrees on everything `blocks` credit and on the closing block."""
-    numbers, txs, eth_txs = _calls(blocks, closing)
-    if not numbers:
+    def balances_at(self, number: int) -> dict[str, int] | None:
+        """The balances the primary's proof holds at the end of block `number`, or None where it holds none."""
+        if isinstance(self.ledger, SpanLedger):
+            return self.ledger.balances_at(number)
+        if isinstance(self.ledger, UnprovenSpan) and self.ledger.closing is not None and self.ledger.end == number:
+            return dict(self.ledger.closing)
         return None
-    calls: list[Call] = [header_call(n) for n in numbers] + receipt_calls(txs) + transaction_calls(eth_txs)
-    outcomes = check.batch(calls)
-    # The block hashes first: on another history a receipt is simply missing, the hash says why.
-    first = _missing(outcomes[: len(numbers)])
-    if first is not None:
-        return first
-    ours = {b.header.number: b.header.hash for b in blocks} | ({closing.number: closing.hash} if closing else {})
-    for number, outcome in zip(numbers, outcomes, strict=False):
-        header = outcome.value if isinstance(outcome, Answer) else None
-        theirs = str(header.get("hash") or "").lower() if isinstance(header, dict) else None
-        if theirs != ours[number]:
-            return Disagreement(number, f"block hash: {_ours_and_theirs(ours[number], theirs)}")
-    rest = _missing(outcomes[len(numbers) :])
-    if rest is not None:
-        return rest
-    values = [o.value for o in outcomes[len(numbers) :] if isinstance(o, Answer)]
-    receipts = dict(zip(txs, values[: len(txs)], strict=True))
-    transactions = dict(zip(eth_txs, values[len(txs) :], strict=True))
-    for block in blocks:
-        for transfer in block.transfers:
-            differs = _transfer_differs(chain, transfer, receipts[transfer.tx_hash], transactions.get(transfer.tx_hash))
-            if differs is not None:
-                return Disagreement(block.header.number, f"{_name(transfer)}: {differs}")
-    return None
+
+    def change_in(self, number: int) -> dict[str, int] | None:
+        """How the primary's proof says block `number` moved the balances, or None where it did not prove it."""
+        return self.ledger.changes.get(number, {}) if isinstance(self.ledger, SpanLedger) else None
+
+
+Verdict = Disagreement | NoEvidence | None  # None: the check provider shows everything asked
+
+
+@dataclass
+class _Asked:
+    """The batch's calls, in order, and where each part's answers start."""
+
+    calls: list[Call]
+    headers: list[int]
+    balances: list[int]  # blocks whose balances are asked (balances_in_batch answers each)
+    edges: list[int]  # blocks whose code is asked
+    receipts: list[str]
+    transactions: list[str]
+
+
+def _asked(chain: ChainSettings, claim: RangeClaim, closing: BlockHeader) -> _Asked:
+    blocks = claim.blocks
+    crediting = [b.header.number for b in blocks if b.transfers]
+    headers = sorted({b.header.number for b in blocks if b.transfers or b.reverted} | {closing.number})
+    balances = sorted({closing.number} | {n for b in crediting if b > 0 for n in (b - 1, b)})
+    edges = sorted({e for e in (claim.opening, closing.number) if e >= 0})
+    receipts = sorted({t.tx_hash for b in blocks for t in b.transfers} | {h for b in blocks for h in b.reverted})
+    eth_txs = sorted({t.tx_hash for b in blocks for t in b.transfers if t.log_index is None and not t.trace_address})
+    calls = [header_call(n) for n in headers] + [c for n in balances for c in balance_calls(chain, n)]
+    calls += [code_call(chain.donation_address, e) for e in edges] + receipt_calls(receipts)
+    calls += transaction_calls(eth_txs)
+    return _Asked(calls, headers, balances, edges, receipts, eth_txs)
+
+
+def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Verdict:
+    """None when the check provider's own answers show what `claim` is about to record (see the module doc)."""
+    closing = claim.closing
+    if closing is None:
+        return None
+    asked = _asked(chain, claim, closing)
+    outcomes = iter(check.batch(asked.calls))
+    headers = {n: next(outcomes) for n in asked.headers}
+    balance_answers = {n: [next(outcomes) for _ in range(balances_in_batch(chain))] for n in asked.balances}
+    codes = {e: next(outcomes) for e in asked.edges}
+    receipts = {h: next(outcomes) for h in asked.receipts}
+    transactions = {h: next(outcomes) for h in asked.transactions}
+    # The block hashes first: on another history everything else differs too, the hash says why.
+    verdict = _headers_differ(claim, headers)
+    if verdict is not None:
+        return verdict
+    try:
+        theirs = _balances(check, chain, balance_answers, claim.run)
+    except NoEvidenceError as exc:
+        return exc.outcome
+    codes = {e: code for e, code in codes.items() if not _stateless(check, chain, e, code, claim.run)}
+    missing = _missing([*codes.values(), *receipts.values(), *transactions.values()])
+    if missing is not None:
+        return missing
+    stateless: list[ScannedBlock] = []
+    for block in claim.blocks:
+        verdict = _facts_differ(chain, block, receipts, transactions)
+        if verdict is None and block.transfers:
+            verdict = _change_differs(claim, block, theirs, stateless)
+        if verdict is not None:
+            return verdict
+    verdict = _closing_differs(claim, closing, theirs.get(closing.number), check) or _code_differs(claim, codes)
+    if verdict is not None:
+        return verdict
+    return _shown_by_transactions(check, chain, stateless) if stateless else None
 
 
 def _missing(outcomes: Sequence[RpcOutcome]) -> NoEvidence | None:
     return next((o for o in outcomes if isinstance(o, NoEvidence)), None)
 
 
-def _name(t: Transfer) -> str:
-    where = "" if t.log_index is None else f" log {t.log_index}"
-    where += "" if t.trace_address is None else f" frame {t.trace_address}"
-    return f"{t.asset} transfer {t.tx_hash}{where}"
-
-
-def _transfer_differs(chain: ChainSettings, t: Transfer, receipt: Any, tx: Any) -> str | None:
-    if not isinstance(receipt, dict):
-        return _ours_and_theirs("a receipt", "no receipt object")
-    status = str(receipt.get("status") or "")
-    block_hash = str(receipt.get("blockHash") or "").lower()
-    if (status, block_hash) != ("0x1", t.block_hash):
-        return _ours_and_theirs(f"success in {t.block_hash}", f"status {status or 'none'} in {block_hash or 'none'}")
-    if t.log_index is not None:
-        return _log_differs(chain, t, receipt)
-    if t.trace_address is None:
-        return _eth_differs(chain, t, tx)
+def _headers_differ(claim: RangeClaim, headers: Mapping[int, RpcOutcome]) -> Verdict:
+    """The same hash at every height asked, and each credited or failed transaction in its block's list."""
+    missing = _missing(list(headers.values()))
+    if missing is not None:
+        return missing
+    ours = {b.header.number: b.header.hash for b in claim.blocks}
+    if claim.closing is not None:
+        ours[claim.closing.number] = claim.closing.hash
+    bodies: dict[int, dict] = {}
+    for number, outcome in headers.items():
+        header = outcome.value if isinstance(outcome, Answer) else None
+        found = str(header.get("hash") or "").lower() if isinstance(header, dict) else None
+        if found != ours[number]:
+            return Disagreement(number, f"block hash: {ours_and_theirs(ours[number], found)}")
+        bodies[number] = header if isinstance(header, dict) else {}
+    for block in claim.blocks:
+        number = block.header.number
+        named = [(name(t), t.tx_hash) for t in block.transfers] + [(f"eth {h} (reverted)", h) for h in block.reverted]
+        for what, tx_hash in named:
+            if not block_carries(bodies[number], tx_hash):
+                return Disagreement(
+                    number, f"{what}: ours says it is in this block, the check provider's does not list it"
+                )
     return None
 
 
-def _log_differs(chain: ChainSettings, t: Transfer, receipt: dict) -> str | None:
-    coin = chain.stable_coin(t.asset)
-    log = next(
-        (
-            entry
-            for entry in receipt.get("logs") or []
-            if isinstance(entry, dict)
-            and isinstance(entry.get("logIndex"), str)
-            and int(entry["logIndex"], 16) == t.log_index
-        ),
-        None,
-    )
-    if coin is None or log is None:
-        return _ours_and_theirs(f"a Transfer at log {t.log_index}", "no such log")
-    topics = [str(x).lower() for x in log.get("topics") or []]
-    seen = (
-        str(log.get("address") or "").lower(),
-        topics[0] if topics else None,
-        topic_address(topics[1]) if len(topics) == 3 else None,
-        topic_address(topics[2]) if len(topics) == 3 else None,
-        scaled_amount(log_amount(log), coin.scale, amount_scale(t.asset)),
-    )
-    expected = (coin.contract, TRANSFER_TOPIC, t.donor, chain.donation_address, t.amount)
-    return None if seen == expected else _ours_and_theirs(_describe(expected), _describe(seen))
+def _balances(
+    check: RpcClient, chain: ChainSettings, answers: Mapping[int, list[RpcOutcome]], run: str
+) -> dict[int, Balances | None]:
+    """The check provider's balances by block; None where it keeps no state, learnt by its behaviour as for
+    the primary (crawlers/scan/history.py: an old block, refused on two runs while its head answers). Raises
+    NoEvidenceError for anything else short of an answer, a first refusal included: the range waits."""
+    found: dict[int, Balances | None] = {}
+    for number, outcomes in answers.items():
+        try:
+            found[number] = balances_from(chain, number, outcomes)
+        except (StateUnavailable, NoEvidenceError) as exc:
+            refused = _missing(outcomes)
+            if refused is not None and _stateless(check, chain, number, refused, run):
+                found[number] = None
+                continue
+            if isinstance(exc, NoEvidenceError) or refused is None:
+                raise
+            raise NoEvidenceError(refused) from exc
+    return found
 
 
-def _eth_differs(chain: ChainSettings, t: Transfer, tx: Any) -> str | None:
-    if not isinstance(tx, dict):
-        return _ours_and_theirs("a transaction", "no transaction object")
+def _stateless(check: RpcClient, chain: ChainSettings, block: int, outcome: RpcOutcome, run: str) -> bool:
+    """Whether an answer refused at `block` is the check provider keeping no state there (its code at an old
+    edge: not compared), learnt as for its balances."""
+    refused = isinstance(outcome, NoEvidence) and outcome.kind == "error"
+    return refused and history.history_missing(check, chain, block, run)
+
+
+def _facts_differ(
+    chain: ChainSettings, block: ScannedBlock, receipts: Mapping[str, RpcOutcome], txs: Mapping[str, RpcOutcome]
+) -> Disagreement | None:
+    number = block.header.number
+    for transfer in block.transfers:
+        tx = txs.get(transfer.tx_hash)
+        differs = transfer_differs(
+            chain, transfer, _value(receipts[transfer.tx_hash]), _value(tx) if tx is not None else None
+        )
+        if differs is not None:
+            return Disagreement(number, f"{name(transfer)}: {differs}")
+    for tx_hash in block.reverted:
+        differs = reverted_differs(block.header.hash, _value(receipts[tx_hash]))
+        if differs is not None:
+            return Disagreement(number, f"eth {tx_hash} (reverted): {differs}")
+    return None
+
+
+def _value(outcome: RpcOutcome) -> object:
+    return outcome.value if isinstance(outcome, Answer) else None
+
+
+def _change_differs(
+    claim: RangeClaim, block: ScannedBlock, theirs: Mapping[int, Balances | None], stateless: list[ScannedBlock]
+) -> Disagreement | None:
+    """The crediting block moved the check provider's balances as the primary's proof says; a block either
+    side keeps no state for (or the primary proved nothing about) goes to `stateless`."""
+    number = block.header.number
+    before, after, ours = theirs.get(number - 1), theirs.get(number), claim.change_in(number)
+    if before is None or after is None or ours is None:
+        stateless.append(block)
+        return None
+    seen = {asset: after.values[asset] - before.values[asset] for asset in after.values}
+    differs = [
+        f"{asset}: {ours_and_theirs(_signed(ours.get(asset, 0)), _signed(moved))}"
+        for asset, moved in seen.items()
+        if ours.get(asset, 0) != moved
+    ]
+    if not differs:
+        return None
+    return Disagreement(
+        number, "how the block moved the donation address's balances (raw units): " + "; ".join(differs)
+    )
+
+
+def _closing_differs(
+    claim: RangeClaim, closing: BlockHeader, theirs: Balances | None, check: RpcClient
+) -> Disagreement | None:
+    ours = claim.balances_at(closing.number)
+    if theirs is None:
+        logger.warning(
+            "check provider %s keeps no state for block %d: the closing balances of blocks %d..%d are not compared",
+            check.origin,
+            closing.number,
+            claim.opening + 1,
+            closing.number,
+        )
+        return None
+    if ours is None:
+        return None
+    differs = [
+        f"{asset}: {ours_and_theirs(ours.get(asset), value)}"
+        for asset, value in theirs.values.items()
+        if ours.get(asset) != value
+    ]
+    if not differs:
+        return None
+    after = f"the donation address's balances after blocks {claim.opening + 1}..{closing.number} (raw units): "
+    return Disagreement(closing.number, after + "; ".join(differs))
+
+
+def _code_differs(claim: RangeClaim, codes: Mapping[int, RpcOutcome]) -> Disagreement | None:
+    """Where the primary proved the range as a plain account (its balances alone), the check provider's
+    code at both edges must say plain too: with code, value can move in and out unseen by the balances."""
+    if not claim.codes or mode_of(list(claim.codes.values())) != PLAIN:
+        return None  # with code, the primary read the address's calls from its traces: nothing to lose
+    for number, outcome in codes.items():
+        code = str(_value(outcome) or "")
+        if address_mode(code) != PLAIN:
+            return Disagreement(
+                number,
+                "the donation address's code: ours says none (the range proven by its balances alone), "
+                f"the check provider says it is {address_mode(code)} ({code[:50]})",
+            )
+    return None
+
+
+def _signed(raw: int) -> str:
+    return f"{raw:+d}"
+
+
+def _shown_by_transactions(check: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock]) -> Verdict:
+    """Crediting blocks without balances to compare: each credited transaction in that block by the check
+    provider's own transaction object (its receipt was compared already) and, for ETH paid by an internal
+    call, by its call trace showing the frame."""
+    tx_hashes = sorted({t.tx_hash for b in blocks for t in b.transfers})
+    outcomes = check.batch(transaction_calls(tx_hashes))
+    missing = _missing(outcomes)
+    if missing is not None:
+        return missing
+    found = dict(zip(tx_hashes, (_value(o) for o in outcomes), strict=True))
+    for block in blocks:
+        for transfer in block.transfers:
+            tx = found[transfer.tx_hash]
+            where = str(tx.get("blockHash") or "").lower() if isinstance(tx, dict) else None
+            if where != transfer.block_hash:
+                return Disagreement(
+                    block.header.number,
+                    f"{name(transfer)}: the transaction {ours_and_theirs(f'in {transfer.block_hash}', f'in {where}')}",
+                )
+            if transfer.trace_address is not None:
+                verdict = _frame_shown(check, chain, transfer)
+                if verdict is not None:
+                    return verdict
+    return None
+
+
+def _frame_shown(check: RpcClient, chain: ChainSettings, transfer: Transfer) -> Verdict:
+    number = transfer.block_number
     try:
-        wei = int(str(tx.get("value") or "0x0"), 16)
-    except ValueError:
-        return _ours_and_theirs("a value", f"value {tx.get('value')!r}")
-    seen = (
-        str(tx.get("from") or "").lower(),
-        str(tx.get("to") or "").lower(),
-        scaled_amount(wei, ETH_DECIMALS, amount_scale("eth")),
+        frames = traces.transaction_trace(check, chain, transfer.tx_hash)
+    except NoEvidenceError as exc:
+        return exc.outcome
+    except traces.TracesUnavailable as exc:
+        return NoEvidence(
+            "debug_traceTransaction",
+            "error",
+            f"the check provider keeps no state for block {number} and gives no call trace of {transfer.tx_hash} "
+            f"({exc}): its internal ETH cannot be shown",
+        )
+    shown = shows_frame(
+        frames,
+        chain.donation_address,
+        trace_address=transfer.trace_address or "",
+        donor=transfer.donor,
+        amount=transfer.amount,
+        eth_scale=amount_scale("eth"),
     )
-    expected = (t.donor, chain.donation_address, t.amount)
-    return None if seen == expected else _ours_and_theirs(_describe(expected), _describe(seen))
-
-
-def _describe(parts: tuple[object, ...]) -> str:
-    return "(" + ", ".join(str(p) for p in parts) + ")"
+    if shown:
+        return None
+    paying = f"a frame paying {transfer.amount} from {transfer.donor}"
+    return Disagreement(number, f"{name(transfer)}: {ours_and_theirs(paying, 'no such frame in its trace')}")

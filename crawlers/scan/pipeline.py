@@ -23,7 +23,7 @@ import collections
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.rpc import RpcClient
@@ -67,6 +67,7 @@ class Proven:
     sparse: SparseScan | None = None  # the sparse path's result
     full: ProvenRange | None = None  # the full scan's result
     busy: bool = False  # a sparse range too busy to bisect, read in full instead
+    codes: dict[int, str] = field(default_factory=dict)  # the donation address's code as read, by block
 
     @property
     def foreign(self) -> ForeignLogs:
@@ -90,12 +91,31 @@ def prove_planned(client: RpcClient, chain: ChainSettings, mode: ReadMode, plann
             recorded_blocks=(lambda first, last: [n for n in recorded if first <= n <= last]) if recorded else None,
         )
         if scan is not None and scan is not TOO_BUSY:
-            return Proven(planned, end, scan.blocks, scan.held, scan.first_parent, scan.reach, scan.ledger, sparse=scan)
+            return Proven(
+                planned,
+                end,
+                scan.blocks,
+                scan.held,
+                scan.first_parent,
+                scan.reach,
+                scan.ledger,
+                sparse=scan,
+                codes=scan.codes,
+            )
         end = min(end, start + RANGE_BLOCKS - 1)  # read in full: RANGE_BLOCKS at most, as the loop always did
     found = prove_range(client, chain, start, end, mode)
     first_parent = found.blocks[0].header.parent_hash if found.blocks else None
     return Proven(
-        planned, end, found.blocks, found.held, first_parent, None, found.ledger, full=found, busy=scan is TOO_BUSY
+        planned,
+        end,
+        found.blocks,
+        found.held,
+        first_parent,
+        None,
+        found.ledger,
+        full=found,
+        busy=scan is TOO_BUSY,
+        codes=found.codes,
     )
 
 

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 from crawlers.chain.calls import balance_calls
 from crawlers.chain.logs import ForeignLogs
-from crawlers.chain.outcomes import NoEvidenceError, RpcOutcome
+from crawlers.chain.outcomes import Answer, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import WEI_PER_ETH
 from crawlers.decode.balances import (
@@ -97,6 +97,9 @@ class ProvenRange:
     unproven: Unproven | None = None
     ledger: SpanLedger | UnprovenSpan | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
     foreign: ForeignLogs = field(default_factory=ForeignLogs)  # the range's logs of coins the sale does not take
+    # The donation address's code as the provider gave it at the range's edges, by block: the mode the
+    # proof worked in, which a second provider must confirm (crawlers/scan/agreement.py).
+    codes: dict[int, str] = field(default_factory=dict)
 
 
 def balances_at(client: RpcClient, chain: ChainSettings, number: int, block_hash: str | None = None) -> Balances:
@@ -117,6 +120,7 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
     if not read.blocks:
         return ProvenRange([], read.held)
     half = balances_in_batch(chain)
+    codes = answered_codes((start - 1, end), read.extra[2 * half :])
     last = read.blocks[-1].header.number
     try:
         before = _edge(chain, start - 1, read.extra[:half])
@@ -134,7 +138,7 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
             reason = f"no balance evidence for blocks {start}..{last}: the balance at block {refused} was refused"
             reason += f" ({why})"
             return ProvenRange([], BlockHeld(start, reason))
-        return without_history(
+        without = without_history(
             client,
             chain,
             read,
@@ -142,6 +146,8 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
             opening=before if isinstance(before, Balances) else None,
             closing=after if isinstance(after, Balances) else None,
         )
+        without.codes = codes
+        return without
     code_held = with_code.read_calls(client, chain, start, read.blocks, read.extra[2 * half :])
     if code_held is not None:
         return ProvenRange([], code_held)
@@ -153,7 +159,16 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
     if proven:
         logger.info("balance proof: blocks %d..%d proven complete (%s)", *proven, mode.name)
     ledger = ledger_from_blocks(start, before.values, blocks, after.block, after.values)
-    return ProvenRange(blocks, held or read.held, proven=proven, ledger=ledger, foreign=read.foreign)
+    return ProvenRange(blocks, held or read.held, proven=proven, ledger=ledger, foreign=read.foreign, codes=codes)
+
+
+def answered_codes(blocks: Sequence[int], outcomes: Sequence[RpcOutcome]) -> dict[int, str]:
+    """The answers to `eth_getCode` at `blocks` that are evidence, by block."""
+    return {
+        number: outcome.value
+        for number, outcome in zip(blocks, outcomes, strict=False)
+        if isinstance(outcome, Answer) and isinstance(outcome.value, str)
+    }
 
 
 def _edge(chain: ChainSettings, block: int, outcomes: Sequence[RpcOutcome]) -> Balances | str:

@@ -86,6 +86,7 @@ class SparseScan:
     proven: bool = False  # the whole range start..end is proven complete (the run records it)
     ledger: SpanLedger | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
     foreign: ForeignLogs = field(default_factory=ForeignLogs)  # the range's logs of coins the sale does not take
+    codes: dict[int, str] = field(default_factory=dict)  # the address's code as read, by block (none: plain)
 
 
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
@@ -149,10 +150,18 @@ def scan_sparse(
     if recorded_blocks is not None:
         named |= set(recorded_blocks(start, end))
     wanted = sorted(set(changed) | named)
+    codes = {end: code.value}  # plain (read through the sparse path only then): what a check provider must show
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
         return SparseScan(
-            [], None, first_header.parent_hash, end_header, proven=True, ledger=ledger, foreign=logs.foreign
+            [],
+            None,
+            first_header.parent_hash,
+            end_header,
+            proven=True,
+            ledger=ledger,
+            foreign=logs.foreign,
+            codes=codes,
         )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known)
@@ -160,7 +169,15 @@ def scan_sparse(
     ledger = ledger_from_blocks(start, before.values, blocks, None if held else end, None if held else after.values)
     proven = bool(blocks) and held is None
     return SparseScan(
-        blocks, held, first_header.parent_hash, reach, wanted, proven=proven, ledger=ledger, foreign=logs.foreign
+        blocks,
+        held,
+        first_header.parent_hash,
+        reach,
+        wanted,
+        proven=proven,
+        ledger=ledger,
+        foreign=logs.foreign,
+        codes=codes,
     )
 
 

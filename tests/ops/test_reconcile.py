@@ -11,7 +11,7 @@ from django.core.management.base import CommandError
 
 from crawlers.models import FINALIZED, LATEST, ReconcileRun
 from crawlers.runs.crawl import crawl
-from crawlers.runs.reconcile import reconcile_last_day
+from crawlers.runs.reconcile_day import reconcile_last_day
 from donations.models import Donation, DonationStats, UserData
 from donations.services import campaign_pause
 from donations.totals import user_data_refresh
@@ -105,7 +105,8 @@ def test_an_unconfirmed_transfer_is_drift_unless_the_campaign_is_paused(donated)
 
 
 def test_the_daily_run_checks_the_last_day_of_finalized_blocks(donated):
-    report = reconcile_last_day()
+    report = reconcile_last_day().report
+    assert report is not None
     assert report.ok
     assert report.to_block == donated["to"]
     assert ReconcileRun.objects.get().trigger == "daily"
