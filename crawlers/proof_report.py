@@ -27,6 +27,7 @@ from django.db.models import Count, Max, Sum
 from redis.exceptions import RedisError
 
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
+from donations.ledger import ledger_snapshot
 from donations.models import Donation, DonationStatus
 from donations.wire import inflow_public
 from dws_project.config import Config
@@ -64,6 +65,7 @@ def proof_chains(config: Config) -> list[ChainAssets]:
     ]
 
 
+@ledger_snapshot()  # ranges, donations and inflows as of one moment: a block committed meanwhile is all in or out
 def proof_report(
     config: Config,
     *,
