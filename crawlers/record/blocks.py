@@ -201,7 +201,7 @@ def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Non
     inserted, confirmed, failed = _write_final(writer, block)
     # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
     for asset, raw in block.unexplained:
-        inflow_record(writer.chain, block=block.header, asset=asset, raw=raw)
+        inflow_record(writer.chain, block=block.header, asset=asset, raw=raw, why=block.unexplained_why.get(asset, ""))
     if block.own:
         movements_record(writer.chain, block=block.header, movements=block.own)
     tally.inserted += inserted

@@ -99,8 +99,9 @@ def model_calls(client: RpcClient, chain: ChainSettings, blocks: Sequence[Scanne
         number = block.header.number
         if number not in wanted:
             continue
-        frames = traces.traced_frames(client, chain, block_number=number, block_hash=hashes[number])
+        frames, unread = traces.traced_frames(client, chain, block_number=number, block_hash=hashes[number])
         account_frames(chain, block, frames)
+        block.untraced.extend(unread)
     return found_by, len(wanted)
 
 

@@ -63,10 +63,11 @@ def test_reconcile_beside_a_confirming_crawler_never_finds_drift_nor_pauses_the_
     crawl(FINALIZED)
     last = node.finalized()
 
-    stop, confirmed = threading.Event(), []
+    stop, confirmed = threading.Event(), list[int]()
     confirming = threading.Thread(target=confirm_donations, args=(stop, confirmed), daemon=True)
     confirming.start()
-    reports, checks = [], []
+    reports: list = []
+    checks: list[list[str]] = []
     try:
         ends = time.monotonic() + CONFIRMING_SECONDS
         while time.monotonic() < ends:
