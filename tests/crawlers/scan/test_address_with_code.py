@@ -174,3 +174,71 @@ def test_without_trace_filter_every_block_of_the_range_is_traced_and_health_says
     # proves its sparse range up to the finalized block and the one after it side by side), never again.
     assert proxy.requests_for("trace_filter") in (2, 4)
     assert_ledger_invariants()
+
+
+def authorize(node, delegate: str) -> None:
+    """The donation address signs an EIP-7702 authorization to `delegate` (the zero address clears it);
+    a sponsor's type-4 transaction carries it: the address's nonce moves, no transaction is from it."""
+    nonce = int(node.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
+    chain_id = int(node.rpc("eth_chainId"), 16)
+    signed = Account.sign_authorization({"chainId": chain_id, "address": delegate, "nonce": nonce}, DONATION_KEY)
+    entry = {
+        "chainId": hex(chain_id),
+        "address": delegate,
+        "nonce": hex(nonce),
+        "yParity": hex(signed.y_parity),
+        "r": hex(signed.r),
+        "s": hex(signed.s),
+    }
+    node.send({"from": ACCOUNTS[0], "to": ACCOUNTS[0], "value": "0x0", "authorizationList": [entry]})
+
+
+def delegate_move_and_clear(node) -> str:
+    """Inside one range: delegate to the Safe stand-in, take 2 ETH in by an internal call and send it out
+    again through the delegated code (no nonce move), clear the delegation. Both edges of the range look
+    plain and the two authorizations explain the nonce: only the traces show the pair."""
+    delegate = node.deploy("SafeLikeWallet", ["address"], [OWNER])
+    node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    node.mine(3)
+    crawl_both()  # the range before: plain, its balance on record
+    authorize(node, delegate)
+    relay_contract = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    with node.one_block():  # in and out in one block: its balance does not move either
+        relayed = node.send(
+            {"from": ACCOUNTS[3], "to": relay_contract, "value": hex(2 * ETHER), "data": data, "gas": hex(200_000)}
+        )
+        pay_out(node, 2 * ETHER)
+    authorize(node, "0x" + "0" * 40)
+    assert node.rpc("eth_getCode", DONATION_ADDRESS, "latest") == "0x"
+    node.mine(3)
+    return relayed
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "full"])
+def test_a_7702_delegation_set_and_cleared_inside_one_range_is_read_through_its_traces(node, settings, sparse):
+    settings.CRAWLER_SPARSE = sparse
+    relayed = delegate_move_and_clear(node)
+
+    crawl_both()
+
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+    row = Donation.objects.get(tx_hash=relayed)
+    assert (row.amount, row.status) == (Decimal(2), "confirmed")
+    assert not UnexplainedInflow.objects.exists()
+    assert_ledger_invariants()
+
+
+def test_a_7702_delegation_inside_a_range_without_call_traces_holds_it_with_the_reason(node, proxy):
+    relayed = delegate_move_and_clear(node)
+    proxy.refuse_traces()
+
+    result = crawl(FINALIZED)
+
+    assert result.held is not None
+    assert "EIP-7702" in result.held
+    assert "gives no call traces" in result.held
+    assert relayed not in {d.tx_hash for d in Donation.objects.all()}
+    proxy.disarm()
+    assert crawl(FINALIZED).held is None
+    assert Donation.objects.get(tx_hash=relayed).status == "confirmed"
