@@ -23,6 +23,7 @@ from crawlers.record.inflows import inflow_record
 from crawlers.record.movements import movements_record
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
+from crawlers.scan.own import open_mints
 from crawlers.scan.results import BlockHeld, ScannedBlock
 from donations.models import Donation, DonationStatus
 from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
@@ -227,6 +228,7 @@ def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Non
         tally.inserted += _write_latest(writer, block)
         return
     inserted, confirmed, failed = _write_final(writer, block)
+    open_mints(block)  # a coin minted to the address that nobody is named for waits for the operator
     # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
     for asset, raw in block.unexplained:
         inflow_record(writer.chain, block=block.header, asset=asset, raw=raw, why=block.unexplained_why.get(asset, ""))

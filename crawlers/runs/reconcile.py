@@ -34,6 +34,7 @@ from crawlers.record.cursors import cursor_get
 from crawlers.runs.drift import drift_of, freeze_on_drift
 from crawlers.runs.earlier_rules import credited_to_the_bridge, set_aside_earlier_rules
 from crawlers.runs.verdicts import accounted_for, internal_rows, traces_unreadable
+from crawlers.scan.own import open_mints
 from crawlers.scan.proof import prove_range
 from crawlers.scan.ranges import RANGE_BLOCKS
 from crawlers.scan.results import ReadMode
@@ -148,6 +149,7 @@ def _reconcile(
         found = prove_range(client, chain, position, stop, RECONCILE)
         blocks, held = found.blocks, found.held
         for block in blocks:
+            open_mints(block)  # what the block writer records as inflows, by the same rule
             for asset, raw in block.unexplained:
                 moved = f"{raw} raw units of {asset} arrived" if raw >= 0 else f"{-raw} raw units of {asset} left"
                 where = f"block {block.header.number}: {moved} that no transfer explains"

@@ -24,7 +24,8 @@ from crawlers.chain.outcomes import Answer, Call, NoEvidence, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import ETH_DECIMALS, log_amount, scaled_amount
 from crawlers.decode.blocks import BlockHeader
-from crawlers.decode.transfers import topic_address
+from crawlers.decode.mints import mint_depositor
+from crawlers.decode.transfers import ZERO_ADDRESS, topic_address
 from crawlers.scan.results import ScannedBlock
 from donations.sightings import Transfer, amount_scale
 from dws_project.chain_settings import ChainSettings
@@ -124,10 +125,13 @@ def _log_differs(chain: ChainSettings, t: Transfer, receipt: dict) -> str | None
     if coin is None or log is None:
         return _ours_and_theirs(f"a Transfer at log {t.log_index}", "no such log")
     topics = [str(x).lower() for x in log.get("topics") or []]
+    sender = topic_address(topics[1]) if len(topics) == 3 else None
+    if sender == ZERO_ADDRESS:  # a mint: its donor is whom the mint rule names from the same receipt
+        sender = mint_depositor(log, receipt.get("logs") or [], chain.donation_address) or sender
     seen = (
         str(log.get("address") or "").lower(),
         topics[0] if topics else None,
-        topic_address(topics[1]) if len(topics) == 3 else None,
+        sender,
         topic_address(topics[2]) if len(topics) == 3 else None,
         scaled_amount(log_amount(log), coin.scale, amount_scale(t.asset)),
     )
