@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.chain import Anvil
+from eth_abi import encode
+
+from tests.chain import Anvil, selector
 
 V1_TRANSMITTER = "0x0a992d191deec32afe36203ad87d7d289a738f81"
 V2_TRANSMITTER = "0x81d40f21f12a8f0e3252bccb954d722d4c464b64"
@@ -45,9 +47,16 @@ def message(body: bytes, *, v2: bool, nonce: int = 7) -> bytes:
     return head + body
 
 
-def receive(anvil: Anvil, caller: str, *, v2: bool, recipient: str, amount: int, depositor: str, fee: int = 0) -> str:
-    """`caller` relays a burn of `amount` by `depositor` to `recipient`: receiveMessage(message, attestation)."""
+def receive_call(*, v2: bool, recipient: str, amount: int, depositor: str, fee: int = 0) -> dict[str, Any]:
+    """The call that relays a burn of `amount` by `depositor` to `recipient`: receiveMessage(message,
+    attestation) to the version's transmitter (`to`, `data`)."""
     body = burn_message(v2=v2, recipient=recipient, amount=amount, depositor=depositor, fee=fee)
-    data = anvil.call_data("receiveMessage(bytes,bytes)", ["bytes", "bytes"], [message(body, v2=v2), b"\x01" * 65])
-    tx: dict[str, Any] = {"from": caller, "to": V2_TRANSMITTER if v2 else V1_TRANSMITTER, "data": data}
-    return anvil.send(tx | {"gas": hex(300_000)})
+    args = [message(body, v2=v2), b"\x01" * 65]
+    data = "0x" + (selector("receiveMessage(bytes,bytes)") + encode(["bytes", "bytes"], args)).hex()
+    return {"to": V2_TRANSMITTER if v2 else V1_TRANSMITTER, "data": data}
+
+
+def receive(anvil: Anvil, caller: str, *, v2: bool, recipient: str, amount: int, depositor: str, fee: int = 0) -> str:
+    """`caller` relays a burn of `amount` by `depositor` to `recipient` (`receive_call`)."""
+    call = receive_call(v2=v2, recipient=recipient, amount=amount, depositor=depositor, fee=fee)
+    return anvil.send({"from": caller, **call, "gas": hex(300_000)})
