@@ -15,15 +15,11 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from eth_account import Account
-
 from tests.cctp import install_transmitters, receive, receive_call
-from tests.chain import ACCOUNTS, DEPLOYER, DONATION_ADDRESS, Anvil
+from tests.chain import ACCOUNTS, DEPLOYER, DONATION_ADDRESS, Anvil, authorize_7702
 
 OWNER, PAYEE, HANDLER = ACCOUNTS[1], ACCOUNTS[6], ACCOUNTS[5]
 DONORS = ACCOUNTS[2:9]
-# anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
-DONATION_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
 USDT = 10**6
 GAS = hex(3_000_000)
 BOMB_CALLS = 1_000  # ~170 KB of callTracer frames: past the fuzzer's 128 KiB answer cap, the block's other answers not
@@ -262,26 +258,9 @@ def delegate_7702(w: World, rng: random.Random) -> str:
     sponsor sends it. From then on its owner has it make its calls."""
     if w.mode != "account" or not w.traces:
         return direct_eth(w, rng)
-    _authorize(w.anvil, w.contracts["HandlerWallet"])
+    authorize_7702(w.anvil, w.contracts["HandlerWallet"])
     w.mode = "delegated"
     return "delegate_7702()"
-
-
-def _authorize(anvil: Anvil, delegate: str) -> None:
-    """The donation address signs an EIP-7702 authorization to `delegate` (the zero address clears it); a
-    sponsor's type-4 transaction carries it."""
-    nonce = int(anvil.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
-    chain_id = int(anvil.rpc("eth_chainId"), 16)
-    signed = Account.sign_authorization({"chainId": chain_id, "address": delegate, "nonce": nonce}, DONATION_KEY)
-    entry = {
-        "chainId": hex(chain_id),
-        "address": delegate,
-        "nonce": hex(nonce),
-        "yParity": hex(signed.y_parity),
-        "r": hex(signed.r),
-        "s": hex(signed.s),
-    }
-    anvil.send({"from": DEPLOYER, "to": DEPLOYER, "value": "0x0", "authorizationList": [entry], "gas": hex(200_000)})
 
 
 def delegate_move_clear(w: World, rng: random.Random) -> str:
@@ -293,7 +272,7 @@ def delegate_move_clear(w: World, rng: random.Random) -> str:
         return relayed_eth(w, rng)
     anvil, wei = w.anvil, some_wei(rng)
     if w.mode == "account":  # else delegated already (to the Safe stand-in): moved through it, then cleared
-        _authorize(anvil, w.contracts["SafeLikeWallet"])
+        authorize_7702(anvil, w.contracts["SafeLikeWallet"])
     relay = anvil.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
     out = anvil.call_data("execute(address,uint256,bytes)", ["address", "uint256", "bytes"], [PAYEE, wei, b""])
     with anvil.one_block():
@@ -301,7 +280,7 @@ def delegate_move_clear(w: World, rng: random.Random) -> str:
             {"from": rng.choice(DONORS), "to": w.contracts["EthRelay"], "value": hex(wei), "data": relay, "gas": GAS}
         )
         anvil.send({"from": OWNER, "to": DONATION_ADDRESS, "data": out, "gas": GAS})
-    _authorize(anvil, "0x" + "0" * 40)
+    authorize_7702(anvil, "0x" + "0" * 40)
     was, w.mode = w.mode, "account"
     return f"delegate_move_clear({wei}{', set' if was == 'account' else ''})"
 
