@@ -254,6 +254,13 @@ def _judge_records(
             continue
         elif row.status == DonationStatus.UNCONFIRMED and row.held_at is not None:
             pending.append(row.id)
+        elif row.status == DonationStatus.UNCONFIRMED and inflow is not None and inflow.status == InflowStatus.OPEN:
+            # The latest crawler saw it (from the check provider, say), the finalized crawler's provider could
+            # not (no traces): the block's open inflow holds this money until the operator credits it.
+            report.discrepancies.append(
+                f"{at} is unconfirmed (donation id {row.id}), held by open unexplained inflow {inflow.pk}"
+            )
+            report.awaiting_operator.append(report.discrepancies[-1])
         else:
             report.discrepancies.append(f"{at} is {row.status}, not confirmed (donation id {row.id})")
     for key, row in sorted(rows.items(), key=lambda kv: (kv[1].block_number, kv[1].id)):
