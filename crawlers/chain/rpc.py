@@ -12,7 +12,9 @@ Answers are bounded (crawlers/chain/transport.py): connecting ends within the co
 request with its whole answer within the read time-out, however the provider paces its bytes; the body
 is read up to DWS_RPC_MAX_ANSWER_MB; a redirect is never followed (a 307 would re-POST, key and all,
 elsewhere); JSON nested deeper than MAX_ANSWER_DEPTH (or than the decoder's recursion limit) is
-malformed. Each is `NoEvidence`, like a time-out.
+malformed. Each is `NoEvidence`, like a time-out. A batch refused for its size alone is asked again in
+halves, down to one call a post (`batch`), and `get_logs` halves its span: the cap guards against a
+hostile provider and must never be a lever for a stranger on chain, who can make answers large.
 
 A 429 or a rate-limit error object opens a back-off window in Redis (keyed by the provider's origin and
 the client's `backoff_scope`), and every worker on every machine asks nothing of that provider until it
