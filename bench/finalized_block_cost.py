@@ -37,7 +37,7 @@ from django.db import connection, transaction  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from crawlers.runs.reconcile import ledger_discrepancies  # noqa: E402
+from donations.ledger import ledger_discrepancies  # noqa: E402
 from donations.models import Donation, DonationStats  # noqa: E402
 from donations.services import finalized_block_record, stats_lock  # noqa: E402
 from donations.sightings import Sighting, Transfer  # noqa: E402

@@ -105,7 +105,8 @@ class UnexplainedInflow(models.Model):
     block_hash = models.CharField(max_length=66)
     asset = models.CharField(max_length=8)
     amount_raw = models.DecimalField(max_digits=78, decimal_places=0, help_text="wei, or the coin's base units")
-    amount = models.DecimalField(max_digits=60, decimal_places=18, help_text="in the asset's own units")
+    # Wide enough for any uint256 in whole units (a coin's transfer of 2^255 units set aside for the operator).
+    amount = models.DecimalField(max_digits=96, decimal_places=18, help_text="in the asset's own units")
     status = models.CharField(max_length=16, choices=InflowStatus.choices, default=InflowStatus.OPEN)
     tx_hash = models.CharField(max_length=66, blank=True, default="")
     reason = models.TextField(blank=True, default="")

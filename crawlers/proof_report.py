@@ -36,6 +36,7 @@ from django.db import connection
 from django.db.models import Count, Max, Sum
 
 from crawlers.models import InflowStatus, ProofRange, ProofStatus, UnexplainedInflow
+from donations.ledger import ledger_snapshot
 from donations.models import Donation, DonationStatus
 from donations.refund_models import Refund, RefundStatus
 from donations.wire import inflow_public, refund_paid_public
@@ -91,6 +92,7 @@ def proof_chains(config: Config) -> list[ChainAssets]:
     ]
 
 
+@ledger_snapshot()  # ranges, donations and inflows as of one moment: a block committed meanwhile is all in or out
 def proof_report(
     config: Config,
     *,

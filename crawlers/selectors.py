@@ -38,6 +38,7 @@ from crawlers.runs.operator import LABELS
 from crawlers.runs.progress import STUCK, catch_up_status, crawler_state
 from crawlers.runs.reconcile_day import DAILY
 from crawlers.scan.with_code import read_status
+from donations.ledger import ledger_snapshot
 from donations.models import Donation, DonationStats, DonationStatus
 from donations.refund_selectors import refunds_report
 from dws_project.chain_settings import ChainSettings
@@ -62,6 +63,7 @@ def _lag_seconds(tip: BlockHeader, at_cursor: BlockHeader) -> int:
     return int((tip.time - at_cursor.time).total_seconds())
 
 
+@ledger_snapshot()  # the campaign, cursors, inflows and reconcile runs as of one moment
 def health_report(*, client: RpcClient | None = None, now: datetime | None = None) -> dict[str, Any]:
     """The report: the campaign, the price feed and, for every chain, its crawlers against its provider
     (`chains`, in DWS_CHAINS order; the first chain's figures also at the top level, as before several

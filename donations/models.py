@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import BinaryField, F, Func, Q, Value
 from django.db.models.functions import Cast, Lower, Now
 
-from donations.sightings import AMOUNT_DECIMALS
+from donations.sightings import AMOUNT_DECIMALS, AMOUNT_DIGITS, USD_DECIMALS, USD_DIGITS
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
 from dws_project.touch import TouchingManager
@@ -44,11 +44,12 @@ class Donation(models.Model):
     # The chain it was sent on, as DWS_CHAINS names it; rows from before several chains are `eth`.
     chain = models.CharField(max_length=16, default=FIRST_CHAIN, db_default=FIRST_CHAIN)
     tx_hash = models.CharField(max_length=66)
-    log_index = models.IntegerField(null=True, blank=True, help_text="NULL for a native ETH transfer")
+    # bigint: some providers number synthetic logs near 2^32 (0xffffffe2), past a signed 32-bit column
+    log_index = models.BigIntegerField(null=True, blank=True, help_text="NULL for a native ETH transfer")
     address = models.CharField(max_length=42, help_text="the donor, lower case")
     asset = models.CharField(max_length=8, choices=[(a, a) for a in ASSETS])
-    amount = models.DecimalField(max_digits=20, decimal_places=AMOUNT_DECIMALS)
-    usd_amount = models.DecimalField(max_digits=12, decimal_places=2)
+    amount = models.DecimalField(max_digits=AMOUNT_DIGITS, decimal_places=AMOUNT_DECIMALS)
+    usd_amount = models.DecimalField(max_digits=USD_DIGITS, decimal_places=USD_DECIMALS)
     price = models.DecimalField(max_digits=12, decimal_places=5, help_text="token price applied, USD")
     # The ETH price the row was priced with (the block minute's `price` row), kept so the token count
     # can be re-derived and audited from the row alone; NULL for a coin and for rows older than it.

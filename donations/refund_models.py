@@ -60,7 +60,7 @@ class Refund(models.Model):
     source_tx_hash = models.CharField(
         max_length=66, blank=True, default="", help_text="the transaction that brought the money (if known)"
     )
-    source_log_index = models.IntegerField(null=True, blank=True, help_text="its Transfer log, for a coin")
+    source_log_index = models.BigIntegerField(null=True, blank=True, help_text="its Transfer log, for a coin")
     source_block_number = models.BigIntegerField(null=True, blank=True)
     note = models.TextField(blank=True, default="", help_text="the operator's words, for a row added by hand")
     status = models.CharField(max_length=8, choices=RefundStatus.choices, default=RefundStatus.OWED)
@@ -68,7 +68,7 @@ class Refund(models.Model):
     # log's index for a token; for ETH the call frame's path when a contract (a Safe) paid it, empty for a
     # transaction of the address's own).
     paid_tx_hash = models.CharField(max_length=66, blank=True, default="")
-    paid_log_index = models.IntegerField(null=True, blank=True)
+    paid_log_index = models.BigIntegerField(null=True, blank=True)
     paid_trace_address = models.TextField(blank=True, default="")
     paid_block_number = models.BigIntegerField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True, help_text="when the crawler recorded the payment")
@@ -143,7 +143,7 @@ class UnmatchedPayout(models.Model):
 
     chain = models.CharField(max_length=16)
     tx_hash = models.CharField(max_length=66)
-    log_index = models.IntegerField(null=True, blank=True)
+    log_index = models.BigIntegerField(null=True, blank=True)
     trace_address = models.TextField(blank=True, default="")
     block_number = models.BigIntegerField()
     recipient = models.CharField(max_length=42)

@@ -14,16 +14,20 @@ Everything that asks "is this the same donation" (the detector, the block writer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import Protocol
 
-from donations.rules import round_usd, usd_value
+from donations.rules import PRECISION, donation_tokens, round_usd, usd_value
+from dws_project.config_values import SaleTier
 
 # ETH amounts are kept at 8 decimals: widening them would not preserve the donations on record.
 ETH_AMOUNT_SCALE = 8
-AMOUNT_DECIMALS = 10  # donation.amount's scale (NUMERIC(20,10)): a coin's amount is written at it
+AMOUNT_DIGITS, AMOUNT_DECIMALS = 20, 10  # donation.amount (NUMERIC(20,10)): a coin's amount is written at it
+USD_DIGITS, USD_DECIMALS = 12, 2  # donation.usd_amount (NUMERIC(12,2))
+BIGINT_LIMIT = 2**63  # donation.tokens and donation.log_index (bigint) hold less than this
 
 DonationKey = tuple[str, int | None, str | None]
 
@@ -84,3 +88,26 @@ class Sighting:
         """Rounded to cents: what the row shows and the totals add up, never an input to tokens."""
         t = self.transfer
         return round_usd(usd_value(t.asset, t.amount, self.eth_price if t.asset == "eth" else None))
+
+
+def donation_unholdable(transfer: Transfer, *, eth_price: Decimal | None, tiers: Sequence[SaleTier]) -> str | None:
+    """Why the donation columns cannot hold `transfer` (its log index, its amount, its USD value at
+    `eth_price`, or its tokens at the lowest tier's price), or None when they can. No amount anyone can
+    send may stop the others: a transfer this names is set aside for the operator as an unexplained
+    inflow of its raw amount (crawlers/record/blocks.py), everything beside it credited as usual."""
+    t = transfer
+    if t.log_index is not None and not 0 <= t.log_index < BIGINT_LIMIT:
+        return f"its log index {t.log_index} is past donation.log_index's range"
+    if t.amount >= Decimal(10) ** (AMOUNT_DIGITS - AMOUNT_DECIMALS):
+        return f"its amount {t.amount:f} {t.asset} is past what donation.amount holds (NUMERIC(20,10))"
+    if t.asset == "eth" and eth_price is None:
+        return None  # priced later, when the block's ETH price is known
+    with localcontext(prec=PRECISION):
+        usd = round_usd(usd_value(t.asset, t.amount, eth_price if t.asset == "eth" else None))
+    if usd >= Decimal(10) ** (USD_DIGITS - USD_DECIMALS):
+        return f"its USD value {usd} is past what donation.usd_amount holds (NUMERIC(12,2))"
+    lowest = min(tier.token_price for tier in tiers)
+    most = donation_tokens(asset=t.asset, amount=t.amount, eth_price=eth_price, token_price=lowest) if t.amount else 0
+    if most >= BIGINT_LIMIT:
+        return f"its tokens ({most} at the lowest tier's price) are past what donation.tokens holds"
+    return None

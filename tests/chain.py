@@ -47,6 +47,8 @@ PORT_RANGE = worker_share(range(*(int(p) for p in os.environ.get("TEST_PORT_RANG
 ACCOUNTS = DEV_ACCOUNTS
 DEPLOYER = ACCOUNTS[0]
 DONATION_ADDRESS = ACCOUNTS[9]  # deploy/env.local's DWS_DONATION_ADDRESS
+# anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
+DONATION_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
 ETHER = 10**18
 
 
@@ -304,6 +306,26 @@ def as_contract_wallet(anvil: Anvil, address: str, owner: str) -> None:
     template = anvil.deploy("OwnedWallet", ["address"], [owner])
     anvil.set_code(address, anvil.rpc("eth_getCode", template, "latest"))
     anvil.rpc("anvil_setStorageAt", address, "0x0", "0x" + owner[2:].rjust(64, "0"))
+
+
+def authorize_7702(anvil: Anvil, delegate: str, *, sponsor: str = DEPLOYER) -> str:
+    """The donation address signs an EIP-7702 authorization to `delegate` (the zero address clears it); the
+    `sponsor`'s type-4 transaction carries it: the address's nonce moves, no transaction is from it."""
+    from eth_account import Account  # a test dependency only the 7702 tests need
+
+    nonce = int(anvil.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
+    chain_id = int(anvil.rpc("eth_chainId"), 16)
+    signed = Account.sign_authorization({"chainId": chain_id, "address": delegate, "nonce": nonce}, DONATION_KEY)
+    entry = {
+        "chainId": hex(chain_id),
+        "address": delegate,
+        "nonce": hex(nonce),
+        "yParity": hex(signed.y_parity),
+        "r": hex(signed.r),
+        "s": hex(signed.s),
+    }
+    tx = {"from": sponsor, "to": sponsor, "value": "0x0", "authorizationList": [entry], "gas": hex(200_000)}
+    return anvil.send(tx)
 
 
 def checksum(address: str) -> str:

@@ -4,7 +4,9 @@ Each action is a function of the world and a seeded `random.Random`; it sends it
 a short description (the failing seed's action list is printed from these). The world's donation address
 is a plain account, a Safe stand-in (tests/contracts/HandlerWallet.sol, its code installed before the
 crawlers' first block) or an account that delegates to one by an EIP-7702 authorization it signs
-mid-history.
+mid-history (or sets and clears one inside a step). Issue 32 added call bombs and log bombs (answers past
+the fuzzer's small answer cap), CCTP mints (a donor's, the address's own, and a mint nobody is named for)
+and the 7702 set-and-clear.
 """
 
 from __future__ import annotations
@@ -13,16 +15,15 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from eth_account import Account
-
-from tests.chain import ACCOUNTS, DEPLOYER, DONATION_ADDRESS, Anvil
+from tests.cctp import install_transmitters, receive, receive_call
+from tests.chain import ACCOUNTS, DEPLOYER, DONATION_ADDRESS, Anvil, authorize_7702
 
 OWNER, PAYEE, HANDLER = ACCOUNTS[1], ACCOUNTS[6], ACCOUNTS[5]
 DONORS = ACCOUNTS[2:9]
-# anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
-DONATION_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
 USDT = 10**6
 GAS = hex(3_000_000)
+BOMB_CALLS = 1_000  # ~170 KB of callTracer frames: past the fuzzer's 128 KiB answer cap, the block's other answers not
+JUNK = 50_000  # bytes of a log bomb's log: one receipt fits the cap, three or more in one batch do not
 
 
 @dataclass
@@ -31,6 +32,7 @@ class World:
     mode: str  # "account" | "contract" | "delegated"
     traces: bool = True  # False: the provider has no trace method (an address with code is held then, by design)
     contracts: dict[str, str] = field(default_factory=dict)
+    log_bombs: list[str] = field(default_factory=list)
 
     @property
     def has_code(self) -> bool:
@@ -58,6 +60,12 @@ def set_up(anvil: Anvil, mode: str, traces: bool = True) -> World:
     world.contracts["PokeThenPay"] = anvil.deploy("PokeThenPay")
     # the Safe stand-in: its owner has it execute calls, and anyone can make it call out (a fallback handler)
     world.contracts["HandlerWallet"] = anvil.deploy("HandlerWallet", ["address", "address"], [OWNER, HANDLER])
+    world.contracts["SafeLikeWallet"] = anvil.deploy("SafeLikeWallet", ["address"], [OWNER])
+    world.contracts["CallBomb"] = anvil.deploy("CallBomb")
+    world.log_bombs = [anvil.deploy("LogBomb") for _ in range(4)]
+    for bomb in world.log_bombs:
+        anvil.mint(anvil.coins["usdt"], bomb, 1_000_000 * USDT)
+    install_transmitters(anvil, anvil.coins["usdc"])  # Circle's CCTP, minting the test USDC
     anvil.mint(anvil.coins["usdt"], DONATION_ADDRESS, 10_000 * USDT)  # for its own coin movements
     if mode == "contract":
         anvil.set_code(DONATION_ADDRESS, anvil.rpc("eth_getCode", world.contracts["HandlerWallet"], "latest"))
@@ -250,22 +258,94 @@ def delegate_7702(w: World, rng: random.Random) -> str:
     sponsor sends it. From then on its owner has it make its calls."""
     if w.mode != "account" or not w.traces:
         return direct_eth(w, rng)
-    anvil = w.anvil
-    nonce = int(anvil.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
-    chain_id = int(anvil.rpc("eth_chainId"), 16)
-    delegate = w.contracts["HandlerWallet"]
-    signed = Account.sign_authorization({"chainId": chain_id, "address": delegate, "nonce": nonce}, DONATION_KEY)
-    entry = {
-        "chainId": hex(chain_id),
-        "address": delegate,
-        "nonce": hex(nonce),
-        "yParity": hex(signed.y_parity),
-        "r": hex(signed.r),
-        "s": hex(signed.s),
-    }
-    anvil.send({"from": DEPLOYER, "to": DEPLOYER, "value": "0x0", "authorizationList": [entry], "gas": hex(200_000)})
+    authorize_7702(w.anvil, w.contracts["HandlerWallet"])
     w.mode = "delegated"
     return "delegate_7702()"
+
+
+def delegate_move_clear(w: World, rng: random.Random) -> str:
+    """Inside one step (one range): the (plain account) address delegates to a Safe-like wallet, takes ETH in
+    by an internal call and its owner sends as much out again through the delegated code in the same block
+    (no nonce move), and the delegation is cleared: both edges of the range look plain. An address delegated
+    already moves the ETH through its delegate and clears it."""
+    if w.mode == "contract" or not w.traces:
+        return relayed_eth(w, rng)
+    anvil, wei = w.anvil, some_wei(rng)
+    if w.mode == "account":  # else delegated already (to the Safe stand-in): moved through it, then cleared
+        authorize_7702(anvil, w.contracts["SafeLikeWallet"])
+    relay = anvil.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    out = anvil.call_data("execute(address,uint256,bytes)", ["address", "uint256", "bytes"], [PAYEE, wei, b""])
+    with anvil.one_block():
+        anvil.send(
+            {"from": rng.choice(DONORS), "to": w.contracts["EthRelay"], "value": hex(wei), "data": relay, "gas": GAS}
+        )
+        anvil.send({"from": OWNER, "to": DONATION_ADDRESS, "data": out, "gas": GAS})
+    authorize_7702(anvil, "0x" + "0" * 40)
+    was, w.mode = w.mode, "account"
+    return f"delegate_move_clear({wei}{', set' if was == 'account' else ''})"
+
+
+# --- answers past the cap, and mints ----------------------------------------------------------------------
+def call_bomb(w: World, rng: random.Random) -> str:
+    """A contract making a thousand empty calls, in the block of a relayed donation (the block's trace is past
+    the answer cap: it is traced per transaction, and the donation credited); it pays the address too,
+    which no trace short of the cap can show: an unexplained inflow of what it paid."""
+    pays = some_wei(rng)
+    bomb = w.anvil.call_data("bomb(uint256,address)", ["uint256", "address"], [BOMB_CALLS, DONATION_ADDRESS])
+    with w.anvil.one_block():
+        w.anvil.send(
+            {
+                "from": rng.choice(DONORS),
+                "to": w.contracts["CallBomb"],
+                "value": hex(pays),
+                "data": bomb,
+                "gas": hex(8_000_000),
+            }
+        )
+        beside = relayed_eth(w, rng)
+    return f"call_bomb(pays={pays}, beside {beside})"
+
+
+def log_bombs(w: World, rng: random.Random) -> str:
+    """Coin donations that each carry a large log, in one block: the receipts the check provider is asked
+    for in one batch are past the answer cap together, each alone is not."""
+    paid = []
+    with w.anvil.one_block():
+        for bomb in rng.sample(w.log_bombs, rng.randint(3, 4)):
+            units = rng.randint(1, 90) * USDT
+            types = ["address", "address", "uint256", "uint256"]
+            args = [w.anvil.coins["usdt"], DONATION_ADDRESS, units, JUNK]
+            w.anvil.send(
+                w.anvil.token_tx(bomb, rng.choice(DONORS), "pay(address,address,uint256,uint256)", types, args)
+                | {"gas": hex(5_000_000)}
+            )
+            paid.append(units)
+    return f"log_bombs({paid})"
+
+
+def cctp_mint(w: World, rng: random.Random) -> str:
+    """USDC bridged to the address with Circle's CCTP: a donor's (relayed by anyone, v1 or v2 with a fee: a
+    donation from the depositor), the address's own deposit (bridged by the address) or its own claim of a
+    donor's message (its own money)."""
+    v2, units, donor = rng.random() < 0.5, rng.randint(1, 300) * USDT, rng.choice(DONORS)
+    fee = rng.randint(0, units // 100) if v2 else 0
+    kind = rng.choice(["donor", "donor", "own deposit", "own claim"])
+    if kind == "own claim":
+        call = receive_call(v2=v2, recipient=DONATION_ADDRESS, amount=units, depositor=donor, fee=fee)
+        w.own(call["to"], 0, call["data"])
+    else:
+        depositor = donor if kind == "donor" else DONATION_ADDRESS
+        receive(
+            w.anvil, rng.choice(DONORS), v2=v2, recipient=DONATION_ADDRESS, amount=units, depositor=depositor, fee=fee
+        )
+    return f"cctp_mint({kind}, v{2 if v2 else 1}, {units}, fee {fee})"
+
+
+def unknown_mint(w: World, rng: random.Random) -> str:
+    """A coin minted to the address by no bridge dws can read: an open question for the operator."""
+    units = rng.randint(1, 300) * USDT
+    w.anvil.mint(w.anvil.coins["usdc"], DONATION_ADDRESS, units)
+    return f"unknown_mint({units})"
 
 
 def idle(w: World, rng: random.Random) -> str:
@@ -284,8 +364,8 @@ def reorg(w: World, rng: random.Random) -> str:
         if rng.random() < 0.5
     ]
     w.anvil.reorg(depth, again)
-    if w.mode == "delegated" and w.anvil.rpc("eth_getCode", DONATION_ADDRESS, "latest") == "0x":
-        w.mode = "account"  # the authorization was in a replaced block
+    if w.mode in ("account", "delegated"):  # an authorization (or a clear) may have been in a replaced block
+        w.mode = "account" if w.anvil.rpc("eth_getCode", DONATION_ADDRESS, "latest") == "0x" else "delegated"
     return f"reorg(depth={depth}, re-mined={len(again)})"
 
 
@@ -307,6 +387,11 @@ VOCABULARY: list[tuple[Action, int]] = [
     (out_and_back, 2),
     (pay_out, 2),
     (delegate_7702, 1),
+    (delegate_move_clear, 1),
+    (call_bomb, 1),
+    (log_bombs, 1),
+    (cctp_mint, 2),
+    (unknown_mint, 1),
     (idle, 1),
     (reorg, 2),
 ]

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from crawlers.runs.reconcile import ledger_discrepancies
+from donations.ledger import ledger_discrepancies
 
 
 def ledger_drift() -> list[str]:

@@ -30,6 +30,7 @@ its request's own thread, so the delays of concurrent requests overlap as a real
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -105,6 +106,13 @@ class Seen:
     peer: tuple[str, int] | None = None  # the client's address and port: one per TCP connection
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # a client that stopped reading (an answer past its cap) and closed: nothing wrong here
+        super().handle_error(request, client_address)
+
+
 class RpcProxy:
     def __init__(self, upstream: str, *, port: int | None = None, memoize: frozenset[str] = frozenset()) -> None:
         self.upstream = upstream
@@ -133,7 +141,7 @@ class RpcProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 proxy._handle(self, body)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server = _Server(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 

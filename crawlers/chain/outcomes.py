@@ -33,6 +33,15 @@ class NoEvidence:
 
 
 RpcOutcome = Answer | NoEvidence
+TOO_LARGE = "too-large"  # the kind of an answer past DWS_RPC_MAX_ANSWER_MB (crawlers/chain/transport.py)
+
+
+def too_large(outcome: RpcOutcome) -> bool:
+    """An answer refused for its size alone: asking for less may be answered (the client halves a batch;
+    a block's trace is asked per transaction, crawlers/scan/traces.py)."""
+    return isinstance(outcome, NoEvidence) and outcome.kind == TOO_LARGE
+
+
 Call = tuple[str, Any]  # (method, params): one JSON-RPC request, before it is numbered
 
 

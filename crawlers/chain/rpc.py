@@ -12,7 +12,9 @@ Answers are bounded (crawlers/chain/transport.py): connecting ends within the co
 request with its whole answer within the read time-out, however the provider paces its bytes; the body
 is read up to DWS_RPC_MAX_ANSWER_MB; a redirect is never followed (a 307 would re-POST, key and all,
 elsewhere); JSON nested deeper than MAX_ANSWER_DEPTH (or than the decoder's recursion limit) is
-malformed. Each is `NoEvidence`, like a time-out.
+malformed. Each is `NoEvidence`, like a time-out. A batch refused for its size alone is asked again in
+halves, down to one call a post (`batch`), and `get_logs` halves its span: the cap guards against a
+hostile provider and must never be a lever for a stranger on chain, who can make answers large.
 
 A 429 or a rate-limit error object opens a back-off window in Redis (keyed by the provider's origin and
 the client's `backoff_scope`), and every worker on every machine asks nothing of that provider until it
@@ -45,7 +47,16 @@ from urllib.parse import urlsplit
 
 from redis.exceptions import RedisError
 
-from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, outcome_label, require
+from crawlers.chain.outcomes import (
+    TOO_LARGE,
+    Answer,
+    Call,
+    NoEvidence,
+    NoEvidenceError,
+    RpcOutcome,
+    outcome_label,
+    require,
+)
 from crawlers.chain.transport import BoundedPoster, TransportError
 from dws_project import metrics
 from dws_project.digits import whole_number
@@ -286,26 +297,38 @@ class RpcClient:
         return outcome
 
     def batch(self, calls: Sequence[Call], *, null_is_answer: bool = False) -> list[RpcOutcome]:
-        """Many requests in as few round trips as the batch limit allows; outcomes in call order."""
+        """Many requests in as few round trips as the batch limit allows; outcomes in call order. A post
+        whose answer is past DWS_RPC_MAX_ANSWER_MB is asked again in halves, down to one call a post: a
+        batch of answers that each fit is never refused for their sum."""
         outcomes: list[RpcOutcome] = []
         for start in range(0, len(calls), self._max_batch):
-            chunk = calls[start : start + self._max_batch]
-            requests_ = [self._request(method, params) for method, params in chunk]
-            body, failure = self._post(requests_, f"batch of {len(chunk)}")
-            if failure:
-                outcomes += [NoEvidence(m, failure.kind, failure.detail) for m, _ in chunk]
-                continue
-            if isinstance(body, dict):  # some providers answer a whole batch with one error object
-                outcomes += [self._interpret(m, body, null_is_answer=null_is_answer) for m, _ in chunk]
-                continue
-            by_id = {r.get("id"): r for r in body if isinstance(r, dict)} if isinstance(body, list) else {}
-            for request, (method, _) in zip(requests_, chunk, strict=True):
-                reply = by_id.get(request["id"])
-                if reply is None:
-                    outcomes.append(NoEvidence(method, "malformed", f"{self.origin}: batch reply lacks an answer"))
-                else:
-                    outcomes.append(self._interpret(method, reply, null_is_answer=null_is_answer))
+            outcomes += self._batch_part(calls[start : start + self._max_batch], null_is_answer)
         metrics.rpc_observed([method for method, _ in calls], [outcome_label(o) for o in outcomes])
+        return outcomes
+
+    def _batch_part(self, chunk: Sequence[Call], null_is_answer: bool) -> list[RpcOutcome]:
+        requests_ = [self._request(method, params) for method, params in chunk]
+        body, failure = self._post(requests_, f"batch of {len(chunk)}")
+        if failure and failure.kind == TOO_LARGE and len(chunk) > 1:
+            half = len(chunk) // 2
+            logger.info(
+                "provider %s: the answer to %d calls is past the answer cap; asking again in two parts",
+                self.origin,
+                len(chunk),
+            )
+            return self._batch_part(chunk[:half], null_is_answer) + self._batch_part(chunk[half:], null_is_answer)
+        if failure:
+            return [NoEvidence(m, failure.kind, failure.detail) for m, _ in chunk]
+        if isinstance(body, dict):  # some providers answer a whole batch with one error object
+            return [self._interpret(m, body, null_is_answer=null_is_answer) for m, _ in chunk]
+        by_id = {r.get("id"): r for r in body if isinstance(r, dict)} if isinstance(body, list) else {}
+        outcomes: list[RpcOutcome] = []
+        for request, (method, _) in zip(requests_, chunk, strict=True):
+            reply = by_id.get(request["id"])
+            if reply is None:
+                outcomes.append(NoEvidence(method, "malformed", f"{self.origin}: batch reply lacks an answer"))
+            else:
+                outcomes.append(self._interpret(method, reply, null_is_answer=null_is_answer))
         return outcomes
 
     # --- typed helpers -----------------------------------------------------------------------
@@ -333,7 +356,10 @@ class RpcClient:
             span: dict[str, Any] = {"topics": list(topics), "fromBlock": hex(start), "toBlock": hex(end)}
             params = [{"address": list(addresses), **span} if addresses is not None else span]  # None: every contract
             outcome = self.call("eth_getLogs", params)
-            if isinstance(outcome, NoEvidence) and outcome.kind == "error" and is_range_refusal(outcome.detail):
+            refused = isinstance(outcome, NoEvidence) and (
+                (outcome.kind == "error" and is_range_refusal(outcome.detail)) or outcome.kind == TOO_LARGE
+            )
+            if isinstance(outcome, NoEvidence) and refused:
                 if end == start:
                     raise NoEvidenceError(outcome)
                 self.log_span = self._log_span_ceiling = max(LOG_SPAN_MIN, (end - start + 1) // 2)

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import re
-from decimal import ROUND_DOWN, Decimal
+from decimal import ROUND_DOWN, Context, Decimal
+
+from donations.sightings import Transfer
+from dws_project.chain_settings import ChainSettings
 
 ETH_DECIMALS = 18
 WEI_PER_ETH = 10**ETH_DECIMALS
 # A JSON-RPC quantity: hex digits after "0x", at most 256 bits. Python's int(text, 16) alone also takes
 # "-0x5", " 0x5", "0x5_0" and no "0x" at all; none of those is a quantity a node sends.
 _QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
+# Exact for any uint256 at any scale (78 digits, and 18 decimals): Decimal's default 28 digits made a
+# transfer of 2^255 units raise InvalidOperation, which held the whole block and every asset in it. A
+# value the donation columns cannot hold is judged later (donations/sightings.py `donation_unholdable`).
+WIDE = Context(prec=120)
 
 
 class UnreadableAmount(ValueError):
@@ -41,7 +48,7 @@ def scaled_amount(raw: int, decimals: int, scale: int) -> Decimal:
     """`raw` smallest units of a token with `decimals`, written at `scale` decimals (rounded down): we never
     record more than arrived."""
     quantum = Decimal(1).scaleb(-scale)
-    return (Decimal(raw).scaleb(-decimals)).quantize(quantum, rounding=ROUND_DOWN)
+    return Decimal(raw).scaleb(-decimals, context=WIDE).quantize(quantum, rounding=ROUND_DOWN, context=WIDE)
 
 
 def log_amount(log: dict) -> int:
@@ -53,3 +60,11 @@ def log_amount(log: dict) -> int:
 def log_block_number(log: dict) -> int:
     """The block a log names (0 when it names none, which no scanned block is)."""
     return int(log.get("blockNumber") or "0x0", 16)
+
+
+def raw_units(chain: ChainSettings, transfer: Transfer) -> int:
+    """A transfer's amount back in raw units (wei, the coin's base units), as written at its column's
+    scale (exact for a coin of up to 10 decimals; ETH and finer coins lose what the column rounded off)."""
+    coin = chain.stable_coin(transfer.asset)
+    decimals = coin.scale if coin is not None else ETH_DECIMALS
+    return int(transfer.amount.scaleb(decimals, context=WIDE))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from crawlers.chain.outcomes import NoEvidence, NoEvidenceError, RpcOutcome
-from crawlers.decode.amounts import ETH_DECIMALS
+from crawlers.decode.amounts import ETH_DECIMALS, WIDE
 from dws_project.chain_settings import ChainSettings
 
 ETH = "eth"
@@ -79,4 +79,4 @@ def balances_in_batch(chain: ChainSettings) -> int:
 def display_amount(chain: ChainSettings, asset: str, raw: int) -> Decimal:
     """A raw amount in the asset's own units (ETH, whole coins)."""
     decimals = ETH_DECIMALS if asset == ETH else next(c.scale for c in chain.stable_coins if c.asset == asset)
-    return Decimal(raw).scaleb(-decimals)
+    return Decimal(raw).scaleb(-decimals, context=WIDE)  # exact, whatever the raw amount

@@ -15,16 +15,18 @@ record more than arrived. A transfer that is zero at that scale is not a donatio
 
 The donation address's own money is never a donation (DESIGN.md, "Crediting"): a transaction it signed
 and everything in it, a self-transfer, a Transfer whose `from` is the address, and the ETH a deposit it
-made on L1 minted to it (or the standard bridge relayed to it from its L1 account: frames.py). Nor is a
+made on L1 minted to it (or the standard bridge relayed to it from its L1 account: frames.py). A
 coin minted to it (a Transfer from the zero address: a bridge or Circle's CCTP bringing a coin in, the
-sale's own USDC moved to its rollup address as likely as anyone's): there is no sender to credit, and
-tokens issued to the zero address would count money nobody gave. Such value still closes the balance
-identity, and is handed on as a `Movement` (recorded for the admin, never credited).
+sale's own USDC moved to its rollup address as likely as anyone's) has no sender to credit: its depositor
+is whom its bridge names (crawlers/decode/mints.py: a CCTP burn message's `messageSender`), the address
+itself (bridged by the address), or nobody (an open question for the operator). The address's own value
+still closes the balance identity, and is handed on as a `Movement` (recorded for the admin, never
+credited).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import TRANSFER_TOPIC
@@ -36,7 +38,7 @@ from dws_project.config_values import StableCoin
 SELF_TRANSFER = "self-transfer"  # the address paid itself
 RETURNED = "returned to the address"  # value came back in a transaction the address signed or called out in
 BRIDGED = "bridged by the address"  # ETH it bridged from L1 itself: its deposit's mint, or relayed by the bridge
-MINTED = "minted to the address"  # a coin minted to it (Transfer from the zero address): no sender to credit
+MINTED = "minted to the address"  # a coin minted to it that no depositor is named for: the operator's question
 ZERO_ADDRESS = "0x" + "0" * 40
 
 
@@ -113,27 +115,52 @@ def _coin_arrivals(
             yield log, coin
 
 
-def _own_arrival(log: dict, donation_address: str, own_txs: Collection[str]) -> str | None:
-    """Why a coin arrival is not a donation (a Movement kind: the address's own money, or a mint with no
-    sender), or None: a donation."""
-    sender = topic_address(log["topics"][1])
+Depositors = Mapping[tuple[str, int], str]  # (tx hash, log index) of a mint -> who deposited it (mints.py)
+
+
+def coin_mints(logs: Iterable[dict], coins: Sequence[StableCoin], donation_address: str) -> list[dict]:
+    """The Transfer logs of the configured coins from the zero address to the donation address: mints,
+    whose depositor only their transaction's receipt can name (crawlers/decode/mints.py)."""
+    return [log for log, _ in _coin_arrivals(logs, coins, donation_address) if _sender(log) == ZERO_ADDRESS]
+
+
+def _sender(log: dict) -> str:
+    return topic_address(log["topics"][1])
+
+
+def _log_key(log: dict) -> tuple[str, int]:
+    return (log.get("transactionHash") or "").lower(), int(log.get("logIndex") or "0x0", 16)
+
+
+def _own_arrival(log: dict, donation_address: str, own_txs: Collection[str], depositors: Depositors) -> str | None:
+    """Why a coin arrival is not a donation (a Movement kind: the address's own money, or a mint nobody
+    can be named for), or None: a donation (for a mint, its depositor's)."""
+    sender = _sender(log)
     if sender == donation_address:
         return SELF_TRANSFER
     if (log.get("transactionHash") or "").lower() in own_txs:
         return RETURNED
     if sender == ZERO_ADDRESS:
-        return MINTED
+        depositor = depositors.get(_log_key(log))
+        if depositor is None:
+            return MINTED
+        return BRIDGED if depositor == donation_address else None
     return None
 
 
 def token_movements(
-    logs: Iterable[dict], coins: Sequence[StableCoin], donation_address: str, own_txs: Collection[str] = ()
+    logs: Iterable[dict],
+    coins: Sequence[StableCoin],
+    donation_address: str,
+    own_txs: Collection[str] = (),
+    depositors: Depositors | None = None,
 ) -> list[Movement]:
     """The coin arrivals that are not donations: the address's own money (from itself, or in `own_txs`:
-    transactions it signed or, with code, called out in) and coins minted to it."""
+    transactions it signed or, with code, called out in; or bridged by itself) and coins minted to it that
+    no depositor is named for (MINTED: open questions for the operator, crawlers/scan/own.py)."""
     found = []
     for log, coin in _coin_arrivals(logs, coins, donation_address):
-        kind = _own_arrival(log, donation_address, own_txs)
+        kind = _own_arrival(log, donation_address, own_txs, depositors or {})
         if kind is not None and log_amount(log) > 0:
             found.append(Movement(log["transactionHash"].lower(), coin.asset, log_amount(log), kind))
     return found
@@ -145,12 +172,15 @@ def token_transfers(
     donation_address: str,
     coin_scale: int,
     own_txs: Collection[str] = (),
+    depositors: Depositors | None = None,
 ) -> list[Transfer]:
     """Transfer logs of the configured coins that pay the donation address, non-zero at `coin_scale`;
-    the address's own money (`token_movements`) left out."""
+    the address's own money (`token_movements`) left out. A mint whose depositor `depositors` names is
+    that depositor's donation."""
     found = []
+    named = depositors or {}
     for log, coin in _coin_arrivals(logs, coins, donation_address):
-        if _own_arrival(log, donation_address, own_txs) is not None:
+        if _own_arrival(log, donation_address, own_txs, named) is not None:
             continue
         amount = scaled_amount(log_amount(log), coin.scale, coin_scale)
         if amount == 0:
@@ -159,7 +189,7 @@ def token_transfers(
             Transfer(
                 tx_hash=log["transactionHash"].lower(),
                 log_index=int(log["logIndex"], 16),
-                donor=topic_address(log["topics"][1]),
+                donor=named[_log_key(log)] if _sender(log) == ZERO_ADDRESS else _sender(log),
                 asset=coin.asset,
                 amount=amount,
                 block_number=int(log["blockNumber"], 16),

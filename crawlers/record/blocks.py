@@ -17,6 +17,7 @@ from decimal import Decimal
 from django.db import InterfaceError, OperationalError, transaction
 
 from crawlers.chain.logs import ForeignLogs
+from crawlers.decode.amounts import raw_units
 from crawlers.decode.blocks import BlockHeader
 from crawlers.record.cursors import cursor_write
 from crawlers.record.inflows import inflow_record
@@ -24,12 +25,13 @@ from crawlers.record.movements import movements_record
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.record.strays import strays_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
+from crawlers.scan.own import open_mints
 from crawlers.scan.results import BlockHeld, ScannedBlock
 from donations.models import Donation, DonationStatus
 from donations.refunds import refund_payouts_record
 from donations.replaced import donations_mark_block_replaced
 from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
-from donations.sightings import DonationKey, Sighting, Transfer, donation_key
+from donations.sightings import DonationKey, Sighting, Transfer, donation_key, donation_unholdable
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings
 from dws_project.config_values import SaleTier
@@ -120,6 +122,33 @@ def _sightings(writer: _Writer, block: ScannedBlock, transfers: Sequence[Transfe
     return [Sighting(chain=chain, transfer=t, block_time=block.header.time, eth_price=eth_price) for t in transfers]
 
 
+def _set_aside(writer: _Writer, block: ScannedBlock, sightings: Sequence[Sighting]) -> list[Sighting]:
+    """The sightings the donation columns can hold; each other one (an amount, USD value, tokens or log index
+    past its column: `donation_unholdable`) is logged naming its transaction and asset and, from a final
+    block, set aside for the operator as an unexplained inflow of its raw amount, with the reason. No amount
+    anyone can send stops the block or the assets beside it."""
+    kept = []
+    for sighting in sightings:
+        t = sighting.transfer
+        why = donation_unholdable(t, eth_price=sighting.eth_price, tiers=writer.tiers)
+        if why is None:
+            kept.append(sighting)
+            continue
+        where = f" log {t.log_index}" if t.log_index is not None else ""
+        where += f" frame {t.trace_address}" if t.trace_address else ""
+        reason = f"{t.asset} transfer {t.tx_hash}{where} from {t.donor} cannot be a donation row: {why}"
+        if writer.final:
+            block.add_unexplained(t.asset, raw_units(writer.chain, t), reason)
+        logger.error(
+            "block %d of %s: %s; %s",
+            block.header.number,
+            writer.chain.name,
+            reason,
+            "set aside for the operator as an unexplained inflow" if writer.final else "recorded once final",
+        )
+    return kept
+
+
 def _recorded_here(
     chain: str, transfers: Sequence[Transfer], *, failed_too: bool = False
 ) -> dict[DonationKey, Donation]:
@@ -144,7 +173,8 @@ def _recorded_here(
 
 def _write_latest(writer: _Writer, block: ScannedBlock) -> int:
     recorded = _recorded_here(writer.chain.name, block.transfers)
-    sightings = _sightings(writer, block, [t for t in block.transfers if donation_key(t) not in recorded])
+    new = [t for t in block.transfers if donation_key(t) not in recorded]
+    sightings = _set_aside(writer, block, _sightings(writer, block, new))
     inserted = 0
     written = block_record_unconfirmed(chain=writer.chain.name, sightings=sightings, tiers=writer.tiers)
     for sighting, (_, outcome) in zip(sightings, written, strict=True):
@@ -168,10 +198,8 @@ def _write_final(writer: _Writer, block: ScannedBlock) -> tuple[int, int, int]:
         return 0, 0, 0
     # Rows already seen in this block keep how they were priced; only new sightings need a price.
     recorded = _recorded_here(writer.chain.name, block.transfers, failed_too=True)
-    priced = {
-        donation_key(s.transfer): s
-        for s in _sightings(writer, block, [t for t in block.transfers if donation_key(t) not in recorded])
-    }
+    new = [t for t in block.transfers if donation_key(t) not in recorded]
+    priced = {donation_key(s.transfer): s for s in _set_aside(writer, block, _sightings(writer, block, new))}
     sightings = [
         priced.get(donation_key(t))
         or Sighting(
@@ -181,6 +209,7 @@ def _write_final(writer: _Writer, block: ScannedBlock) -> tuple[int, int, int]:
             eth_price=recorded[donation_key(t)].eth_price,
         )
         for t in block.transfers
+        if donation_key(t) in priced or donation_key(t) in recorded
     ]
     result = finalized_block_record(
         chain=writer.chain.name, sightings=sightings, reverted_tx_hashes=block.reverted, tiers=writer.tiers
@@ -203,9 +232,10 @@ def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Non
         tally.inserted += _write_latest(writer, block)
         return
     inserted, confirmed, failed = _write_final(writer, block)
+    open_mints(block)  # a coin minted to the address that nobody is named for waits for the operator
     # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
     for asset, raw in block.unexplained:
-        inflow_record(writer.chain, block=block.header, asset=asset, raw=raw)
+        inflow_record(writer.chain, block=block.header, asset=asset, raw=raw, why=block.unexplained_why.get(asset, ""))
     if block.own:
         movements_record(writer.chain, block=block.header, movements=block.own)
     if block.payouts:  # what left the address may pay owed refunds (the refund register matches it)

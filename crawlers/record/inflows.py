@@ -31,14 +31,22 @@ class InflowRefused(Exception):
     """The operator's action cannot be taken; the message says why."""
 
 
-def inflow_record(chain: ChainSettings, *, block: BlockHeader, asset: str, raw: int) -> UnexplainedInflow:
-    """Record (once per block hash and asset) what the balance proof could not explain; logs an ERROR and
-    queues the `inflow.unexplained` webhook. Called inside the finalized block's transaction."""
+def inflow_record(
+    chain: ChainSettings, *, block: BlockHeader, asset: str, raw: int, why: str = ""
+) -> UnexplainedInflow:
+    """Record (once per block hash and asset) what the balance proof could not explain, and `why` where the
+    scan could say more (kept as the inflow's reason, which the operator's own note follows); logs an
+    ERROR and queues the `inflow.unexplained` webhook. Called inside the finalized block's transaction."""
     inflow, created = UnexplainedInflow.objects.get_or_create(
         chain=chain.name,
         block_hash=block.hash,
         asset=asset,
-        defaults={"block_number": block.number, "amount_raw": raw, "amount": display_amount(chain, asset, raw)},
+        defaults={
+            "block_number": block.number,
+            "amount_raw": raw,
+            "amount": display_amount(chain, asset, raw),
+            "reason": why,
+        },
     )
     if created:
         # Integrators hear of it in the same transaction (the outbox), like any donation event.
@@ -57,13 +65,14 @@ def inflow_record(chain: ChainSettings, *, block: BlockHeader, asset: str, raw: 
             return inflow
         logger.error(
             "unexplained inflow: %s %s (%d raw units) reached the donation address in block %d of %s (%s) and no "
-            'transfer we can see explains it; see docs/operating.md, "an unexplained inflow"',
+            'transfer we can see explains it%s; see docs/operating.md, "an unexplained inflow"',
             inflow.amount,
             asset,
             raw,
             block.number,
             chain.name,
             block.hash,
+            f" ({why})" if why else "",
         )
     return inflow
 

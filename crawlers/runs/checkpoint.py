@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from crawlers.models import ReconcileRun
 from crawlers.runs.drift import freeze_on_drift
-from crawlers.runs.reconcile import ledger_discrepancies
+from donations.ledger import ledger_discrepancies
 from donations.models import Donation
 from donations.services import stats_lock
 

@@ -15,8 +15,9 @@ from collections import Counter
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.frames import shows_frame
+from crawlers.decode.mints import mint_depositors
 from crawlers.decode.receipts import receipt_has_transfer, receipt_succeeded
-from crawlers.decode.transfers import token_transfers
+from crawlers.decode.transfers import coin_mints, token_transfers
 from crawlers.scan.traces import TracesUnavailable, transaction_trace
 from donations.models import Donation
 from donations.sightings import amount_scale
@@ -90,7 +91,9 @@ def absent_from_new_block(
             return None
         logs = [log for log in receipt.get("logs") or [] if isinstance(log, dict)]
         try:
-            paid = token_transfers(logs, [coin], chain.donation_address, amount_scale(row.asset))
+            us = chain.donation_address
+            depositors = mint_depositors(coin_mints(logs, [coin], us), {row.tx_hash: logs}, us)
+            paid = token_transfers(logs, [coin], us, amount_scale(row.asset), depositors=depositors)
         except (KeyError, TypeError, ValueError):
             return None  # a malformed log proves nothing
         if any((t.donor, t.amount) == (row.address, row.amount) for t in paid):

@@ -13,6 +13,7 @@ from crawlers.decode.receipts import is_deposit, receipt_fee, receipt_succeeded
 from crawlers.decode.transfers import (
     BRIDGED,
     SELF_TRANSFER,
+    Depositors,
     EthCandidate,
     EthMove,
     Movement,
@@ -34,10 +35,13 @@ def account_logs(
     from_us: list[dict],
     last: int,
     signed: set[str] | frozenset[str] = frozenset(),
+    *,
+    depositors: Depositors | None = None,
 ) -> BlockHeld | None:
     """The coins' flows and Transfer donations of the range's logs; a hold at the first log that names a
     block we did not scan (a re-org between our requests). What arrives from the address itself, or in a
-    transaction it `signed`, is its own money: a movement, not a donation."""
+    transaction it `signed`, is its own money: a movement, not a donation. A coin minted to the address is
+    the donation of the depositor `depositors` names (crawlers/decode/mints.py), else a movement."""
     coins = {c.contract: c.asset for c in chain.stable_coins}
     for logs, sign in ((to_us, 1), (from_us, -1)):
         for log in logs:
@@ -52,10 +56,10 @@ def account_logs(
             if asset is not None and not log.get("removed"):
                 block.add_flow(asset, sign * log_amount(log))
     us = chain.donation_address
-    for transfer in token_transfers(to_us, chain.stable_coins, us, amount_scale("usdt"), signed):
+    for transfer in token_transfers(to_us, chain.stable_coins, us, amount_scale("usdt"), signed, depositors):
         scanned[transfer.block_number].transfers.append(transfer)
     blocks_of = {(log.get("transactionHash") or "").lower(): log_block_number(log) for log in to_us}
-    for movement in token_movements(to_us, chain.stable_coins, us, signed):
+    for movement in token_movements(to_us, chain.stable_coins, us, signed, depositors):
         scanned[blocks_of[movement.tx_hash]].own.append(movement)
     return None
 

@@ -47,7 +47,6 @@ from crawlers.chain.calls import balance_calls
 from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.outcomes import Answer, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
-from crawlers.decode.amounts import WEI_PER_ETH
 from crawlers.decode.balances import (
     ETH,
     NONCE,
@@ -329,6 +328,23 @@ def settle_located(
     return blocks, None
 
 
+def touching(block: ScannedBlock) -> set[str]:
+    """The block's transactions known to touch the donation address (its transfers, its own movements):
+    traced first where the block must be traced one transaction at a time."""
+    return {t.tx_hash for t in block.transfers} | {m.tx_hash for m in block.own}
+
+
+def unread_reason(unread: Sequence[str]) -> str:
+    """Why ETH stays unexplained where transactions' traces were too large to read, or "" when none were."""
+    if not unread:
+        return ""
+    named = ", ".join(unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
+    return (
+        f"the call trace of transaction(s) {named} is past DWS_RPC_MAX_ANSWER_MB even alone: what the balances "
+        "say arrived in the block and nothing read explains is recorded for the operator"
+    )
+
+
 def _pinned_residual(client: RpcClient, chain: ChainSettings, block: ScannedBlock) -> dict[str, int]:
     header = block.header
     calls = balance_calls(chain, header.parent_hash) + balance_calls(chain, header.hash)
@@ -362,29 +378,30 @@ def _settle_block(
             # No Transfer log can be there: the coin moved our balance itself (a rebase, or a burn without a
             # log, USDT's destroyBlackFunds: a negative amount). On record for the operator; ETH and the
             # other coins go on.
-            block.unexplained.append((asset, raw))
+            block.add_unexplained(asset, raw)
             continue
         if block.traced:  # an address with code: its call traces are in the flows already
             if raw < 0:
                 return f"{-raw} wei left the donation address that no transaction or call trace shows"
-            block.unexplained.append((ETH, raw))  # a self-destruct's or a withdrawal's: no frame shows it
+            # A self-destruct's or a withdrawal's: no frame shows it; or a transaction's trace too large to read.
+            block.add_unexplained(ETH, raw, unread_reason(block.untraced))
             continue
         if raw < 0:
             return f"{-raw} raw units of {asset} left the donation address that no transaction or log shows"
         try:
-            traced_block = traces.traced_block(client, chain, block_number=number, block_hash=block.header.hash)
+            traced_block = traces.traced_block(
+                client, chain, block_number=number, block_hash=block.header.hash, arrived=raw, touching=touching(block)
+            )
         except NoEvidenceError as exc:
             return f"ETH arrived that no transaction explains and the call traces gave no evidence ({exc})"
         except traces.TracesUnavailable as exc:
             logger.warning("balance proof: block %d: no call traces (%s)", number, exc)
-            block.unexplained.append((ETH, raw))
+            block.add_unexplained(ETH, raw)
             continue
         found = traced_block.donations
         # The address's own ETH (back in its own transactions, bridged from L1 by itself), and dust frames,
         # close the identity too; neither is a donation.
-        traced = (
-            sum(int(t.amount * WEI_PER_ETH) for t in found) + sum(m.raw for m in traced_block.own) + traced_block.dust
-        )
+        traced = traced_block.explained_wei()
         left = raw - traced
         if left < 0:
             return f"the call traces show {traced} wei arriving, the balance only {raw}"
@@ -392,7 +409,7 @@ def _settle_block(
         block.own.extend(traced_block.own)
         drop_own_coin_transfers(chain, block, traced_block.own_coin_calls)
         if left >= COLUMN_UNIT_WEI * (len(found) + 1):
-            block.unexplained.append((ETH, left))
+            block.add_unexplained(ETH, left, unread_reason(traced_block.unread))
     if block.unexplained and not mode.final:
         logger.warning(
             "balance proof: block %d: unexplained %s (recorded once the block is final)", number, block.unexplained

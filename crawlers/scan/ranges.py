@@ -25,7 +25,8 @@ from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_block_number
 from crawlers.decode.authorizations import authorizations_by
 from crawlers.decode.blocks import block_header
-from crawlers.decode.transfers import EthCandidate, EthMove, eth_candidates, eth_moves
+from crawlers.decode.mints import mint_depositors
+from crawlers.decode.transfers import EthCandidate, EthMove, coin_mints, eth_candidates, eth_moves
 from crawlers.scan.flows import account_logs, account_receipts
 from crawlers.scan.payouts import account_payouts
 from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
@@ -73,10 +74,14 @@ def read_range(
             )
         (to_us, from_us), foreign = found_logs.coins, found_logs.foreign
     signed = {move.tx_hash for move in moves if move.sender == chain.donation_address}
-    cut = account_logs(chain, scanned, to_us, from_us, last, signed)
-    receipts = _receipts(client, chain, moves) if cut is None else {}
+    mints = coin_mints(to_us, chain.stable_coins, chain.donation_address)
+    receipts = _receipts(client, chain, {m.tx_hash for m in moves} | {_tx(log) for log in mints})
+    depositors, unread_mint = _depositors(chain, scanned, mints, receipts)
+    cut = account_logs(chain, scanned, to_us, from_us, last, signed, depositors=depositors)
     if cut is None:
         cut = account_receipts(chain, scanned, candidates, moves, receipts)
+    if unread_mint is not None and (cut is None or unread_mint.number < cut.number):
+        cut = unread_mint
     account_payouts(chain, scanned, [*from_us, *foreign.from_us], moves, receipts)
     if cut is not None:
         return RangeRead(_prefix(scanned, cut.number), cut, extra_outcomes, foreign)
@@ -127,9 +132,39 @@ def _decoded(
     return scanned, candidates, moves
 
 
-def _receipts(client: RpcClient, chain: ChainSettings, moves: Sequence[EthMove]) -> dict[str, RpcOutcome]:
-    """The receipts of the moves' transactions, in one batch, by hash."""
-    hashes = sorted({m.tx_hash for m in moves})
+def _tx(log: dict) -> str:
+    return (log.get("transactionHash") or "").lower()
+
+
+def _depositors(
+    chain: ChainSettings, scanned: dict[int, ScannedBlock], mints: Sequence[dict], receipts: dict[str, RpcOutcome]
+) -> tuple[dict[tuple[str, int], str], BlockHeld | None]:
+    """Who deposited each coin minted to the address (crawlers/decode/mints.py), read from its transaction's
+    receipt; and a hold at the first mint whose receipt is no evidence or of another block (whether it is a
+    donation is not known without it: the blocks from there are not handed on)."""
+    logs_by_tx: dict[str, list[dict]] = {}
+    held = None
+    for mint in mints:
+        tx, number = _tx(mint), log_block_number(mint)
+        outcome = receipts[tx]
+        receipt = outcome.value if isinstance(outcome, Answer) else None
+        block = scanned.get(number)
+        if (
+            not isinstance(receipt, dict)
+            or block is None
+            or str(receipt.get("blockHash") or "").lower() != block.header.hash
+        ):
+            why = outcome.describe() if isinstance(outcome, NoEvidence) else "a receipt of another block"
+            held = BlockHeld(number, f"no receipt for tx '{tx}', which minted a coin to the donation address ({why})")
+            break
+        logs_by_tx[tx] = [log for log in receipt.get("logs") or [] if isinstance(log, dict)]
+    return mint_depositors(mints, logs_by_tx, chain.donation_address), held
+
+
+def _receipts(client: RpcClient, chain: ChainSettings, hashes_wanted: set[str]) -> dict[str, RpcOutcome]:
+    """The receipts of these transactions (those moving ETH at the address, those minting a coin to it),
+    in one batch, by hash."""
+    hashes = sorted(hashes_wanted)
     receipts = dict(zip(hashes, client.batch(receipt_calls(hashes)) if hashes else [], strict=True))
     for tx_hash, outcome in receipts.items():
         debug_dump(chain, f"txr-{tx_hash}.json", outcome.value if isinstance(outcome, Answer) else None)

@@ -58,8 +58,10 @@ class ScannedBlock:
     # ("eth" in wei, each coin in its base units, NONCE in transactions sent): arrivals - departures.
     flows: dict[str, int] = field(default_factory=dict)
     logs_bloom: str = ""
-    # What the balance proof could not explain (finalized blocks record it): (asset, raw amount).
+    # What the balance proof could not explain (finalized blocks record it): (asset, raw amount), one
+    # entry an asset (`add_unexplained`), and why, where more can be said than "no transfer explains it".
     unexplained: list[tuple[str, int]] = field(default_factory=list)
+    unexplained_why: dict[str, str] = field(default_factory=dict)
     # Of `flows`, what left the address (a positive amount per asset), for the published proof.
     outflows: dict[str, int] = field(default_factory=dict)
     # What the balance proof accepted beyond `flows` where the block did not close on them: traced internal
@@ -77,6 +79,17 @@ class ScannedBlock:
     # a coin or a stray token): a finalized block hands them to the refund register, which matches each to an
     # owed refund (crawlers/scan/payouts.py).
     payouts: list[Payout] = field(default_factory=list)
+    # Of a traced block, the transactions whose trace alone is past DWS_RPC_MAX_ANSWER_MB (not in `flows`).
+    untraced: list[str] = field(default_factory=list)
+
+    def add_unexplained(self, asset: str, raw: int, why: str = "") -> None:
+        """Note `raw` units of `asset` no transfer accounts for (added to what the asset has already), and why."""
+        found = dict(self.unexplained)
+        found[asset] = found.get(asset, 0) + raw
+        self.unexplained[:] = [(a, r) for a, r in found.items() if r != 0]
+        if why:
+            known = self.unexplained_why.get(asset)
+            self.unexplained_why[asset] = f"{known}; {why}" if known else why
 
     def add_flow(self, asset: str, raw: int) -> None:
         self.flows[asset] = self.flows.get(asset, 0) + raw

@@ -95,7 +95,8 @@ TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the cal
 def sparse_first_batch(client: RpcClient, chain: ChainSettings, start: int, end: int) -> list[Call]:
     """The one batch a sparse range starts with: the balances at both ends, the code, the two headers and
     (within the provider's log span) the Transfer logs. The crawl loop reads it ahead too."""
-    heads = [code_call(chain.donation_address, end), header_call(start), header_call(end)]
+    us = chain.donation_address
+    heads = [code_call(us, start - 1), code_call(us, end), header_call(start), header_call(end)]
     logs = transfer_log_calls(chain, start, end) if logs_in_one_batch(client, chain, start, end) else []
     return edge_calls(chain, start, end) + heads + logs
 
@@ -121,15 +122,15 @@ def scan_sparse(
         before, after = edge_balances(chain, start, end, outcomes[:edges])
     except (StateUnavailable, NoEvidenceError):
         return None  # the full scan asks again, and holds or falls back as the proof requires
-    code, first, last = outcomes[edges : edges + 3]
-    if not isinstance(code, Answer) or code.value not in ("0x", "0x0", ""):
-        return None  # code at the address (or no answer about it): its nonce proves nothing
+    code_before, code, first, last = outcomes[edges : edges + 4]
+    if any(not isinstance(c, Answer) or c.value not in ("0x", "0x0", "") for c in (code_before, code)):
+        return None  # code at the address at either edge (or no answer about it): its nonce proves nothing
     with_code.note_mode(chain, with_code.PLAIN, blocks=end - start + 1)
     first_header = header_of(first.value, start) if isinstance(first, Answer) else None
     end_header = header_of(last.value, end) if isinstance(last, Answer) else None
     if first_header is None or end_header is None:
         return None
-    logs = _logs(client, chain, start, end, outcomes[edges + 3 :] if with_logs else None)
+    logs = _logs(client, chain, start, end, outcomes[edges + 4 :] if with_logs else None)
     if logs is None:
         return None
     named = {log_block_number(log) for found in logs.coins for log in found}
@@ -150,7 +151,8 @@ def scan_sparse(
     if recorded_blocks is not None:
         named |= set(recorded_blocks(start, end))
     wanted = sorted(set(changed) | named)
-    codes = {end: code.value}  # plain (read through the sparse path only then): what a check provider must show
+    # plain at both edges (read through the sparse path only then): what a check provider must show
+    codes = {c_block: c.value for c_block, c in ((start - 1, code_before), (end, code)) if isinstance(c, Answer)}
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
         return SparseScan(
@@ -165,6 +167,11 @@ def scan_sparse(
         )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known)
+    if with_code.authorized_in(blocks):
+        # The address signed an EIP-7702 authorization inside the range (its nonce moved there): between
+        # it and a clear, delegated code can move ETH in and out without a nonce move, unseen by the
+        # balances. The full scan reads such a range through its traces.
+        return None
     reach = None if held else end_header
     ledger = ledger_from_blocks(start, before.values, blocks, None if held else end, None if held else after.values)
     proven = bool(blocks) and held is None

@@ -11,7 +11,7 @@ import logging
 
 from redis.exceptions import RedisError
 
-from crawlers.chain.outcomes import Call, NoEvidence, NoEvidenceError, require
+from crawlers.chain.outcomes import TOO_LARGE, Call, NoEvidence, NoEvidenceError, require
 from crawlers.chain.rpc import RpcClient
 from crawlers.scan.traces import is_refusal
 from dws_project.chain_settings import ChainSettings
@@ -49,7 +49,8 @@ def _remember_filter_refused(client: RpcClient) -> None:
 def blocks_with_calls(client: RpcClient, chain: ChainSettings, hashes: dict[int, str]) -> list[int] | None:
     """Of the scanned blocks (`hashes`: number -> hash, consecutive), those in which a call frame goes to
     or comes from the donation address, by `trace_filter` (two filters in one batch); None when the
-    provider does not serve it for this range (a refusal, an error object such as a result cap, or
+    provider does not serve it for this range (a refusal, an error object such as a result cap, an answer
+    past DWS_RPC_MAX_ANSWER_MB, or
     DWS_TRACE allowing only the debug family): the caller traces every block instead. A passing failure
     (a time-out, a 429, a null) or a trace of another fork raises NoEvidenceError (hold)."""
     if chain.trace_mode not in ("auto", "trace") or not hashes or _filter_refused(client):
@@ -60,7 +61,9 @@ def blocks_with_calls(client: RpcClient, chain: ChainSettings, hashes: dict[int,
     calls: list[Call] = [("trace_filter", [{**span, "toAddress": us}]), ("trace_filter", [{**span, "fromAddress": us}])]
     numbers: set[int] = set()
     for outcome in client.batch(calls):
-        if isinstance(outcome, NoEvidence) and outcome.kind == "error":
+        # An answer past the cap (a contract calling us thousands of times) is no reason to hold: every
+        # block is traced instead (crawlers/scan/traces.py reads an oversized one per transaction).
+        if isinstance(outcome, NoEvidence) and outcome.kind in ("error", TOO_LARGE):
             if is_refusal(outcome):
                 _remember_filter_refused(client)
             return None

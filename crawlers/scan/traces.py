@@ -21,6 +21,13 @@ Each trace is asked in one batch with the block's header: the header's hash must
 the caller scanned (a re-org between the calls is no evidence), and the trace must cover exactly the
 block's transactions, in order.
 
+A block whose trace is past DWS_RPC_MAX_ANSWER_MB (a contract making a hundred thousand empty calls beside
+a donation: anyone can send one) is asked per transaction instead (`debug_traceTransaction` /
+`trace_transaction`, in batches the client halves until each answer fits): the transactions known to
+touch the address first, then the others, and no further once what arrived is explained. A transaction
+whose own trace is still too large is left unread and named (`TracedBlock.unread`): what the balances say
+arrived and nothing read explains is then an unexplained inflow with that reason, never a hold.
+
 Identity of an internal ETH donation: `(tx_hash, trace_address)`, the call frame's path in its
 transaction's call tree ("0.1"); it does not depend on the block, so it survives a re-org. Both
 methods give the same path to the same frame (see `crawlers/decode/frames.py`).
@@ -30,15 +37,16 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TypeGuard, TypeVar
 
 from redis.exceptions import RedisError
 
 from crawlers.chain.calls import header_call
-from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, require
+from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, require, too_large
 from crawlers.chain.rpc import RpcClient
+from crawlers.decode.amounts import WEI_PER_ETH
 from crawlers.decode.frames import (
     Frame,
     MalformedTrace,
@@ -92,6 +100,15 @@ class _Refused(Exception):
         self.outcome = outcome
         self.lasting = lasting
         super().__init__(outcome.describe())
+
+
+class TraceTooLarge(Exception):
+    """The block's trace is past the answer cap; its transactions (from the header checked against the
+    block scanned) are to be traced one by one."""
+
+    def __init__(self, tx_hashes: list[str]) -> None:
+        self.tx_hashes = tx_hashes
+        super().__init__(f"the block's trace is past DWS_RPC_MAX_ANSWER_MB ({len(tx_hashes)} transaction(s))")
 
 
 def is_refusal(outcome: RpcOutcome) -> TypeGuard[NoEvidence]:
@@ -239,9 +256,24 @@ def block_frames(
     method = _BLOCK_METHOD[family]
     in_hand = prefetched.of(family, block_number) if prefetched is not None else None
     trace_outcome, header_outcome = in_hand or client.batch(_block_calls(family, block_number))
+    if too_large(trace_outcome):
+        raise TraceTooLarge(_checked_transactions(client, header_outcome, block_number, block_hash))
     result = _answer(trace_outcome, stateless=stateless)
     if stateless and (refused := _replay_refused(method, block_number, result)) is not None:
         raise _Refused(refused, lasting=False)
+    tx_hashes = _checked_transactions(client, header_outcome, block_number, block_hash)
+    try:
+        if family == DEBUG:
+            return call_tracer_frames(result, tx_hashes)
+        return parity_frames(result, block_hash, tx_hashes)
+    except MalformedTrace as exc:
+        raise _malformed(method, client, exc) from exc
+
+
+def _checked_transactions(
+    client: RpcClient, header_outcome: RpcOutcome, block_number: int, block_hash: str
+) -> list[str]:
+    """The block's transaction hashes, from a header that must be the block the caller scanned."""
     header = require(header_outcome)
     if not isinstance(header, dict) or not isinstance(header.get("hash"), str):
         raise _malformed("eth_getBlockByNumber", client, ValueError("block header without a hash"))
@@ -249,13 +281,53 @@ def block_frames(
         raise NoEvidenceError(
             NoEvidence("eth_getBlockByNumber", "reorged", f"block {block_number} is no longer {block_hash[:18]}")
         )
-    tx_hashes = [h.lower() for h in header.get("transactions") or [] if isinstance(h, str)]
-    try:
-        if family == DEBUG:
-            return call_tracer_frames(result, tx_hashes)
-        return parity_frames(result, block_hash, tx_hashes)
-    except MalformedTrace as exc:
-        raise _malformed(method, client, exc) from exc
+    return [h.lower() for h in header.get("transactions") or [] if isinstance(h, str)]
+
+
+def _transaction_call(family: str, tx_hash: str) -> Call:
+    method = _TX_METHOD[family]
+    return (method, [tx_hash, _CALL_TRACER] if family == DEBUG else [tx_hash])
+
+
+def frames_by_transaction(
+    client: RpcClient,
+    family: str,
+    *,
+    block_number: int,
+    block_hash: str,
+    tx_hashes: Sequence[str],
+    touching: Collection[str] = (),
+    enough: Callable[[list[Frame]], bool] | None = None,
+) -> tuple[list[Frame], list[str]]:
+    """A block too large to trace whole, one transaction at a time: those in `touching` first, then the
+    others in block order, none after `enough` says the frames read explain what the caller needs. Returns
+    the frames and the transactions whose own trace is still past the cap (unread). Each batch asks the
+    header again: the transactions must still be the block's (a re-org between the calls is no evidence)."""
+    first = [h for h in tx_hashes if h in touching]
+    groups = [group for group in (first, [h for h in tx_hashes if h not in touching]) if group]
+    frames: list[Frame] = []
+    unread: list[str] = []
+    for group in groups:
+        outcomes = client.batch([*(_transaction_call(family, h) for h in group), header_call(block_number)])
+        _checked_transactions(client, outcomes[-1], block_number, block_hash)
+        for tx_hash, outcome in zip(group, outcomes, strict=False):
+            if too_large(outcome):
+                unread.append(tx_hash)
+                continue
+            try:
+                frames += transaction_frames(family, _answer(outcome), tx_hash, block_hash if family == TRACE else None)
+            except MalformedTrace as exc:
+                raise _malformed(_TX_METHOD[family], client, exc) from exc
+        if enough is not None and enough(frames):
+            break
+    if unread:
+        logger.warning(
+            "block %d: the call trace of %d transaction(s) is past DWS_RPC_MAX_ANSWER_MB even alone: %s",
+            block_number,
+            len(unread),
+            ", ".join(unread[:5]),
+        )
+    return frames, unread
 
 
 @dataclass(frozen=True)
@@ -269,6 +341,12 @@ class TracedBlock:
     own: list[Movement]
     own_coin_calls: set[tuple[str, str]]
     dust: int = 0
+    # Transactions whose trace alone is past DWS_RPC_MAX_ANSWER_MB: what they moved is not in the above.
+    unread: tuple[str, ...] = ()
+
+    def explained_wei(self) -> int:
+        """The ETH these frames account for: donations at the column's scale, the address's own, dust."""
+        return sum(int(t.amount * WEI_PER_ETH) for t in self.donations) + sum(m.raw for m in self.own) + self.dust
 
 
 def traced_block(
@@ -279,28 +357,49 @@ def traced_block(
     block_hash: str,
     stateless: bool = False,
     prefetched: Prefetched | None = None,
+    arrived: int | None = None,
+    touching: Collection[str] = (),
 ) -> TracedBlock:
-    """The block's traces read for the balance proof; the same errors as `internal_eth_transfers`."""
+    """The block's traces read for the balance proof; the same errors as `internal_eth_transfers`.
+    `arrived`: the wei the balances say arrived unexplained, where a block too large to trace whole need
+    be read per transaction only until that is explained (`touching`: its transactions known to touch
+    the address, read first)."""
     block_hash = block_hash.lower()
-    frames = _with_traces(
-        client,
-        chain,
-        lambda family: block_frames(
-            client,
-            family,
-            block_number=block_number,
-            block_hash=block_hash,
-            stateless=stateless,
-            prefetched=prefetched,
-        ),
-    )
-    us, scale = chain.donation_address, amount_scale("eth")
-    donations = internal_transfers(
-        frames, donation_address=us, eth_scale=scale, block_number=block_number, block_hash=block_hash
-    )
-    dust = dust_wei(frames, donation_address=us, eth_scale=scale)
-    coins = [coin.contract for coin in chain.stable_coins]
-    return TracedBlock(donations, own_frames(frames, us), own_coin_calls(frames, us, coins), dust)
+
+    def traced(frames: list[Frame], unread: Sequence[str] = ()) -> TracedBlock:
+        us, scale = chain.donation_address, amount_scale("eth")
+        donations = internal_transfers(
+            frames, donation_address=us, eth_scale=scale, block_number=block_number, block_hash=block_hash
+        )
+        dust = dust_wei(frames, donation_address=us, eth_scale=scale)
+        coins = [coin.contract for coin in chain.stable_coins]
+        return TracedBlock(donations, own_frames(frames, us), own_coin_calls(frames, us, coins), dust, tuple(unread))
+
+    def ask(family: str) -> TracedBlock:
+        try:
+            return traced(
+                block_frames(
+                    client,
+                    family,
+                    block_number=block_number,
+                    block_hash=block_hash,
+                    stateless=stateless,
+                    prefetched=prefetched,
+                )
+            )
+        except TraceTooLarge as big:
+            frames, unread = frames_by_transaction(
+                client,
+                family,
+                block_number=block_number,
+                block_hash=block_hash,
+                tx_hashes=big.tx_hashes,
+                touching=touching,
+                enough=None if arrived is None else lambda found: traced(found).explained_wei() >= arrived,
+            )
+            return traced(frames, unread)
+
+    return _with_traces(client, chain, ask)
 
 
 def internal_eth_transfers(
@@ -318,13 +417,23 @@ def internal_eth_transfers(
     return traced_block(client, chain, block_number=block_number, block_hash=block_hash, stateless=stateless).donations
 
 
-def traced_frames(client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str) -> list[Frame]:
-    """Every frame of the block (an address with code: its outflows too); the same errors as
+def traced_frames(
+    client: RpcClient, chain: ChainSettings, *, block_number: int, block_hash: str
+) -> tuple[list[Frame], list[str]]:
+    """Every frame of the block (an address with code: its outflows too), and the transactions whose
+    trace alone is past the answer cap (their frames are not among them); the same errors as
     `internal_eth_transfers`."""
     block_hash = block_hash.lower()
-    return _with_traces(
-        client, chain, lambda family: block_frames(client, family, block_number=block_number, block_hash=block_hash)
-    )
+
+    def ask(family: str) -> tuple[list[Frame], list[str]]:
+        try:
+            return block_frames(client, family, block_number=block_number, block_hash=block_hash), []
+        except TraceTooLarge as big:
+            return frames_by_transaction(
+                client, family, block_number=block_number, block_hash=block_hash, tx_hashes=big.tx_hashes
+            )
+
+    return _with_traces(client, chain, ask)
 
 
 # --- one transaction (the old-unconfirmed crawler's proof of an internal ETH row) ---------------------

@@ -13,7 +13,8 @@ from typing import Any
 
 from crawlers.chain.calls import TRANSFER_TOPIC
 from crawlers.decode.amounts import ETH_DECIMALS, log_amount, scaled_amount
-from crawlers.decode.transfers import topic_address
+from crawlers.decode.mints import mint_depositor
+from crawlers.decode.transfers import ZERO_ADDRESS, topic_address
 from donations.sightings import Transfer, amount_scale
 from dws_project.chain_settings import ChainSettings
 
@@ -71,10 +72,13 @@ def _log_differs(chain: ChainSettings, t: Transfer, receipt: dict) -> str | None
     if coin is None or log is None:
         return ours_and_theirs(f"a Transfer at log {t.log_index}", "no such log")
     topics = [str(x).lower() for x in log.get("topics") or []]
+    sender = topic_address(topics[1]) if len(topics) == 3 else None
+    if sender == ZERO_ADDRESS:  # a mint: its donor is whom the mint rule names from the same receipt
+        sender = mint_depositor(log, receipt.get("logs") or [], chain.donation_address) or sender
     seen = (
         str(log.get("address") or "").lower(),
         topics[0] if topics else None,
-        topic_address(topics[1]) if len(topics) == 3 else None,
+        sender,
         topic_address(topics[2]) if len(topics) == 3 else None,
         scaled_amount(log_amount(log), coin.scale, amount_scale(t.asset)),
     )

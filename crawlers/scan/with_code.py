@@ -42,6 +42,7 @@ from dws_project.redis_client import get_redis
 logger = logging.getLogger("dws.crawlers")
 
 PLAIN = "plain"
+DELEGATED = "delegated"  # crawlers/decode/authorizations.py address_mode's name for a 0xef0100 code
 BY_FILTER = "trace_filter"
 BY_BLOCK = "the traces of every block"
 _LEAVING = frozenset(["call", "create", "create2", "selfdestruct"])
@@ -100,8 +101,9 @@ def model_calls(client: RpcClient, chain: ChainSettings, blocks: Sequence[Scanne
         number = block.header.number
         if number not in wanted:
             continue
-        frames = traces.traced_frames(client, chain, block_number=number, block_hash=hashes[number])
+        frames, unread = traces.traced_frames(client, chain, block_number=number, block_hash=hashes[number])
         account_frames(chain, block, frames)
+        block.untraced.extend(unread)
     return found_by, len(wanted)
 
 
@@ -148,20 +150,30 @@ def read_calls(
     if len(found) != 2:
         return BlockHeld(start, "no evidence of the donation address's code (eth_getCode gave no answer)")
     kind = mode_of(found)
-    if kind == PLAIN:
+    signed = authorized_in(blocks)
+    if kind == PLAIN and not signed:
         note_mode(chain, kind, blocks=len(blocks))
         return None
+    # Code at an edge, or an EIP-7702 authorization the address signed inside the range (set or cleared): both
+    # edges may look plain while delegated code moved ETH in and out between them without a nonce move.
+    has = f"has code ({kind})" if kind != PLAIN else f"signed an EIP-7702 authorization in block {signed[0]}"
     try:
         found_by, traced = model_calls(client, chain, blocks)
     except NoEvidenceError as exc:
-        why = f"the donation address has code ({kind}): its calls are read from call traces, which gave no evidence"
+        why = f"the donation address {has}: its calls are read from call traces, which gave no evidence"
         return BlockHeld(start, f"{why} ({exc})")
     except traces.TracesUnavailable as exc:
         return BlockHeld(
             start,
-            f"the donation address has code ({kind}): value can leave it by an internal call and hide in a net-zero "
+            f"the donation address {has}: value can leave it by an internal call and hide in a net-zero "
             f"balance, and the provider gives no call traces ({exc}); held, never guessed: point ETH_RPC_URL at a "
             "provider that answers trace_block or debug_traceBlockByNumber",
         )
-    note_mode(chain, kind, found_by=found_by, traced=traced, blocks=len(blocks))
+    note_mode(chain, kind if kind != PLAIN else DELEGATED, found_by=found_by, traced=traced, blocks=len(blocks))
     return None
+
+
+def authorized_in(blocks: Sequence[ScannedBlock]) -> list[int]:
+    """The blocks in which the donation address signed an EIP-7702 authorization (a delegation set or
+    cleared): a range holding one is read through its traces whatever its edges say."""
+    return [block.header.number for block in blocks if block.authorized]

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
 
-from crawlers.runs.reconcile import ledger_discrepancies
+from donations.ledger import ledger_discrepancies
 from donations.models import DonationStats, UserData
 from tests.ops.test_reconcile import donated, run
 

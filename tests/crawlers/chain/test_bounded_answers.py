@@ -14,7 +14,7 @@ import time
 import pytest
 
 from crawlers.chain.outcomes import NoEvidence
-from crawlers.chain.rpc import RpcClient
+from crawlers.chain.rpc import LOG_SPAN_MAX, RpcClient
 from crawlers.models import LATEST
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
@@ -130,3 +130,27 @@ def test_an_unbounded_answer_holds_the_crawler_and_the_block_is_crawled_once_it_
     provider.disarm()
     assert crawl(LATEST).inserted == 1
     assert Donation.objects.get().tx_hash == tx
+
+
+def test_a_batch_refused_for_its_size_is_asked_again_in_halves(provider):
+    """Issue 32: each answer fits, their sum did not; the batch is asked again in smaller parts, down to one
+    call a post, and every call is answered."""
+    client = RpcClient(provider.url(), max_answer_bytes=1 * MB)
+    provider.arm("eth_chainId", "huge", count=1, size=2 * MB)  # the first post (all four calls) is past the cap
+
+    outcomes = client.batch(
+        [("eth_blockNumber", []), ("eth_chainId", []), ("eth_blockNumber", []), ("net_version", [])]
+    )
+
+    assert not [o for o in outcomes if isinstance(o, NoEvidence)]
+    assert client.round_trips == 3  # the four, then two and two
+
+
+def test_a_log_answer_past_the_cap_halves_the_span(provider, node):
+    client = RpcClient(provider.url(), max_answer_bytes=1 * MB)
+    provider.arm("eth_getLogs", "huge", count=1, size=2 * MB)
+
+    logs = client.get_logs(addresses=[node.coins["usdt"]], topics=[], from_block=0, to_block=node.head())
+
+    assert logs == []
+    assert client.log_span < LOG_SPAN_MAX

@@ -10,6 +10,7 @@ import pytest
 from eth_abi import encode
 from eth_utils import keccak
 
+from crawlers.decode import mints
 from tests.hostile_site import verifier_module
 
 US, DEPOSITOR, TX = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "aa" * 32
@@ -105,6 +106,5 @@ def test_a_burn_message_with_an_address_word_not_an_address_names_nobody():
 
 @pytest.mark.parametrize(("minted", "logs", "depositor"), CASES)
 def test_the_crawler_and_the_verifier_read_a_mint_alike(minted, logs, depositor):
-    mints = pytest.importorskip("crawlers.decode.mints", reason="the crawler's mint rule (issue 32) is not here yet")
     assert mints.mint_depositor(minted, logs, US) == VERIFIER.mint_depositor(minted, logs, US) == depositor
     assert mints.CCTP_TRANSMITTERS == VERIFIER.CCTP_TRANSMITTERS

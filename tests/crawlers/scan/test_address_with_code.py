@@ -11,21 +11,18 @@ import logging
 from decimal import Decimal
 
 import pytest
-from eth_account import Account
 
 from crawlers.models import CHAIN, FINALIZED, LATEST, Completeness, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from crawlers.selectors import health_report
 from donations.models import Donation
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, authorize_7702
 from tests.invariants import assert_ledger_invariants
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
 OWNER, PAYEE = ACCOUNTS[1], ACCOUNTS[6]
-# anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
-DONATION_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
 
 
 def block_of(node, tx: str) -> int:
@@ -125,19 +122,7 @@ def test_a_7702_authorization_signed_by_the_address_is_accounted_for_and_its_cal
     node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
     node.mine(3)
     crawl_both()
-    nonce = int(node.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
-    chain_id = int(node.rpc("eth_chainId"), 16)
-    signed = Account.sign_authorization({"chainId": chain_id, "address": delegate, "nonce": nonce}, DONATION_KEY)
-    entry = {
-        "chainId": hex(chain_id),
-        "address": delegate,
-        "nonce": hex(nonce),
-        "yParity": hex(signed.y_parity),
-        "r": hex(signed.r),
-        "s": hex(signed.s),
-    }
-    # A sponsor sends the type-4 transaction: the address's nonce moves, and no transaction is from it.
-    node.send({"from": ACCOUNTS[0], "to": ACCOUNTS[0], "value": "0x0", "authorizationList": [entry]})
+    authorize_7702(node, delegate, sponsor=ACCOUNTS[0])  # a sponsor sends it: no transaction is from the address
     assert node.rpc("eth_getCode", DONATION_ADDRESS, "latest").startswith("0xef0100")
     relayed = relay(node, ACCOUNTS[3], 2 * ETHER)
     pay_out(node, ETHER // 4)
@@ -174,3 +159,54 @@ def test_without_trace_filter_every_block_of_the_range_is_traced_and_health_says
     # proves its sparse range up to the finalized block and the one after it side by side), never again.
     assert proxy.requests_for("trace_filter") in (2, 4)
     assert_ledger_invariants()
+
+
+def delegate_move_and_clear(node) -> str:
+    """Inside one range: delegate to the Safe stand-in, take 2 ETH in by an internal call and send it out
+    again through the delegated code (no nonce move), clear the delegation. Both edges of the range look
+    plain and the two authorizations explain the nonce: only the traces show the pair."""
+    delegate = node.deploy("SafeLikeWallet", ["address"], [OWNER])
+    node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    node.mine(3)
+    crawl_both()  # the range before: plain, its balance on record
+    authorize_7702(node, delegate)
+    relay_contract = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    with node.one_block():  # in and out in one block: its balance does not move either
+        relayed = node.send(
+            {"from": ACCOUNTS[3], "to": relay_contract, "value": hex(2 * ETHER), "data": data, "gas": hex(200_000)}
+        )
+        pay_out(node, 2 * ETHER)
+    authorize_7702(node, "0x" + "0" * 40)
+    assert node.rpc("eth_getCode", DONATION_ADDRESS, "latest") == "0x"
+    node.mine(3)
+    return relayed
+
+
+@pytest.mark.parametrize("sparse", [True, False], ids=["sparse", "full"])
+def test_a_7702_delegation_set_and_cleared_inside_one_range_is_read_through_its_traces(node, settings, sparse):
+    settings.CRAWLER_SPARSE = sparse
+    relayed = delegate_move_and_clear(node)
+
+    crawl_both()
+
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+    row = Donation.objects.get(tx_hash=relayed)
+    assert (row.amount, row.status) == (Decimal(2), "confirmed")
+    assert not UnexplainedInflow.objects.exists()
+    assert_ledger_invariants()
+
+
+def test_a_7702_delegation_inside_a_range_without_call_traces_holds_it_with_the_reason(node, proxy):
+    relayed = delegate_move_and_clear(node)
+    proxy.refuse_traces()
+
+    result = crawl(FINALIZED)
+
+    assert result.held is not None
+    assert "EIP-7702" in result.held
+    assert "gives no call traces" in result.held
+    assert relayed not in {d.tx_hash for d in Donation.objects.all()}
+    proxy.disarm()
+    assert crawl(FINALIZED).held is None
+    assert Donation.objects.get(tx_hash=relayed).status == "confirmed"

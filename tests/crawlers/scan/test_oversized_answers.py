@@ -1,0 +1,138 @@
+"""No answer is too big to prove (issue 32): what anyone can send never holds a block for good.
+
+At the smallest answer cap (DWS_RPC_MAX_ANSWER_MB=1), on the session anvil:
+
+* a call bomb (tests/contracts/CallBomb.sol: some thousands of empty calls, a block trace of several MB)
+  beside an internal ETH donation in the same block: the block's trace is asked per transaction, the
+  donation's own first, and the donation is credited by both crawlers; nothing holds;
+* a call bomb that itself pays the donation address: its one trace is too large even alone, so what the
+  balances say arrived in the block is an unexplained inflow naming the transaction and the reason, and
+  the cursor moves on (a donation after it is credited as usual);
+* log bombs (tests/contracts/LogBomb.sol: a coin donation with a ~300 KB log beside it) checked with a
+  second provider: the receipts batch the cross-check asks is over the cap, each receipt alone is not,
+  and the batch is asked again in smaller parts.
+"""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+import pytest
+
+from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
+from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
+from crawlers.runs.reconcile import reconcile
+from donations.models import Donation, DonationStats
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
+from tests.rpc_proxy import RpcProxy
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
+
+MIB = 2**20
+CALLS = 7_000  # ~1.35 MB of callTracer frames, ~3.5 MB of trace_block entries: past a 1 MiB cap either way
+USDT = 10**6
+
+
+@pytest.fixture
+def small_cap(settings, node):
+    """The smallest cap DWS_RPC_MAX_ANSWER_MB takes, the crawlers reading the node through the proxy."""
+    with RpcProxy(node.url) as provider:
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=provider.url("/rpc"), rpc_max_answer_bytes=MIB)
+        yield provider
+
+
+def bomb(node, bomb_address: str, *, pays: int = 0) -> dict:
+    data = node.call_data("bomb(uint256,address)", ["uint256", "address"], [CALLS, DONATION_ADDRESS])
+    return {"from": ACCOUNTS[3], "to": bomb_address, "data": data, "value": hex(pays), "gas": hex(25_000_000)}
+
+
+def relay(node, relay_address: str, wei: int) -> dict:
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    return {"from": ACCOUNTS[1], "to": relay_address, "data": data, "value": hex(wei), "gas": hex(100_000)}
+
+
+@pytest.mark.parametrize("trace", ["debug", "trace"])
+def test_a_call_bomb_beside_an_internal_donation_holds_nothing_and_the_donation_is_credited(
+    node, small_cap, settings, trace
+):
+    settings.CONFIG = configured(settings.CONFIG, trace_mode=trace)
+    bomber, relayer = node.deploy("CallBomb"), node.deploy("EthRelay")
+    with node.one_block():
+        bombed = node.send(bomb(node, bomber))
+        donated = node.send(relay(node, relayer, ETHER))
+    block = int(node.receipt(donated)["blockNumber"], 16)
+    assert node.receipt(bombed)["status"] == "0x1"
+    node.mine(2)
+
+    latest = crawl(LATEST)
+    assert latest.held is None
+    assert Donation.objects.get().status == "unconfirmed"
+    final = crawl(FINALIZED)
+
+    assert final.held is None
+    row = Donation.objects.get()
+    assert (row.tx_hash, row.address, row.amount, row.status) == (donated, relayer, Decimal("1"), "confirmed")
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized() >= block
+    assert not UnexplainedInflow.objects.exists()
+
+
+def test_a_call_bomb_paying_the_address_itself_is_an_unexplained_inflow_and_the_cursor_moves_on(
+    node, small_cap, caplog
+):
+    bomber = node.deploy("CallBomb")
+    bombed = node.send(bomb(node, bomber, pays=ETHER))
+    block = int(node.receipt(bombed)["blockNumber"], 16)
+    after = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, 2 * ETHER)
+    node.mine(2)
+
+    with caplog.at_level(logging.ERROR, logger="dws.crawlers"):
+        assert crawl(LATEST).held is None
+        final = crawl(FINALIZED)
+
+    assert final.held is None
+    inflow = UnexplainedInflow.objects.get()
+    assert (inflow.block_number, inflow.asset, inflow.amount_raw, inflow.status) == (block, "eth", ETHER, "open")
+    assert bombed in inflow.reason
+    assert "DWS_RPC_MAX_ANSWER_MB" in inflow.reason
+    assert any(bombed in r.getMessage() and "unexplained inflow" in r.getMessage() for r in caplog.records)
+    assert Donation.objects.get().tx_hash == after  # the block after it is credited as usual
+    assert Donation.objects.get().status == "confirmed"
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+
+    report = reconcile(block, node.finalized())
+    assert report.discrepancies == report.awaiting_operator  # the open inflow waits for the operator: no drift
+    assert DonationStats.objects.get().status == "open"
+
+
+def test_log_bombs_in_donations_checked_by_a_second_provider_are_confirmed(node, small_cap, settings):
+    with RpcProxy(node.url) as check:
+        settings.CONFIG = configured(settings.CONFIG, rpc_check_url=check.url("/check"))
+        bombs = [node.deploy("LogBomb") for _ in range(4)]
+        for address in bombs:
+            node.mint(node.coins["usdt"], address, 10 * USDT)
+        with node.one_block():
+            paid = [
+                node.send(
+                    node.token_tx(
+                        address,
+                        ACCOUNTS[4],
+                        "pay(address,address,uint256,uint256)",
+                        ["address", "address", "uint256", "uint256"],
+                        [node.coins["usdt"], DONATION_ADDRESS, 10 * USDT, 300_000],
+                    )
+                    | {"gas": hex(5_000_000)}
+                )
+                for address in bombs
+            ]
+        node.mine(2)
+
+        final = crawl(FINALIZED)
+
+    assert final.held is None
+    assert final.confirmed == 4
+    assert {d.tx_hash: d.address for d in Donation.objects.filter(status="confirmed")} == dict(
+        zip(paid, bombs, strict=True)
+    )
