@@ -15,6 +15,7 @@ import requests
 from django.core.management import call_command
 from eth_account import Account
 
+from donations.export import proof_csv_refresh
 from donations.models import DonationStats
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.hostile_site import TamperingSite, verify_site
@@ -92,6 +93,7 @@ def hide_credited(site: str, tx: str):
     """The site's answers without the ETH donation `tx` if its crawler credited it: gone from the CSV and from
     its range's credited figures, its amount moved to "uncredited", so every published figure still adds up.
     (A crawler that did not see it publishes exactly that already.)"""
+    proof_csv_refresh()  # the CSV as the task keeps it after the crawls, before reading what to hide
     listed = [line.split(",") for line in requests.get(f"{site}/proof/donations.csv", timeout=30).text.splitlines()[1:]]
     row = next((r for r in listed if r[1] == tx), None)
 
