@@ -42,3 +42,15 @@ wait_for_web() {
   echo "no answer from the web process at $url within 60 s" >&2
   return 1
 }
+
+# `wait_for_networks URL`: until the page at URL offers a network to donate on, at most 60 s. Chains sharing
+# the donation address are offered once a worker has read its code on each (crawlers/runs/address_code.py,
+# kept in PostgreSQL: unknown is never offered), which the crawlers' worker does as it starts.
+wait_for_networks() {
+  local url="$1"
+  for _ in $(seq 1 300); do
+    curl -sf --max-time 2 "$url" | grep -q 'data-chain="' && return 0
+    sleep 0.2
+  done
+  echo "the page at $url offers no network yet: the crawlers' worker has not read the donation address on every chain" >&2
+}

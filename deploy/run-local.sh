@@ -88,6 +88,7 @@ DWS_HEARTBEAT_DIR="$PWD/var/heartbeat/beat" .venv/bin/celery -A dws_project beat
 pids+=($!)
 
 wait_for_web "http://127.0.0.1:${DWS_WEB_PORT:-8000}/live" "$web_pid"
+wait_for_networks "http://127.0.0.1:${DWS_WEB_PORT:-8000}/"
 echo "dws is running: http://127.0.0.1:${DWS_WEB_PORT:-8000}/  (Ctrl-C stops everything)"
 if [[ -n "$dev_chain" ]]; then
   cat <<BANNER
