@@ -81,7 +81,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-__version__ = "2.0.0"
+__version__ = "2.0.1"
 
 MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -133,7 +133,9 @@ NODE_CAP = 512 * 2**20  # bytes of one answer of your node (a batch of call trac
 CSV_DEADLINE_FACTOR = 10  # the CSV, the whole sale in one answer, gets ten times --timeout
 SITE_DEPTH = 16  # /proof.json nests 5 levels deep; a site may not make the decoder recurse for ever
 NODE_DEPTH = 2 * 1024 + 64  # a call trace nests two levels per call, and the EVM stops calls at 1,024 deep
-STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# A string, or one that never closes (then the rest of the answer): every match succeeds where it starts, so
+# no quote is tried again against the rest (an unclosed string of escaped quotes made that quadratic: hours).
+STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 BRACKETS = re.compile(rb"[\[\]{}]")
 
 

@@ -195,3 +195,13 @@ def test_a_donation_list_not_in_the_documented_shape_is_unreadable(node):
         run = check(site, node)
 
     assert_unreadable(run, "/proof/donations.csv", "row 1", "documented shape")
+
+
+def test_a_string_that_never_closes_is_refused_at_once(node):
+    """Escaped quotes and no closing one: the nesting count outside strings tried every quote against the rest
+    of the answer (32 KB took 7 s, this 1 MB hours), after the answer's deadline, on one core, for ever."""
+    body = b'{"chains": ["' + b'\\"' * 500_000
+    with ScriptedSite(lambda h: site.body(h, body)) as site:
+        run = check(site, node)
+
+    assert_unreadable(run, "/proof.json", "did not answer JSON")
