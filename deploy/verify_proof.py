@@ -1066,6 +1066,9 @@ class Check:
         self.decimals = {"eth": 18, **{asset: decimals for asset, _, decimals in sale.coins}}
         self.coins = [(asset, contract) for asset, contract, _ in sale.coins]
         self.first, self.last = found["first_block"], found["last_block"]
+        # The block whose state opens the range: the one before it; for a range from the genesis block, the genesis
+        # block itself (no node has a block -1, and the genesis block holds no transaction: only its allocation).
+        self.before = max(self.first - 1, 0)
         self.site = {a["asset"]: a for a in found["assets"]}
         absent = [asset for asset in self.decimals if asset not in self.site]
         if absent:
@@ -1087,7 +1090,7 @@ class Check:
         # "Unproven" is your node's question, not the site's: where your node has the history, the range is
         # checked in full whatever the site says (against the figures it does give).
         try:
-            edges = balances(self.node, self.us, self.coins, [self.first - 1, self.last])
+            edges = balances(self.node, self.us, self.coins, [self.before, self.last])
         except NoHistory as exc:
             self.missing.append(f"balances not checked: {exc}")
             self.coin_rows_alone(to_us)
@@ -1142,7 +1145,7 @@ class Check:
                 )
 
     def compare_balances(self, edges: dict[int, dict]) -> None:
-        for block, side in ((self.first - 1, "opening"), (self.last, "closing")):
+        for block, side in ((self.before, "opening"), (self.last, "closing")):
             for asset, value in edges[block].items():
                 said = self.found["nonce"][side] if asset == "nonce" else self.site[asset][side]
                 if said is None and self.found["status"] != "proven":
@@ -1202,7 +1205,7 @@ class Check:
                 raise Mismatch(
                     f"{left[asset]} raw units of {asset} left in Transfer logs, the site says {site['left']}"
                 )
-            change = edges[self.last][asset] - edges[self.first - 1][asset]
+            change = edges[self.last][asset] - edges[self.before][asset]
             self.ledger.close(asset, "range", left_over=change - arrived[asset] + left[asset])
 
     def coin_rows_alone(self, to_us: list[dict]) -> None:
@@ -1264,7 +1267,7 @@ class Check:
         had code, read in full: its own transactions (what left, and what its deposits minted to it), the
         transactions paying it, and, where the balance moved by more than those explain or the address had
         code, the block's call traces: every internal call paying it, and every one by which it paid out."""
-        low, high = (self.first - 1, edges[self.first - 1]), (self.last, edges[self.last])
+        low, high = (self.before, edges[self.before]), (self.last, edges[self.last])
         try:
             moved = moved_blocks(self.node, self.us, low, high)
         except NoHistory as exc:
@@ -1345,13 +1348,13 @@ class Check:
         signed one is added by eth_payments, which counts its own transactions there). Code at the closing
         edge that is not the code after the last such block: the whole range."""
         moves = sorted(n for n, before, after in moved if after["nonce"] != before["nonce"])
-        points = sorted({self.first - 1, *moves, self.last})
+        points = sorted({self.before, *moves, self.last})
         answers = self.node.batch([("eth_getCode", [self.us, hex(n)]) for n in points])
         if any(isinstance(c, RpcError) or not isinstance(c, str) for c in answers):
             raise Unreadable(f"your node did not give the address's code: {answers}")
         code = dict(zip(points, (c not in ("0x", "0x0", "") for c in answers), strict=True))
-        if code[self.last] != code[max(p for p in points if p in moves or p == self.first - 1)]:
-            return set(range(self.first, self.last + 1))  # its code changed with no nonce move: trust no edge
+        if code[self.last] != code[max(p for p in points if p in moves or p == self.before)]:
+            return set(range(self.before + 1, self.last + 1))  # its code changed with no nonce move: trust no edge
         coded: set[int] = set()
         for before, end in itertools.pairwise(points):
             if code[before]:
