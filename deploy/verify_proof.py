@@ -448,18 +448,27 @@ def balance_calls(address: str, coins: list[tuple[str, str]], block: int | str) 
 
 
 def balances(node: Node, address: str, coins: list[tuple[str, str]], blocks: list[int]) -> dict[int, dict]:
-    """Per block: ETH (wei), nonce and each coin (base units); NoHistory when the node keeps no state there."""
+    """Per block: ETH (wei), nonce and each coin (base units). NoHistory when the node keeps no state there: it
+    answers neither the address's ETH balance nor its nonce there, and does at its head. A coin's balanceOf refused
+    where the node has the state is the site's coin failing, not your node (Mismatch): a contract the site lists
+    as a coin could otherwise refuse the past on purpose and turn every check off."""
     calls = [c for b in blocks for c in balance_calls(address, coins, b)]
     answers, size, found = node.batch(calls), 2 + len(coins), {}
     for i, block in enumerate(blocks):
         part = answers[i * size : (i + 1) * size]
-        if any(isinstance(a, RpcError) for a in part):
-            at_head = node.batch(balance_calls(address, coins, "latest"))
+        if any(isinstance(a, RpcError) for a in part[:2]):
+            at_head = node.batch(balance_calls(address, [], "latest"))
             if any(isinstance(a, RpcError) for a in at_head):
                 raise Unreadable(
                     f"your node does not answer balances ({next(a for a in at_head if isinstance(a, RpcError))})"
                 )
             raise NoHistory(block)
+        for (asset, contract), answer in zip(coins, part[2:], strict=True):
+            if isinstance(answer, RpcError):
+                raise Mismatch(
+                    f"the site's coin {asset} ({contract}) does not answer balanceOf on your node at block {block}, "
+                    f"where your node has the address's ETH balance and nonce ({str(answer)[:80]})"
+                )
         names = ["eth", "nonce"] + [asset for asset, _ in coins]
         found[block] = {
             name: int(value if value not in ("0x", "") else "0x0", 16) for name, value in zip(names, part, strict=True)

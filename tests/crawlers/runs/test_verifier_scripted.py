@@ -71,3 +71,34 @@ def test_a_range_from_the_genesis_block_is_checked_from_the_genesis_state(node):
 
     assert run.returncode == 0, run.stdout + run.stderr  # the genesis allocation is nobody's donation
     assert "blocks 0.." in run.stdout.splitlines()[-2]
+
+
+# A "coin" any sale can deploy: every call answers 6 (decimals() included) once storage slot 0 is set, and reverts
+# before: so balanceOf reverts at every block of the past and answers at the head, like a node without history.
+REVERTS_UNTIL_SET = "0x600054600a57600080fd5b600660005260206000f3"
+JUNK = "0x" + "5a" * 20
+
+
+def test_a_coin_whose_contract_refuses_old_balances_is_the_sites_not_your_nodes(node):
+    """The site lists a coin of its own whose balanceOf reverts in the past and answers at the head: the verifier
+    took the refusal for a node without history, so every range was "balances not checked", exit 3, and a 3 ETH
+    donation left off the list went unseen. Your node answering the address's ETH balance and nonce there is
+    what says it has the state: a coin that refuses then is the site's coin failing."""
+    node.set_code(JUNK, REVERTS_UNTIL_SET)
+    node.mine(1)
+    first = node.head() + 1
+    node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 3 * ETHER)
+    node.mine(3)
+    node.rpc("anvil_setStorageAt", JUNK, "0x0", "0x" + "01".rjust(64, "0"))
+    node.mine(1)
+    junk = {"asset": "usdt", "contract": JUNK, "decimals": 6}
+    page = proof_page(
+        assets=[{"asset": "eth", "contract": None, "decimals": 18}, junk],
+        ranges=[unproven_range(node, first, node.finalized(), ("eth", "usdt"))],
+    )
+
+    with serve(page) as site:
+        run = check(site, node)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"the site's coin usdt ({JUNK}) does not answer balanceOf on your node at block {first - 1}" in run.stdout
