@@ -738,8 +738,10 @@ def _eth_frames(root: dict, us: str) -> list[tuple[dict, list[int], str, bool]]:
 # receiveMessage mints to the burn message's mintRecipient, then emits MessageReceived(..., messageBody),
 # whose burn message names the depositor (messageSender). A mint followed in its transaction's logs by a known
 # transmitter's MessageReceived (the first after it) naming the address and exactly the amount minted (v2:
-# amount - feeExecuted) is messageSender's donation; messageSender being the address makes it its own money,
-# as does a mint in a transaction it signed or called out in; any other mint must be an unexplained inflow.
+# amount - feeExecuted) is messageSender's donation, whoever relayed the message: anyone holding the public
+# attestation may, the sale's own address too, so relaying it makes nobody's money the sale's. messageSender being
+# the address makes it its own money; a mint no message names a depositor for is its own where it signed the
+# transaction or called out in it; any other mint must be an unexplained inflow.
 # Burn message: version uint32 at 0, burnToken at 4, mintRecipient at 36, amount at 68, messageSender at 100
 # (v1: exactly 132 bytes; v2 adds maxFee at 132, feeExecuted at 164, expirationBlock at 196, hookData).
 
@@ -1183,8 +1185,8 @@ class Check:
             receipt = self.node.call("eth_getTransactionReceipt", log["transactionHash"])
             logs = receipt.get("logs") if isinstance(receipt, dict) else None
             depositor = mint_depositor(log, logs if isinstance(logs, list) else [], self.us)
-            if depositor is not None:
-                sender, own = depositor, True if depositor == self.us else None
+            if depositor is not None:  # the depositor's, whoever relayed the message (anyone may, the sale too)
+                sender, own = depositor, depositor == self.us
         return Payment(
             by_contract[contract],
             int(log["blockNumber"], 16),

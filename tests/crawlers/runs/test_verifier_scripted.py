@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 from http.server import BaseHTTPRequestHandler
 
+from eth_abi import encode
+
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.crawlers.runs.test_verifier_transport import CSV_HEADER, assert_unreadable, check, proof_page
 from tests.hostile_site import ScriptedSite
 
 GENESIS = "no balance before the genesis block"
+USDC = 10**6
 
 
 def unproven_range(node, first: int, last: int, assets: tuple[str, ...] = ("eth",)) -> dict:
@@ -102,3 +105,82 @@ def test_a_coin_whose_contract_refuses_old_balances_is_the_sites_not_your_nodes(
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert f"the site's coin usdt ({JUNK}) does not answer balanceOf on your node at block {first - 1}" in run.stdout
+
+
+# Circle's CCTP v1 MessageTransmitter on Ethereum, and its MessageReceived(address,uint32,uint64,bytes32,bytes).
+V1_TRANSMITTER = "0x0a992d191deec32afe36203ad87d7d289a738f81"
+MESSAGE_RECEIVED_V1 = "58200b4c34ae05ee816d710053fff3fb75af4395915d3d2a771b24aa10e3cc5d"
+
+
+def transmitter_stand_in(coin: str) -> str:
+    """receiveMessage reduced to what the chain shows of it: calldata[0:68] is passed to `coin` (its mint), then
+    MessageReceived is logged with calldata[68:] as its data."""
+    call_coin = "6000600060446000600073" + coin[2:] + "5af150"  # CALL(gas, coin, 0, 0, 68, 0, 0); POP
+    copy_rest = "6044360360446000" + "37"  # CALLDATACOPY(0, 68, calldatasize - 68)
+    log = "7f" + MESSAGE_RECEIVED_V1 + "604436036000a100"  # LOG1(0, calldatasize - 68, topic); STOP
+    return "0x604460006000" + "37" + call_coin + copy_rest + log
+
+
+def proven_range(node, first: int, last: int, coins: dict[str, str], uncredited: dict[str, int]) -> dict:
+    """A proven range with the figures your node gives: nothing credited, nothing unexplained, no ETH left but the
+    fees of what the address sent; `uncredited` per asset as the site books it."""
+    assets = []
+    for asset in ("eth", *coins):
+        if asset == "eth":
+            read = [int(node.rpc("eth_getBalance", DONATION_ADDRESS, hex(b)), 16) for b in (first - 1, last)]
+        else:
+            data = node.call_data("balanceOf(address)", ["address"], [DONATION_ADDRESS])
+            read = [int(node.rpc("eth_call", {"to": coins[asset], "data": data}, hex(b)), 16) for b in (first - 1, last)]
+        kept = uncredited.get(asset, 0)
+        left = read[0] + kept - read[1]
+        assets.append(
+            {
+                "asset": asset,
+                "opening": str(read[0]),
+                "closing": str(read[1]),
+                "credited": "0",
+                "donations": 0,
+                "unexplained": "0",
+                "uncredited": str(kept),
+                "left": str(left),
+            }
+        )
+    nonce = [str(int(node.rpc("eth_getTransactionCount", DONATION_ADDRESS, hex(b)), 16)) for b in (first - 1, last)]
+    return {
+        **unproven_range(node, first, last),
+        "status": "proven",
+        "reason": "",
+        "nonce": {"opening": nonce[0], "closing": nonce[1]},
+        "assets": assets,
+    }
+
+
+def test_a_donors_cctp_mint_relayed_by_the_sale_is_the_donors(node):
+    """Relaying a CCTP message is open to anyone holding its public attestation, the sale's address included: a
+    donor burns 50 USDC naming the donation address, the sale claims it from the address itself, and books the
+    mint as its own money (uncredited). The verifier took "a mint in a transaction the address signed" for the
+    address's own and said "matches" (exit 0); the burn message names the depositor, whoever relayed it."""
+    coin, donor = node.coins["usdc"], ACCOUNTS[2]
+    node.set_code(V1_TRANSMITTER, transmitter_stand_in(coin))
+    node.mine(1)
+    first = node.head() + 1
+    burn = (0).to_bytes(4, "big") + encode(
+        ["address", "address", "uint256", "address"], [coin, DONATION_ADDRESS, 50 * USDC, donor]
+    )
+    mint = node.call_data("mint(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, 50 * USDC])
+    message = encode(["uint32", "bytes32", "bytes"], [6, b"\xcd" * 32, burn]).hex()
+    relayed = node.send({"from": DONATION_ADDRESS, "to": V1_TRANSMITTER, "data": mint + message, "gas": hex(300_000)})
+    assert node.receipt(relayed)["status"] == "0x1"
+    node.mine(3)
+    coins = {"usdc": coin}
+    page = proof_page(
+        assets=[{"asset": "eth", "contract": None, "decimals": 18}, {"asset": "usdc", "contract": coin, "decimals": 6}],
+        ranges=[proven_range(node, first, node.finalized(), coins, {"usdc": 50 * USDC})],
+    )
+
+    with serve(page) as site:
+        run = check(site, node)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"transaction {relayed} paid the address {50 * USDC} raw units of usdc in block" in run.stdout
+    assert f"from {donor} (log " in run.stdout
