@@ -130,7 +130,9 @@ def proven_range(node, first: int, last: int, coins: dict[str, str], uncredited:
             read = [int(node.rpc("eth_getBalance", DONATION_ADDRESS, hex(b)), 16) for b in (first - 1, last)]
         else:
             data = node.call_data("balanceOf(address)", ["address"], [DONATION_ADDRESS])
-            read = [int(node.rpc("eth_call", {"to": coins[asset], "data": data}, hex(b)), 16) for b in (first - 1, last)]
+            read = [
+                int(node.rpc("eth_call", {"to": coins[asset], "data": data}, hex(b)), 16) for b in (first - 1, last)
+            ]
         kept = uncredited.get(asset, 0)
         left = read[0] + kept - read[1]
         assets.append(
@@ -184,3 +186,20 @@ def test_a_donors_cctp_mint_relayed_by_the_sale_is_the_donors(node):
     assert run.returncode == 1, run.stdout + run.stderr
     assert f"transaction {relayed} paid the address {50 * USDC} raw units of usdc in block" in run.stdout
     assert f"from {donor} (log " in run.stdout
+
+
+def test_a_figure_left_null_does_not_stop_the_check(node):
+    """`uncredited` may be null ("unknown"), the other figures given: the site's arithmetic took it as a number
+    and raised TypeError, so a range hiding a 3 ETH donation ended in "could not check" (exit 4), never naming
+    the donation. The arithmetic needs every figure; without one it is left out and the payments still sorted."""
+    first = node.head() + 1
+    hidden = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 3 * ETHER)
+    node.mine(3)
+    found = proven_range(node, first, node.finalized(), {}, {"eth": 3 * ETHER})
+    found["assets"][0]["uncredited"] = None
+
+    with serve(proof_page(ranges=[found])) as site:
+        run = check(site, node)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"transaction {hidden} paid the address {3 * ETHER} wei" in run.stdout

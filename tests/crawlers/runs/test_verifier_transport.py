@@ -172,6 +172,15 @@ def test_pages_that_do_not_move_forward_within_the_head_are_refused(node, count,
         pytest.param({"ranges": [{"first_block": "1"}]}, id="a range without its fields"),
         pytest.param({"donation_address": 7}, id="an address that is a number"),
         pytest.param({"assets": [{"asset": "usdc", "contract": "0x12", "decimals": 6}]}, id="a contract too short"),
+        pytest.param(
+            {
+                "ranges": [
+                    {**one_block_ranges(1, 1)[0], "inflows": [{"block_number": 1, "asset": "eth", "amount_raw": "-5"}]}
+                ]
+            },
+            id="an inflow of a negative amount",
+        ),
+        pytest.param({"ranges": [{**one_block_ranges(1, 1)[0], "nonce": {}}]}, id="a nonce without its edges"),
     ],
 )
 def test_an_answer_not_in_the_documented_shape_is_unreadable(node, lie):
