@@ -39,7 +39,7 @@ and `uncredited` must be exactly the dust, rounding, own money and backlog found
 unproven is checked in full all the same where your node has the history. The first range that does not
 match is named and the check stops.
 
-Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers; 2 bad
+Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range or two cover; 2 bad
 arguments; 3 everything that could be checked matches but your node could not answer everything (no state
 for old blocks: use an archive node or a provider with history; no call traces where they were needed);
 4 the site or the node could not be read: no full answer within --timeout seconds (the donation CSV: ten
@@ -79,6 +79,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 __version__ = "2.0.1"
@@ -247,8 +248,7 @@ def decode_json(body: bytes, name: str, depth: int) -> Any:
 
 HASH = re.compile(r"0x[0-9a-fA-F]{64}")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
-RAW = re.compile(r"-?[0-9]{1,80}")  # a figure the site may get wrong in sign (uncredited): then it does not match
-UNSIGNED = re.compile(r"[0-9]{1,80}")
+RAW = re.compile(r"-?[0-9]{1,80}")  # negative: a coin burnt at the address without a log, an inflow < 0
 AMOUNT = re.compile(r"[0-9]{1,40}(\.[0-9]{1,40})?")
 TRACE_ADDRESS = re.compile(r"[0-9]{1,5}(\.[0-9]{1,5}){0,1100}")
 
@@ -291,8 +291,7 @@ def checked_chain(found: Any, shape: Shape) -> dict:
     """One chain of a /proof.json page, every field the verifier reads in its documented type."""
     chain = shape.of(found, dict, "a chain")
     shape.of(chain.get("chain"), str, "chain")
-    if chain.get("chain_id") is not None:
-        shape.block(chain.get("chain_id"), "chain_id")
+    shape.block(chain.get("chain_id"), "chain_id")  # your node must be on it: without it, nothing says so
     shape.text(chain.get("donation_address"), ADDRESS, "donation_address")
     for asset in shape.of(chain.get("assets"), list, "assets"):
         shape.of(asset, dict, "an asset")
@@ -333,7 +332,7 @@ def checked_range(found: Any, shape: Shape) -> dict:
         shape.of(inflow, dict, f"{where}: an inflow")
         shape.block(inflow.get("block_number"), f"{where}: an inflow's block_number")
         shape.of(inflow.get("asset"), str, f"{where}: an inflow's asset")
-        shape.text(inflow.get("amount_raw"), UNSIGNED, f"{where}: an inflow's amount_raw")
+        shape.text(inflow.get("amount_raw"), RAW, f"{where}: an inflow's amount_raw")
     for item in shape.of(found.get("pending"), list, f"{where}: pending"):
         _checked_row(shape.of(item, dict, f"{where}: a pending donation"), shape, (*CSV_COLUMNS[1:], "amount"))
         shape.block(item.get("block_number"), f"{where}: a pending donation's block_number")
@@ -341,37 +340,59 @@ def checked_range(found: Any, shape: Shape) -> dict:
     return found
 
 
-def read_proof(site: str, chain: str | None, timeout: float, head: int) -> dict:
-    """The chain's proof with every range (all pages of /proof.json). Each page must move forward: a
-    `next_from_block` only on a full page, past the block it was asked from and the page's ranges, and
-    within the chain's head, so a site cannot keep us paging for ever."""
-    query = {"limit": PAGE, "from_block": 0, **({"chain": chain} if chain else {})}
-    found, ranges, name = None, {}, f"{site}/proof.json"
-    while True:
-        body = fetch(f"{site}/proof.json?{urllib.parse.urlencode(query)}", timeout, SITE_JSON_CAP, name=name)
-        page = Shape(name).of(decode_json(body, name, SITE_DEPTH), dict, "the answer")
-        chains = Shape(name).of(page.get("chains"), list, "chains")
+class Proof:
+    """The chain's proof as /proof.json pages it, read a page at a time: its ranges are checked as they come, so
+    memory holds two pages, not every range (a site may publish one range per block: all of them at once took
+    gigabytes). Each page must move forward: a `next_from_block` only on a full page, past the block it was asked
+    from and the page's ranges, and within the chain's head, so a site cannot keep us paging for ever; the next
+    page is read before a page's ranges are handed out, so one that does not move forward is refused first."""
+
+    def __init__(self, site: str, chain: str | None, timeout: float, head: int) -> None:
+        self.site, self.timeout, self.head, self.name = site, timeout, head, f"{site}/proof.json"
+        self.query = {"limit": PAGE, "from_block": 0, **({"chain": chain} if chain else {})}
+        self.chain = self._page()  # the first page: the chain, its address and coins, its first ranges
+        self.query["chain"] = self.chain["chain"]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.chain[key]
+
+    def get(self, key: str) -> Any:
+        return self.chain.get(key)
+
+    def _page(self) -> dict:
+        url = f"{self.site}/proof.json?{urllib.parse.urlencode(self.query)}"
+        body = fetch(url, self.timeout, SITE_JSON_CAP, name=self.name)
+        shape = Shape(self.name)
+        page = shape.of(decode_json(body, self.name, SITE_DEPTH), dict, "the answer")
+        chains = shape.of(page.get("chains"), list, "chains")
         if not chains:
-            raise Unreadable(f"{name} lists no chain {chain or ''}".rstrip())
-        this = checked_chain(chains[0], Shape(name))
-        if found is not None and this["chain"] != found["chain"]:
-            raise Unreadable(f"{name} answered chain {this['chain']} when asked for {found['chain']}")
-        found = found or this
-        query["chain"] = found["chain"]
-        # A range the crawler extended between two requests comes back again, longer: keep the newest.
-        ranges.update({r["first_block"]: r for r in this["ranges"]})
+            raise Unreadable(f"{self.name} lists no chain {self.query.get('chain') or ''}".rstrip())
+        this = checked_chain(chains[0], shape)
+        if "chain" in self.query and this["chain"] != self.query["chain"]:
+            raise Unreadable(f"{self.name} answered chain {this['chain']} when asked for {self.query['chain']}")
         after = this.get("next_from_block")
-        if after is None:
-            break
-        asked, reached = query["from_block"], max((r["last_block"] for r in this["ranges"]), default=-1)
-        if len(this["ranges"]) < PAGE or after <= asked or after <= reached or after > head + 1:
+        asked, reached = self.query["from_block"], max((r["last_block"] for r in this["ranges"]), default=-1)
+        if after is not None and (
+            len(this["ranges"]) < PAGE or after <= asked or after <= reached or after > self.head + 1
+        ):
             raise Unreadable(
-                f"{name}: next_from_block {after} after a page of {len(this['ranges'])} range(s) asked from block "
-                f"{asked} does not move forward within the chain's head ({head})"
+                f"{self.name}: next_from_block {after} after a page of {len(this['ranges'])} range(s) asked from "
+                f"block {asked} does not move forward within the chain's head ({self.head})"
             )
-        query["from_block"] = after
-    found["ranges"] = [ranges[first] for first in sorted(ranges)]
-    return found
+        return this
+
+    def ranges(self) -> Iterator[dict]:
+        """Every range, page after page, each page's in block order (the check judges how they follow)."""
+        page = self.chain
+        while True:
+            following = None
+            if page.get("next_from_block") is not None:
+                self.query["from_block"] = page["next_from_block"]
+                following = self._page()
+            yield from sorted(page["ranges"], key=lambda r: (r["first_block"], r["last_block"]))
+            if following is None:
+                return
+            page = following
 
 
 CSV_COLUMNS = ("chain", "tx_hash", "log_index", "trace_address", "block_number", "block_hash", "donor", "asset")
@@ -382,11 +403,12 @@ def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
     name = f"{site}/proof/donations.csv"
     body = fetch(name, timeout * CSV_DEADLINE_FACTOR, CSV_CAP, name=name)
     try:
-        reader = csv.DictReader(io.StringIO(body.decode("utf-8")))
+        # Decoded as it is read: a str of the whole file and a StringIO of it took five times the file's size.
+        reader = csv.DictReader(io.TextIOWrapper(io.BytesIO(body), encoding="utf-8", newline=""))
         rows = []
         for number, row in enumerate(reader, 1):
-            if row.get("chain") == chain:
-                rows.append(_checked_row(row, Shape(f"{name} row {number}")))
+            if row.get("chain") == chain:  # kept: only the columns the check reads
+                rows.append({k: _checked_row(row, Shape(f"{name} row {number}"))[k] for k in (*CSV_COLUMNS, "amount")})
     except (UnicodeDecodeError, csv.Error) as exc:
         raise Unreadable(f"{name} is not a CSV file ({str(exc)[:80]})") from None
     rows.sort(key=lambda r: int(r["block_number"]))
@@ -1534,6 +1556,22 @@ class Check:
 # --- the whole proof ------------------------------------------------------------------------------------------
 
 
+def following(previous: dict, found: dict) -> str | None:
+    """ "" when `found` starts right after `previous`; None when it is `previous` again, longer (the crawler extended
+    the newest range between two pages); else what is wrong: blocks no range covers, or blocks published twice."""
+    if found["first_block"] == previous["first_block"] and found["last_block"] > previous["last_block"]:
+        return None
+    if found["first_block"] > previous["last_block"] + 1:
+        return f"blocks {previous['last_block'] + 1}..{found['first_block'] - 1}: no range covers them"
+    if found["first_block"] <= previous["last_block"]:
+        again = f"{found['first_block']}..{min(found['last_block'], previous['last_block'])}"
+        return (
+            f"blocks {found['first_block']}..{found['last_block']}: the site publishes blocks {again} again (in "
+            f"blocks {previous['first_block']}..{previous['last_block']} already)"
+        )
+    return ""
+
+
 def verify(
     site: str, rpc: str, chain: str | None, timeout: float, pins: dict[str, str] | None = None, out=sys.stdout
 ) -> int:
@@ -1542,9 +1580,9 @@ def verify(
     site = site.rstrip("/")
     node = Node(rpc, timeout)
     node_chain, head = (int(n, 16) for n in (node.call("eth_chainId"), node.call("eth_blockNumber")))
-    proof = read_proof(site, chain, timeout, head)
+    proof = Proof(site, chain, timeout, head)
     rows = read_donations(site, proof["chain"], timeout)
-    if proof.get("chain_id") is not None and node_chain != proof["chain_id"]:
+    if node_chain != proof["chain_id"]:
         raise Unreadable(f"your node is on chain id {node_chain}; the proof is for chain id {proof['chain_id']}")
     print(
         f"proof of {site}, chain {proof['chain']} (chain id {node_chain}, from your node), "
@@ -1552,28 +1590,32 @@ def verify(
         file=out,
     )
     try:
-        sale = Sale.of(node, proof, rows, pins or {})
+        sale = Sale.of(node, proof.chain, rows, pins or {})
     except Mismatch as exc:
         print(f"does not match: {exc}", file=out)
         return MISMATCH
     print(sale.describe(), file=out)
-    ranges = proof["ranges"]
-    if not ranges:
-        print("the site has published no range yet: nothing to check", file=out)
-        return INCOMPLETE
     blocks = [int(r["block_number"]) for r in rows]
-    covered = bisect.bisect_left(blocks, ranges[0]["first_block"])
-    if covered:
-        print(
-            f"note: {covered} listed donation(s) lie before the first range (block {ranges[0]['first_block']})",
-            file=out,
-        )
-    incomplete, previous = [], None
-    for found in ranges:
+    first: dict | None = None
+    previous: dict | None = None
+    incomplete, count = [], 0
+    for found in proof.ranges():
         name = f"blocks {found['first_block']}..{found['last_block']}"
-        if previous is not None and found["first_block"] != previous + 1:
-            print(f"does not match: blocks {previous + 1}..{found['first_block'] - 1}: no range covers them", file=out)
-            return MISMATCH
+        if previous is None:
+            first = found
+            covered = bisect.bisect_left(blocks, found["first_block"])
+            if covered:
+                print(
+                    f"note: {covered} listed donation(s) lie before the first range (block {found['first_block']})",
+                    file=out,
+                )
+        else:
+            follows = following(previous, found)
+            if follows is None:
+                count -= 1  # the newest range, extended between two pages: checked again, whole
+            elif follows:
+                print(f"does not match: {follows}", file=out)
+                return MISMATCH
         inside = rows[
             bisect.bisect_left(blocks, found["first_block"]) : bisect.bisect_right(blocks, found["last_block"])
         ]
@@ -1591,16 +1633,17 @@ def verify(
             )
         else:
             print(f"{name}: matches ({len(inside)} donation(s)){check.pending_note()}", file=out)
-        previous = found["last_block"]
-    beyond = len(blocks) - bisect.bisect_right(blocks, ranges[-1]["last_block"])
+        previous, count = found, count + 1
+    if first is None or previous is None:  # (both or neither)
+        print("the site has published no range yet: nothing to check", file=out)
+        return INCOMPLETE
+    beyond = len(blocks) - bisect.bisect_right(blocks, previous["last_block"])
     if beyond:
         print(
             f"note: {beyond} listed donation(s) lie after the last range (confirmed since it was published)", file=out
         )
-    checked = len(rows) - covered - beyond
-    span = (
-        f"{len(ranges)} range(s), blocks {ranges[0]['first_block']}..{ranges[-1]['last_block']}, {checked} donation(s)"
-    )
+    checked = len(rows) - bisect.bisect_left(blocks, first["first_block"]) - beyond
+    span = f"{count} range(s), blocks {first['first_block']}..{previous['last_block']}, {checked} donation(s)"
     if incomplete:
         print(
             f"matches as far as it could be checked: {span}; "

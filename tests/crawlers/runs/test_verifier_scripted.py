@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler
 from eth_abi import encode
 
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
-from tests.crawlers.runs.test_verifier_transport import CSV_HEADER, assert_unreadable, check, proof_page
+from tests.crawlers.runs.test_verifier_transport import CSV_HEADER, check, proof_page
 from tests.hostile_site import ScriptedSite
 
 GENESIS = "no balance before the genesis block"
