@@ -982,6 +982,7 @@ class Ledger:
         self.donated: dict[tuple[int, str], int] = {}  # ... of it, donations by the rules: open inflows only
         self.maybe: dict[tuple[int, str], int] = {}  # internal own money and dust: a crawler without traces
         self.unlisted: dict[tuple[int, str], Payment] = {}  # ... counts it into the block's inflow
+        self.held: list[Payment] = []  # donors' payments only an open inflow accounts for: not credited
         self.parts: dict[str, dict[str, int]] = {}  # asset -> own, dust, rounding, pending
         self.closed: set[str] = set()  # the assets whose every payment was found and sorted
         self.unlogged: dict[str, int] = {}  # a coin's balance change no Transfer log explains, over the range
@@ -1021,6 +1022,7 @@ class Ledger:
         self.need[key] = self.need.get(key, 0) + payment.raw
         self.donated[key] = self.donated.get(key, 0) + payment.raw
         self.unlisted.setdefault(key, payment)
+        self.held.append(payment)
 
     def same(self, row: dict, payment: Payment, unit: int, what: str) -> None:
         if (
@@ -1157,6 +1159,8 @@ class Check:
             if parts["pending rows"]:
                 unit = "wei" if asset == "eth" else f"raw units of {asset}"
                 notes.append(f"{parts['pending rows']} donation(s) not confirmed yet: {parts['pending']} {unit}")
+        for payment in self.ledger.held:  # a sale could hold every donation so for ever: each is named
+            notes.append(f"not credited, an open unexplained inflow the site lists: {payment.describe()}")
         return "; " + "; ".join(notes) if notes else ""
 
     def listed_sums(self) -> None:

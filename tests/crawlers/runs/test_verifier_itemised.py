@@ -89,6 +89,10 @@ def test_an_inflow_the_crawler_could_not_trace_matches_while_listed_and_not_once
         lying = verify_site(site.url, node.url)
 
     assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert (  # the donor sees that their payment waits for the operator, uncredited
+        f"matches (0 donation(s)); not credited, an open unexplained inflow the site lists: transaction {paid} paid "
+        f"the address {2 * ETHER} wei in block {block_of(node, paid)}"
+    ) in honest.stdout
     assert lying.returncode == 1, lying.stdout + lying.stderr
     assert f"transaction {paid} paid the address {2 * ETHER} wei in block" in lying.stdout.splitlines()[-1]
 
