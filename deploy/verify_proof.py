@@ -2,7 +2,7 @@
 """Check a dws token sale's public proof of completeness against your own Ethereum node.
 
     python3 verify_proof.py --site https://sale.example --rpc https://your-node.example [--chain eth]
-        [--address 0xTHE_ADDRESS_YOU_PAID] [--coin usdc=0xTHE_CONTRACT_YOU_PAID_IN ...]
+        [--address 0xTHE_ADDRESS_YOU_PAID] [--coin usdc=0xTHE_CONTRACT_YOU_PAID_IN ...] [--tx 0xYOUR_PAYMENT ...]
 
 Take this file from the project's repository (or check its SHA-256 against the README's), not only from the
 sale it checks: a dishonest sale could serve one that always matches. `--version` names its version.
@@ -10,6 +10,7 @@ sale it checks: a dishonest sale could serve one that always matches. `--version
 What it relies on comes from your node or from you, never from the sale: the chain id, each coin's decimals
 (its contract's decimals()), and, when you give them, the donation address and the coin contracts (the check
 fails when the site names others, or leaves a coin you named out). It prints the address and the coins first.
+Name the transactions you paid in (--tx): each must lie inside the proof, and you are told what it made of each.
 
 It reads the sale's proof (/proof.json) and its confirmed donations (/proof/donations.csv), and for every
 range of blocks the site publishes, proven or not, asks YOUR node (never the sale's):
@@ -84,7 +85,7 @@ from typing import Any
 
 __version__ = "2.0.1"
 
-MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
+MATCHES, MISMATCH, BAD_ARGUMENTS, INCOMPLETE, UNREADABLE = 0, 1, 2, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 BALANCE_OF = "0x70a08231"  # balanceOf(address)
 ZERO_ADDRESS = "0x" + "0" * 40  # a Transfer from it is a mint: no sender to credit
@@ -292,6 +293,8 @@ def checked_chain(found: Any, shape: Shape) -> dict:
     chain = shape.of(found, dict, "a chain")
     shape.of(chain.get("chain"), str, "chain")
     shape.block(chain.get("chain_id"), "chain_id")  # your node must be on it: without it, nothing says so
+    if chain.get("first_block") is not None:
+        shape.block(chain["first_block"], "first_block")
     shape.text(chain.get("donation_address"), ADDRESS, "donation_address")
     for asset in shape.of(chain.get("assets"), list, "assets"):
         shape.of(asset, dict, "an asset")
@@ -961,6 +964,11 @@ def _identity(row: dict) -> tuple[str, str, str]:
     return row["tx_hash"].lower(), row.get("log_index") or "", row.get("trace_address") or ""
 
 
+LISTED = "a listed donation"
+OWN = "the address's own money by the crawler's rules, not credited"
+HELD = "not credited, an open unexplained inflow the site lists"
+
+
 class Ledger:
     """What arrived in one range, sorted by what the rules say each payment is: a listed donation, the
     address's own money, dust, a donation not confirmed yet (listed under `pending`), or an unexplained
@@ -983,6 +991,7 @@ class Ledger:
         self.maybe: dict[tuple[int, str], int] = {}  # internal own money and dust: a crawler without traces
         self.unlisted: dict[tuple[int, str], Payment] = {}  # ... counts it into the block's inflow
         self.held: list[Payment] = []  # donors' payments only an open inflow accounts for: not credited
+        self.booked: dict[str, list[tuple[Payment, str]]] = {}  # transaction -> its payments, what each is
         self.parts: dict[str, dict[str, int]] = {}  # asset -> own, dust, rounding, pending
         self.closed: set[str] = set()  # the assets whose every payment was found and sorted
         self.unlogged: dict[str, int] = {}  # a coin's balance change no Transfer log explains, over the range
@@ -999,11 +1008,14 @@ class Ledger:
                 raise Mismatch(f"the listed donation {row['tx_hash']} is the address's own money: {payment.describe()}")
             self.same(row, payment, unit, "listed donation")
             parts["rounding"] += payment.raw % unit
+            self.book(payment, LISTED)
             return
         if payment.raw < unit:
             parts["dust"] += payment.raw
+            self.book(payment, "dust (below what the donation list holds), not credited")
         elif payment.own if payment.own is not None else self.check.own_coin(payment):
             parts["own"] += payment.raw
+            self.book(payment, OWN)
         else:
             self.pend(payment, unit, parts, key)
             return
@@ -1018,11 +1030,16 @@ class Ledger:
             parts["pending"] += payment.raw - payment.raw % unit
             parts["pending rows"] += 1
             parts["rounding"] += payment.raw % unit
+            self.book(payment, "a donation the site lists as not confirmed yet")
             return
         self.need[key] = self.need.get(key, 0) + payment.raw
         self.donated[key] = self.donated.get(key, 0) + payment.raw
         self.unlisted.setdefault(key, payment)
         self.held.append(payment)
+        self.book(payment, HELD)
+
+    def book(self, payment: Payment, how: str) -> None:
+        self.booked.setdefault(payment.tx, []).append((payment, how))
 
     def same(self, row: dict, payment: Payment, unit: int, what: str) -> None:
         if (
@@ -1160,7 +1177,7 @@ class Check:
                 unit = "wei" if asset == "eth" else f"raw units of {asset}"
                 notes.append(f"{parts['pending rows']} donation(s) not confirmed yet: {parts['pending']} {unit}")
         for payment in self.ledger.held:  # a sale could hold every donation so for ever: each is named
-            notes.append(f"not credited, an open unexplained inflow the site lists: {payment.describe()}")
+            notes.append(f"{HELD}: {payment.describe()}")
         return "; " + "; ".join(notes) if notes else ""
 
     def listed_sums(self) -> None:
@@ -1581,11 +1598,56 @@ def following(previous: dict, found: dict) -> str | None:
     return ""
 
 
+def your_blocks(node: Node, txs: list[str], chain: str) -> dict[str, int]:
+    """The block of each transaction you paid in, from your node."""
+    found = {}
+    for tx, receipt in zip(txs, node.batch([("eth_getTransactionReceipt", [t]) for t in txs]), strict=True):
+        number = receipt.get("blockNumber") if isinstance(receipt, dict) else None
+        if not isinstance(number, str) or not QUANTITY.fullmatch(number):
+            raise Unreadable(f"your node does not know transaction {tx}: is it on chain {chain}?")
+        found[tx] = int(number, 16)
+    return found
+
+
+def your_payments(check: Check, paid: dict[str, int], out: Any) -> int:
+    """What the range's check made of each transaction you paid in inside it, printed; MISMATCH where the site
+    books a payment of yours as the address's own money, INCOMPLETE where the range could not be checked in
+    full and none was found, BAD_ARGUMENTS where your node shows it paid the address nothing."""
+    verdict = MATCHES
+    for tx, block in paid.items():
+        if not check.first <= block <= check.last:
+            continue
+        booked = check.ledger.booked.get(tx, [])
+        for payment, how in booked:
+            if how == OWN:
+                print(
+                    f"does not match: your transaction: {payment.describe()}, and the site books it as {how}", file=out
+                )
+                return MISMATCH
+            print(f"your transaction: {payment.describe()}: {how}", file=out)
+        if not booked and check.missing:
+            print(
+                f"your transaction {tx} (block {block}): not checked, your node could not answer everything", file=out
+            )
+            verdict = INCOMPLETE
+        elif not booked:
+            print(f"your transaction {tx} (block {block}) paid the donation address nothing on your node", file=out)
+            return BAD_ARGUMENTS
+    return verdict
+
+
 def verify(
-    site: str, rpc: str, chain: str | None, timeout: float, pins: dict[str, str] | None = None, out=sys.stdout
+    site: str,
+    rpc: str,
+    chain: str | None,
+    timeout: float,
+    pins: dict[str, str] | None = None,
+    out: Any = sys.stdout,
+    yours: list[str] | None = None,
 ) -> int:
     """Check the proof of `chain` (the site's first when None); `pins`: what you said the address ("address")
-    and each coin's contract (by asset) are."""
+    and each coin's contract (by asset) are; `yours`: the transactions you paid in, each of which must be in a
+    range checked and is said what the proof made of it."""
     site = site.rstrip("/")
     node = Node(rpc, timeout)
     node_chain, head = (int(n, 16) for n in (node.call("eth_chainId"), node.call("eth_blockNumber")))
@@ -1604,6 +1666,7 @@ def verify(
         print(f"does not match: {exc}", file=out)
         return MISMATCH
     print(sale.describe(), file=out)
+    paid = your_blocks(node, yours or [], proof["chain"])
     blocks = [int(r["block_number"]) for r in rows]
     first: dict | None = None
     previous: dict | None = None
@@ -1612,6 +1675,22 @@ def verify(
         name = f"blocks {found['first_block']}..{found['last_block']}"
         if previous is None:
             first = found
+            starts = proof.get("first_block")
+            if starts is not None and found["first_block"] > starts:
+                print(
+                    f"does not match: blocks {starts}..{found['first_block'] - 1}: no range covers them (the site "
+                    f"says its proof starts at block {starts})",
+                    file=out,
+                )
+                return MISMATCH
+            for tx, block in paid.items():
+                if block < found["first_block"]:
+                    print(
+                        f"does not match: your transaction {tx} (block {block}) lies before block "
+                        f"{found['first_block']}, where the site's proof starts: it leaves your payment out",
+                        file=out,
+                    )
+                    return MISMATCH
             covered = bisect.bisect_left(blocks, found["first_block"])
             if covered:
                 print(
@@ -1642,10 +1721,24 @@ def verify(
             )
         else:
             print(f"{name}: matches ({len(inside)} donation(s)){check.pending_note()}", file=out)
+        verdict = your_payments(check, paid, out)
+        if verdict in (MISMATCH, BAD_ARGUMENTS):
+            return verdict
+        if verdict == INCOMPLETE and name not in incomplete:
+            incomplete.append(name)
         previous, count = found, count + 1
     if first is None or previous is None:  # (both or neither)
         print("the site has published no range yet: nothing to check", file=out)
         return INCOMPLETE
+    late = []
+    for tx, block in paid.items():
+        if block > previous["last_block"]:
+            print(
+                f"your transaction {tx} (block {block}) lies after the last range the site publishes (block "
+                f"{previous['last_block']}): not in the proof yet, check again later",
+                file=out,
+            )
+            late.append(tx)
     beyond = len(blocks) - bisect.bisect_right(blocks, previous["last_block"])
     if beyond:
         print(
@@ -1653,12 +1746,10 @@ def verify(
         )
     checked = len(rows) - bisect.bisect_left(blocks, first["first_block"]) - beyond
     span = f"{count} range(s), blocks {first['first_block']}..{previous['last_block']}, {checked} donation(s)"
-    if incomplete:
-        print(
-            f"matches as far as it could be checked: {span}; "
-            f"{len(incomplete)} range(s) not fully checked ({incomplete[0]} first)",
-            file=out,
-        )
+    if incomplete or late:
+        unchecked = [f"{len(incomplete)} range(s) not fully checked ({incomplete[0]} first)"] if incomplete else []
+        unchecked += [f"your transaction {late[0]} is not in it yet"] if late else []
+        print(f"matches as far as it could be checked: {span}; {'; '.join(unchecked)}", file=out)
         return INCOMPLETE
     print(f"matches: {span} ({node.calls} calls to your node)", file=out)
     return MATCHES
@@ -1667,6 +1758,12 @@ def verify(
 def _address(text: str) -> str:
     if not ADDRESS.fullmatch(text):
         raise argparse.ArgumentTypeError("an address: 0x and 40 hex digits")
+    return text.lower()
+
+
+def _tx_hash(text: str) -> str:
+    if not HASH.fullmatch(text):
+        raise argparse.ArgumentTypeError("a transaction hash: 0x and 64 hex digits")
     return text.lower()
 
 
@@ -1707,6 +1804,14 @@ def main(argv: list[str] | None = None) -> int:
         "contract for it, or leaves it out)",
     )
     parser.add_argument(
+        "--tx",
+        type=_tx_hash,
+        action="append",
+        default=[],
+        metavar="0xTRANSACTION",
+        help="a transaction you paid in (repeatable): it must lie in the proof, and you are told what it made of it",
+    )
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=60.0,
@@ -1715,7 +1820,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pins = dict(args.coin) | ({"address": args.address} if args.address else {})
     try:
-        return verify(args.site, args.rpc, args.chain, args.timeout, pins)
+        return verify(args.site, args.rpc, args.chain, args.timeout, pins, yours=args.tx)
     except (Unreadable, RpcError) as exc:
         print(f"could not check: {exc}", file=sys.stderr)
     except Exception as exc:  # noqa: BLE001 - an answer nobody foresaw: one line and exit 4, never a traceback

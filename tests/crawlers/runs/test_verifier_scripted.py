@@ -70,10 +70,11 @@ def test_a_range_from_the_genesis_block_is_checked_from_the_genesis_state(node):
     listed = page["chains"][0]["ranges"][0]["assets"][0]
     listed.update(credited=str(3 * ETHER), donations=1)
     with serve(page, CSV_HEADER + csv_row(node, hidden, "3.00000000")) as site:
-        run = check(site, node)
+        run = check(site, node, "1", "--tx", hidden)
 
     assert run.returncode == 0, run.stdout + run.stderr  # the genesis allocation is nobody's donation
-    assert "blocks 0.." in run.stdout.splitlines()[-2]
+    assert f"your transaction: transaction {hidden} paid the address {3 * ETHER} wei" in run.stdout
+    assert run.stdout.splitlines()[-2].endswith(": a listed donation")
 
 
 # A "coin" any sale can deploy: every call answers 6 (decimals() included) once storage slot 0 is set, and reverts
@@ -203,3 +204,65 @@ def test_a_figure_left_null_does_not_stop_the_check(node):
 
     assert run.returncode == 1, run.stdout + run.stderr
     assert f"transaction {hidden} paid the address {3 * ETHER} wei" in run.stdout
+
+
+def test_a_payment_the_proof_leaves_out_at_its_start_or_end_is_named_by_your_transaction(node):
+    """The ranges may start after a payment (the site saying its proof starts later) or stop before it: nothing
+    inside them is false, and "matches" is all a donor saw. `--tx` names your payment: one before the first range
+    does not match, one after the last is "not in the proof yet" (exit 3). A site starting its ranges after the
+    first block it names itself does not match either."""
+    early = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 3 * ETHER)
+    first = node.head() + 1
+    node.mine(3)
+    late = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, 2 * ETHER)
+    last = node.head() - 1
+    node.mine(3)
+    page = proof_page(first_block=first, ranges=[unproven_range(node, first, last)])
+
+    with serve(page) as site:
+        silent = check(site, node)
+        left_out = check(site, node, "1", "--tx", early)
+        not_yet = check(site, node, "1", "--tx", late)
+    page["chains"][0]["first_block"] = first - 1
+    with serve(page) as site:
+        said_earlier = check(site, node)
+
+    assert silent.returncode == 0, silent.stdout + silent.stderr
+    assert left_out.returncode == 1, left_out.stdout + left_out.stderr
+    assert left_out.stdout.splitlines()[-1] == (
+        f"does not match: your transaction {early} (block {first - 1}) lies before block {first}, where the site's "
+        "proof starts: it leaves your payment out"
+    )
+    assert not_yet.returncode == 3, not_yet.stdout + not_yet.stderr
+    assert f"your transaction {late} (block {last + 1}) lies after the last range" in not_yet.stdout
+    assert said_earlier.returncode == 1, said_earlier.stdout + said_earlier.stderr
+    assert said_earlier.stdout.splitlines()[-1].startswith(f"does not match: blocks {first - 1}..{first - 1}: no range")
+
+
+def test_a_donors_coin_the_sale_pulled_itself_is_named_when_the_donor_names_the_transaction(node):
+    """The crawler's rule makes value in a transaction the address signed its own money (a swap, a refund). A sale
+    that pulls a donor's coin itself (transferFrom on an allowance, EIP-2612 permit, EIP-3009
+    receiveWithAuthorization: a 'gasless donation') books it so and matches. The donor who names the transaction
+    is told, and it does not match."""
+    coin, donor = node.coins["usdc"], ACCOUNTS[2]
+    node.mint(coin, donor, 40 * USDC)
+    node.approve(coin, donor, DONATION_ADDRESS, 40 * USDC)
+    first = node.head() + 1
+    pulled = node.transfer_from(coin, DONATION_ADDRESS, donor, DONATION_ADDRESS, 40 * USDC)
+    node.mine(3)
+    page = proof_page(
+        assets=[{"asset": "eth", "contract": None, "decimals": 18}, {"asset": "usdc", "contract": coin, "decimals": 6}],
+        ranges=[proven_range(node, first, node.finalized(), {"usdc": coin}, {"usdc": 40 * USDC})],
+    )
+
+    with serve(page) as site:
+        silent = check(site, node)
+        named = check(site, node, "1", "--tx", pulled)
+
+    assert silent.returncode == 0, silent.stdout + silent.stderr
+    assert named.returncode == 1, named.stdout + named.stderr
+    assert named.stdout.splitlines()[-1] == (
+        f"does not match: your transaction: transaction {pulled} paid the address {40 * USDC} raw units of usdc in "
+        f"block {int(node.receipt(pulled)['blockNumber'], 16)} from {donor} (log 0), and the site books it as the "
+        "address's own money by the crawler's rules, not credited"
+    )

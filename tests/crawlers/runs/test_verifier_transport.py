@@ -44,9 +44,9 @@ def proof_page(**changes: object) -> dict:
     return {"chains": [chain]}
 
 
-def check(site: ScriptedSite, node, timeout: str = "1") -> subprocess.CompletedProcess:
+def check(site: ScriptedSite, node, timeout: str = "1", *extra: str) -> subprocess.CompletedProcess:
     try:
-        return run_verifier(site.url, node.url, "--timeout", timeout, timeout=BOUND)
+        return run_verifier(site.url, node.url, "--timeout", timeout, *extra, timeout=BOUND)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the verifier was still running after {BOUND} s")
 
