@@ -977,7 +977,11 @@ class Ledger:
 
     def __init__(self, check: Check) -> None:
         self.check = check
-        self.listed = {_identity(r): r for r in check.rows}
+        self.listed: dict[tuple[str, str, str], dict] = {}
+        for row in check.rows:
+            if _identity(row) in self.listed:  # one payment cannot be two donations (nor earn its tokens twice)
+                raise Mismatch(f"the donation list holds the donation {' '.join(filter(None, _identity(row)))} twice")
+            self.listed[_identity(row)] = row
         self.pending = {_identity(p): p for p in check.found["pending"]}
         self.inflows: dict[tuple[int, str], int] = {}  # (block, asset) -> every inflow listed there
         self.open: dict[tuple[int, str], int] = {}  # ... those still open (not closed as "not a donation")

@@ -68,6 +68,14 @@ def test_a_range_from_the_genesis_block_is_checked_from_the_genesis_state(node):
     assert "neither a listed donation nor an open unexplained inflow" in run.stdout
 
     listed = page["chains"][0]["ranges"][0]["assets"][0]
+    listed.update(credited=str(6 * ETHER), donations=2)  # the one donation listed twice, its figures agreeing
+    row = csv_row(node, hidden, "3.00000000")
+    with serve(page, CSV_HEADER + row + row) as site:
+        twice = check(site, node)
+
+    assert twice.returncode == 1, twice.stdout + twice.stderr
+    assert twice.stdout.splitlines()[-1].endswith(f"the donation list holds the donation {hidden} twice")
+
     listed.update(credited=str(3 * ETHER), donations=1)
     with serve(page, CSV_HEADER + csv_row(node, hidden, "3.00000000")) as site:
         run = check(site, node, "1", "--tx", hidden)
