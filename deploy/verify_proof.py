@@ -83,7 +83,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-__version__ = "2.0.1"
+__version__ = "2.1.0"
 
 MATCHES, MISMATCH, BAD_ARGUMENTS, INCOMPLETE, UNREADABLE = 0, 1, 2, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
