@@ -208,7 +208,7 @@ def fetch(url: str, seconds: float, cap: int, *, body: bytes | None = None, name
             return done["body"]
         if isinstance(exc, urllib.error.HTTPError):
             if exc.code != 429 or attempt == RETRIES:
-                raise Unreadable(f"{name}: HTTP {exc.code} {exc.reason}") from None
+                raise Unreadable(f"{name}: HTTP {exc.code} {printable(exc.reason, 80)}") from None
             try:
                 wait = _retry_after(exc.headers.get("Retry-After"))
             except ValueError as why:
@@ -220,9 +220,17 @@ def fetch(url: str, seconds: float, cap: int, *, body: bytes | None = None, name
         if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
             raise Unreadable(f"{name}: no full answer within {seconds:g} s") from None  # one read's time-out
         if isinstance(exc, (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)):
-            raise Unreadable(f"{name}: {getattr(exc, 'reason', exc)}") from None
+            raise Unreadable(f"{name}: {printable(getattr(exc, 'reason', exc), 200)}") from None
         raise exc
     raise Unreadable(name)  # not reached
+
+
+def printable(text: object, limit: int = 200) -> str:
+    """The site's text as the verifier may print it: no new line, terminal escape or other control character
+    (a site could otherwise write a line of the verifier's own, or hide the ones after it), at most `limit`
+    characters."""
+    text = str(text)
+    return "".join(c if c.isprintable() else "?" for c in text[:limit]) + ("..." if len(text) > limit else "")
 
 
 def _no_constant(name: str) -> Any:
@@ -248,6 +256,8 @@ def decode_json(body: bytes, name: str, depth: int) -> Any:
 # --- what the site says, checked against its documented shape -------------------------------------------------
 
 HASH = re.compile(r"0x[0-9a-fA-F]{64}")
+CHAIN_NAME = re.compile(r"[a-z][a-z0-9]{0,15}")  # as DWS_CHAINS names them
+ASSET_NAME = re.compile(r"[a-z0-9]{1,16}")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 RAW = re.compile(r"-?[0-9]{1,80}")  # negative: a coin burnt at the address without a log, an inflow < 0
 AMOUNT = re.compile(r"[0-9]{1,40}(\.[0-9]{1,40})?")
@@ -291,14 +301,14 @@ class Shape:
 def checked_chain(found: Any, shape: Shape) -> dict:
     """One chain of a /proof.json page, every field the verifier reads in its documented type."""
     chain = shape.of(found, dict, "a chain")
-    shape.of(chain.get("chain"), str, "chain")
+    shape.text(chain.get("chain"), CHAIN_NAME, "chain")  # names are printed: nothing but these characters
     shape.block(chain.get("chain_id"), "chain_id")  # your node must be on it: without it, nothing says so
     if chain.get("first_block") is not None:
         shape.block(chain["first_block"], "first_block")
     shape.text(chain.get("donation_address"), ADDRESS, "donation_address")
     for asset in shape.of(chain.get("assets"), list, "assets"):
         shape.of(asset, dict, "an asset")
-        shape.of(asset.get("asset"), str, "an asset's name")
+        shape.text(asset.get("asset"), ASSET_NAME, "an asset's name")
         shape.text(asset.get("contract"), ADDRESS, f"{asset.get('asset')}'s contract", null=asset["asset"] == "eth")
         decimals = shape.of(asset.get("decimals"), int, f"{asset['asset']}'s decimals")
         if not 0 <= decimals <= 77:
@@ -325,7 +335,7 @@ def checked_range(found: Any, shape: Shape) -> dict:
         shape.text(shape.key(nonce, side, f"{where}: nonce"), RAW, f"{where}: nonce {side}", null=True)
     for asset in shape.of(found.get("assets"), list, f"{where}: assets"):
         shape.of(asset, dict, f"{where}: an asset")
-        name = shape.of(asset.get("asset"), str, f"{where}: an asset's name")
+        name = shape.text(asset.get("asset"), ASSET_NAME, f"{where}: an asset's name")
         for figure in ("opening", "closing", "uncredited", "left"):
             shape.text(shape.key(asset, figure, f"{where}: {name}"), RAW, f"{where}: {name} {figure}", null=True)
         for figure in ("credited", "unexplained"):
@@ -1174,7 +1184,8 @@ class Check:
         notes = []
         if self.found["status"] != "proven":
             notes.append(
-                f"the site calls it {self.found['status']} ({self.found['reason']}); your node answered everything"
+                f"the site calls it {printable(self.found['status'], 20)} ({printable(self.found['reason'])}); "
+                "your node answered everything"
             )
         for asset, parts in self.ledger.parts.items():
             if parts["pending rows"]:
@@ -1773,7 +1784,7 @@ def _tx_hash(text: str) -> str:
 
 def _coin(text: str) -> tuple[str, str]:
     asset, _, contract = text.partition("=")
-    if not re.fullmatch(r"[a-z0-9]{1,16}", asset) or asset == "eth" or not ADDRESS.fullmatch(contract):
+    if not ASSET_NAME.fullmatch(asset) or asset == "eth" or not ADDRESS.fullmatch(contract):
         raise argparse.ArgumentTypeError("ASSET=0xCONTRACT, e.g. usdc=0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48")
     return asset, contract.lower()
 

@@ -274,3 +274,25 @@ def test_a_donors_coin_the_sale_pulled_itself_is_named_when_the_donor_names_the_
         f"block {int(node.receipt(pulled)['blockNumber'], 16)} from {donor} (log 0), and the site books it as the "
         "address's own money by the crawler's rules, not credited"
     )
+
+
+def test_what_the_site_writes_cannot_write_the_verifiers_lines(node):
+    """A range's reason (or a chain's or an asset's name) is the site's text, printed as it came: a new line and a
+    terminal escape wrote a 'matches:' line of its own and hid everything after it (ESC[8m, concealed), so a
+    donor's terminal said "matches" above a "does not match" it no longer showed."""
+    first = node.head() + 1
+    node.mine(2)
+    middle = node.head()
+    hidden = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 3 * ETHER)
+    node.mine(3)
+    forged = unproven_range(node, first, middle)
+    forged["reason"] = "checked\nmatches: 2 range(s), blocks 1..99, 0 donation(s) (40 calls to your node)\x1b[8m"
+    page = proof_page(ranges=[forged, unproven_range(node, middle + 1, node.finalized())])
+
+    with serve(page) as site:
+        run = check(site, node)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "\x1b" not in run.stdout
+    assert not any(line.startswith("matches:") for line in run.stdout.splitlines())
+    assert f"transaction {hidden} paid the address" in run.stdout.splitlines()[-1]
