@@ -997,6 +997,9 @@ class Ledger:
         self.open: dict[tuple[int, str], int] = {}  # ... those still open (not closed as "not a donation")
         for inflow in check.found["inflows"]:
             key = (inflow["block_number"], inflow["asset"])
+            if key in self.inflows:  # the sale keeps one a block and asset: its status is all that arrived there
+                many = sum((i["block_number"], i["asset"]) == key for i in check.found["inflows"])
+                raise Mismatch(f"the site lists {many} unexplained inflows of {key[1]} in block {key[0]}")
             self.inflows[key] = self.inflows.get(key, 0) + int(inflow["amount_raw"])
             if inflow.get("status") == "open":
                 self.open[key] = self.open.get(key, 0) + int(inflow["amount_raw"])

@@ -296,3 +296,33 @@ def test_what_the_site_writes_cannot_write_the_verifiers_lines(node):
     assert "\x1b" not in run.stdout
     assert not any(line.startswith("matches:") for line in run.stdout.splitlines())
     assert f"transaction {hidden} paid the address" in run.stdout.splitlines()[-1]
+
+
+def test_one_block_holds_one_unexplained_inflow_per_asset(node):
+    """The sale records one unexplained inflow per block and asset (a unique key), so its status is the status of
+    everything unexplained there. A site listing two could split one block's: a 3 ETH donation (not on the list)
+    beside 4 ETH a contract of the sale's self-destructed to the address, as an open inflow of 4 (covering the
+    donation) and a dismissed one of 3 (the donor's, closed as "not a donation" in the sale's books): matched."""
+    first = node.head() + 1
+    bomb = "0x" + "5b" * 20
+    node.set_code(bomb, "0x73" + DONATION_ADDRESS[2:] + "ff")  # SELFDESTRUCT to the address, for anyone
+    node.set_balance(bomb, 4 * ETHER)
+    node.set_automine(False)
+    donation = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, 3 * ETHER)
+    node.send({"from": ACCOUNTS[3], "to": bomb, "gas": hex(100_000)})
+    node.mine(1)
+    node.set_automine(True)
+    block = int(node.wait_receipt(donation)["blockNumber"], 16)
+    node.mine(3)
+    found = unproven_range(node, first, node.finalized())
+    found["assets"][0]["unexplained"] = str(7 * ETHER)
+    found["inflows"] = [
+        {"block_number": block, "asset": "eth", "amount_raw": str(4 * ETHER), "status": "open"},
+        {"block_number": block, "asset": "eth", "amount_raw": str(3 * ETHER), "status": "dismissed"},
+    ]
+
+    with serve(proof_page(ranges=[found])) as site:
+        run = check(site, node)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1].endswith(f"the site lists 2 unexplained inflows of eth in block {block}")
