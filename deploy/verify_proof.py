@@ -51,7 +51,7 @@ Standard library only, so it runs anywhere Python 3.10+ does without installing 
 
 Contents (each section a line of dashes below):
     reading the site (and the node) ......... fetch: one deadline per answer, size caps, a nesting limit
-    what the site says ...................... the documented shape of /proof.json and the donation CSV
+    what the site says ...................... the documented shape of /proof.json (read a page at a time) and the CSV
     asking the node ......................... batches, balances, halving to the blocks that moved, logs
     what a transaction cost its sender ...... the fee rules per chain (as the crawler's)
     call traces ............................. frames, their paths, whose ETH each moves, our own money
@@ -59,7 +59,7 @@ Contents (each section a line of dashes below):
     what the check relies on ................ Sale: the address, the coins, their decimals, your pins
     one range: every payment found .......... Payment, Ledger: what the rules say each payment is
     one range: the check against your node .. Check: balances, ETH, coins, the mode inside the range
-    the whole proof ......................... verify(), main()
+    the whole proof ......................... verify(): ranges as they come, your transactions (--tx); main()
 """
 
 from __future__ import annotations
