@@ -2,7 +2,7 @@
 """Check a dws token sale's public proof of completeness against your own Ethereum node.
 
     python3 verify_proof.py --site https://sale.example --rpc https://your-node.example [--chain eth]
-        [--address 0xTHE_ADDRESS_YOU_PAID] [--coin usdc=0xTHE_CONTRACT_YOU_PAID_IN ...]
+        [--address 0xTHE_ADDRESS_YOU_PAID] [--coin usdc=0xTHE_CONTRACT_YOU_PAID_IN ...] [--tx 0xYOUR_PAYMENT ...]
 
 Take this file from the project's repository (or check its SHA-256 against the README's), not only from the
 sale it checks: a dishonest sale could serve one that always matches. `--version` names its version.
@@ -10,6 +10,7 @@ sale it checks: a dishonest sale could serve one that always matches. `--version
 What it relies on comes from your node or from you, never from the sale: the chain id, each coin's decimals
 (its contract's decimals()), and, when you give them, the donation address and the coin contracts (the check
 fails when the site names others, or leaves a coin you named out). It prints the address and the coins first.
+Name the transactions you paid in (--tx): each must lie inside the proof, and you are told what it made of each.
 
 It reads the sale's proof (/proof.json) and its confirmed donations (/proof/donations.csv), and for every
 range of blocks the site publishes, proven or not, asks YOUR node (never the sale's):
@@ -39,7 +40,7 @@ and `uncredited` must be exactly the dust, rounding, own money and backlog found
 unproven is checked in full all the same where your node has the history. The first range that does not
 match is named and the check stops.
 
-Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range covers; 2 bad
+Exit status: 0 every range matches; 1 a range does not match (named), or blocks no range or two cover; 2 bad
 arguments; 3 everything that could be checked matches but your node could not answer everything (no state
 for old blocks: use an archive node or a provider with history; no call traces where they were needed);
 4 the site or the node could not be read: no full answer within --timeout seconds (the donation CSV: ten
@@ -50,7 +51,7 @@ Standard library only, so it runs anywhere Python 3.10+ does without installing 
 
 Contents (each section a line of dashes below):
     reading the site (and the node) ......... fetch: one deadline per answer, size caps, a nesting limit
-    what the site says ...................... the documented shape of /proof.json and the donation CSV
+    what the site says ...................... the documented shape of /proof.json (read a page at a time) and the CSV
     asking the node ......................... batches, balances, halving to the blocks that moved, logs
     what a transaction cost its sender ...... the fee rules per chain (as the crawler's)
     call traces ............................. frames, their paths, whose ETH each moves, our own money
@@ -58,7 +59,7 @@ Contents (each section a line of dashes below):
     what the check relies on ................ Sale: the address, the coins, their decimals, your pins
     one range: every payment found .......... Payment, Ledger: what the rules say each payment is
     one range: the check against your node .. Check: balances, ETH, coins, the mode inside the range
-    the whole proof ......................... verify(), main()
+    the whole proof ......................... verify(): ranges as they come, your transactions (--tx); main()
 """
 
 from __future__ import annotations
@@ -79,11 +80,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
-__version__ = "2.0.0"
+__version__ = "2.1.0"
 
-MATCHES, MISMATCH, INCOMPLETE, UNREADABLE = 0, 1, 3, 4
+MATCHES, MISMATCH, BAD_ARGUMENTS, INCOMPLETE, UNREADABLE = 0, 1, 2, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
 BALANCE_OF = "0x70a08231"  # balanceOf(address)
 ZERO_ADDRESS = "0x" + "0" * 40  # a Transfer from it is a mint: no sender to credit
@@ -133,7 +135,9 @@ NODE_CAP = 512 * 2**20  # bytes of one answer of your node (a batch of call trac
 CSV_DEADLINE_FACTOR = 10  # the CSV, the whole sale in one answer, gets ten times --timeout
 SITE_DEPTH = 16  # /proof.json nests 5 levels deep; a site may not make the decoder recurse for ever
 NODE_DEPTH = 2 * 1024 + 64  # a call trace nests two levels per call, and the EVM stops calls at 1,024 deep
-STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# A string, or one that never closes (then the rest of the answer): every match succeeds where it starts, so
+# no quote is tried again against the rest (an unclosed string of escaped quotes made that quadratic: hours).
+STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 BRACKETS = re.compile(rb"[\[\]{}]")
 
 
@@ -204,7 +208,7 @@ def fetch(url: str, seconds: float, cap: int, *, body: bytes | None = None, name
             return done["body"]
         if isinstance(exc, urllib.error.HTTPError):
             if exc.code != 429 or attempt == RETRIES:
-                raise Unreadable(f"{name}: HTTP {exc.code} {exc.reason}") from None
+                raise Unreadable(f"{name}: HTTP {exc.code} {printable(exc.reason, 80)}") from None
             try:
                 wait = _retry_after(exc.headers.get("Retry-After"))
             except ValueError as why:
@@ -216,9 +220,17 @@ def fetch(url: str, seconds: float, cap: int, *, body: bytes | None = None, name
         if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
             raise Unreadable(f"{name}: no full answer within {seconds:g} s") from None  # one read's time-out
         if isinstance(exc, (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)):
-            raise Unreadable(f"{name}: {getattr(exc, 'reason', exc)}") from None
+            raise Unreadable(f"{name}: {printable(getattr(exc, 'reason', exc), 200)}") from None
         raise exc
     raise Unreadable(name)  # not reached
+
+
+def printable(text: object, limit: int = 200) -> str:
+    """The site's text as the verifier may print it: no new line, terminal escape or other control character
+    (a site could otherwise write a line of the verifier's own, or hide the ones after it), at most `limit`
+    characters."""
+    text = str(text)
+    return "".join(c if c.isprintable() else "?" for c in text[:limit]) + ("..." if len(text) > limit else "")
 
 
 def _no_constant(name: str) -> Any:
@@ -244,8 +256,10 @@ def decode_json(body: bytes, name: str, depth: int) -> Any:
 # --- what the site says, checked against its documented shape -------------------------------------------------
 
 HASH = re.compile(r"0x[0-9a-fA-F]{64}")
+CHAIN_NAME = re.compile(r"[a-z][a-z0-9]{0,15}")  # as DWS_CHAINS names them
+ASSET_NAME = re.compile(r"[a-z0-9]{1,16}")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
-RAW = re.compile(r"-?[0-9]{1,80}")
+RAW = re.compile(r"-?[0-9]{1,80}")  # negative: a coin burnt at the address without a log, an inflow < 0
 AMOUNT = re.compile(r"[0-9]{1,40}(\.[0-9]{1,40})?")
 TRACE_ADDRESS = re.compile(r"[0-9]{1,5}(\.[0-9]{1,5}){0,1100}")
 
@@ -264,6 +278,12 @@ class Shape:
             raise self.fail(where)
         return value
 
+    def key(self, found: dict, name: str, where: str) -> Any:
+        """found[name], which may be null but must be there (absent, it is not "unknown" but missing)."""
+        if name not in found:
+            raise self.fail(f"{where}: no {name}")
+        return found[name]
+
     def block(self, value: Any, where: str) -> int:
         number = self.of(value, int, where)
         if not 0 <= number < 2**63:
@@ -281,13 +301,14 @@ class Shape:
 def checked_chain(found: Any, shape: Shape) -> dict:
     """One chain of a /proof.json page, every field the verifier reads in its documented type."""
     chain = shape.of(found, dict, "a chain")
-    shape.of(chain.get("chain"), str, "chain")
-    if chain.get("chain_id") is not None:
-        shape.block(chain.get("chain_id"), "chain_id")
+    shape.text(chain.get("chain"), CHAIN_NAME, "chain")  # names are printed: nothing but these characters
+    shape.block(chain.get("chain_id"), "chain_id")  # your node must be on it: without it, nothing says so
+    if chain.get("first_block") is not None:
+        shape.block(chain["first_block"], "first_block")
     shape.text(chain.get("donation_address"), ADDRESS, "donation_address")
     for asset in shape.of(chain.get("assets"), list, "assets"):
         shape.of(asset, dict, "an asset")
-        shape.of(asset.get("asset"), str, "an asset's name")
+        shape.text(asset.get("asset"), ASSET_NAME, "an asset's name")
         shape.text(asset.get("contract"), ADDRESS, f"{asset.get('asset')}'s contract", null=asset["asset"] == "eth")
         decimals = shape.of(asset.get("decimals"), int, f"{asset['asset']}'s decimals")
         if not 0 <= decimals <= 77:
@@ -311,12 +332,12 @@ def checked_range(found: Any, shape: Shape) -> dict:
     shape.of(found.get("reason"), str, f"{where}: reason")
     nonce = shape.of(found.get("nonce"), dict, f"{where}: nonce")
     for side in ("opening", "closing"):
-        shape.text(nonce.get(side), RAW, f"{where}: nonce {side}", null=True)
+        shape.text(shape.key(nonce, side, f"{where}: nonce"), RAW, f"{where}: nonce {side}", null=True)
     for asset in shape.of(found.get("assets"), list, f"{where}: assets"):
         shape.of(asset, dict, f"{where}: an asset")
-        name = shape.of(asset.get("asset"), str, f"{where}: an asset's name")
+        name = shape.text(asset.get("asset"), ASSET_NAME, f"{where}: an asset's name")
         for figure in ("opening", "closing", "uncredited", "left"):
-            shape.text(asset.get(figure), RAW, f"{where}: {name} {figure}", null=True)
+            shape.text(shape.key(asset, figure, f"{where}: {name}"), RAW, f"{where}: {name} {figure}", null=True)
         for figure in ("credited", "unexplained"):
             shape.text(asset.get(figure), RAW, f"{where}: {name} {figure}")
         shape.block(asset.get("donations"), f"{where}: {name} donations")
@@ -332,37 +353,59 @@ def checked_range(found: Any, shape: Shape) -> dict:
     return found
 
 
-def read_proof(site: str, chain: str | None, timeout: float, head: int) -> dict:
-    """The chain's proof with every range (all pages of /proof.json). Each page must move forward: a
-    `next_from_block` only on a full page, past the block it was asked from and the page's ranges, and
-    within the chain's head, so a site cannot keep us paging for ever."""
-    query = {"limit": PAGE, "from_block": 0, **({"chain": chain} if chain else {})}
-    found, ranges, name = None, {}, f"{site}/proof.json"
-    while True:
-        body = fetch(f"{site}/proof.json?{urllib.parse.urlencode(query)}", timeout, SITE_JSON_CAP, name=name)
-        page = Shape(name).of(decode_json(body, name, SITE_DEPTH), dict, "the answer")
-        chains = Shape(name).of(page.get("chains"), list, "chains")
+class Proof:
+    """The chain's proof as /proof.json pages it, read a page at a time: its ranges are checked as they come, so
+    memory holds two pages, not every range (a site may publish one range per block: all of them at once took
+    gigabytes). Each page must move forward: a `next_from_block` only on a full page, past the block it was asked
+    from and the page's ranges, and within the chain's head, so a site cannot keep us paging for ever; the next
+    page is read before a page's ranges are handed out, so one that does not move forward is refused first."""
+
+    def __init__(self, site: str, chain: str | None, timeout: float, head: int) -> None:
+        self.site, self.timeout, self.head, self.name = site, timeout, head, f"{site}/proof.json"
+        self.query = {"limit": PAGE, "from_block": 0, **({"chain": chain} if chain else {})}
+        self.chain = self._page()  # the first page: the chain, its address and coins, its first ranges
+        self.query["chain"] = self.chain["chain"]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.chain[key]
+
+    def get(self, key: str) -> Any:
+        return self.chain.get(key)
+
+    def _page(self) -> dict:
+        url = f"{self.site}/proof.json?{urllib.parse.urlencode(self.query)}"
+        body = fetch(url, self.timeout, SITE_JSON_CAP, name=self.name)
+        shape = Shape(self.name)
+        page = shape.of(decode_json(body, self.name, SITE_DEPTH), dict, "the answer")
+        chains = shape.of(page.get("chains"), list, "chains")
         if not chains:
-            raise Unreadable(f"{name} lists no chain {chain or ''}".rstrip())
-        this = checked_chain(chains[0], Shape(name))
-        if found is not None and this["chain"] != found["chain"]:
-            raise Unreadable(f"{name} answered chain {this['chain']} when asked for {found['chain']}")
-        found = found or this
-        query["chain"] = found["chain"]
-        # A range the crawler extended between two requests comes back again, longer: keep the newest.
-        ranges.update({r["first_block"]: r for r in this["ranges"]})
+            raise Unreadable(f"{self.name} lists no chain {self.query.get('chain') or ''}".rstrip())
+        this = checked_chain(chains[0], shape)
+        if "chain" in self.query and this["chain"] != self.query["chain"]:
+            raise Unreadable(f"{self.name} answered chain {this['chain']} when asked for {self.query['chain']}")
         after = this.get("next_from_block")
-        if after is None:
-            break
-        asked, reached = query["from_block"], max((r["last_block"] for r in this["ranges"]), default=-1)
-        if len(this["ranges"]) < PAGE or after <= asked or after <= reached or after > head + 1:
+        asked, reached = self.query["from_block"], max((r["last_block"] for r in this["ranges"]), default=-1)
+        if after is not None and (
+            len(this["ranges"]) < PAGE or after <= asked or after <= reached or after > self.head + 1
+        ):
             raise Unreadable(
-                f"{name}: next_from_block {after} after a page of {len(this['ranges'])} range(s) asked from block "
-                f"{asked} does not move forward within the chain's head ({head})"
+                f"{self.name}: next_from_block {after} after a page of {len(this['ranges'])} range(s) asked from "
+                f"block {asked} does not move forward within the chain's head ({self.head})"
             )
-        query["from_block"] = after
-    found["ranges"] = [ranges[first] for first in sorted(ranges)]
-    return found
+        return this
+
+    def ranges(self) -> Iterator[dict]:
+        """Every range, page after page, each page's in block order (the check judges how they follow)."""
+        page = self.chain
+        while True:
+            following = None
+            if page.get("next_from_block") is not None:
+                self.query["from_block"] = page["next_from_block"]
+                following = self._page()
+            yield from sorted(page["ranges"], key=lambda r: (r["first_block"], r["last_block"]))
+            if following is None:
+                return
+            page = following
 
 
 CSV_COLUMNS = ("chain", "tx_hash", "log_index", "trace_address", "block_number", "block_hash", "donor", "asset")
@@ -373,11 +416,12 @@ def read_donations(site: str, chain: str, timeout: float) -> list[dict]:
     name = f"{site}/proof/donations.csv"
     body = fetch(name, timeout * CSV_DEADLINE_FACTOR, CSV_CAP, name=name)
     try:
-        reader = csv.DictReader(io.StringIO(body.decode("utf-8")))
+        # Decoded as it is read: a str of the whole file and a StringIO of it took five times the file's size.
+        reader = csv.DictReader(io.TextIOWrapper(io.BytesIO(body), encoding="utf-8", newline=""))
         rows = []
         for number, row in enumerate(reader, 1):
-            if row.get("chain") == chain:
-                rows.append(_checked_row(row, Shape(f"{name} row {number}")))
+            if row.get("chain") == chain:  # kept: only the columns the check reads
+                rows.append({k: _checked_row(row, Shape(f"{name} row {number}"))[k] for k in (*CSV_COLUMNS, "amount")})
     except (UnicodeDecodeError, csv.Error) as exc:
         raise Unreadable(f"{name} is not a CSV file ({str(exc)[:80]})") from None
     rows.sort(key=lambda r: int(r["block_number"]))
@@ -446,18 +490,27 @@ def balance_calls(address: str, coins: list[tuple[str, str]], block: int | str) 
 
 
 def balances(node: Node, address: str, coins: list[tuple[str, str]], blocks: list[int]) -> dict[int, dict]:
-    """Per block: ETH (wei), nonce and each coin (base units); NoHistory when the node keeps no state there."""
+    """Per block: ETH (wei), nonce and each coin (base units). NoHistory when the node keeps no state there: it
+    answers neither the address's ETH balance nor its nonce there, and does at its head. A coin's balanceOf refused
+    where the node has the state is the site's coin failing, not your node (Mismatch): a contract the site lists
+    as a coin could otherwise refuse the past on purpose and turn every check off."""
     calls = [c for b in blocks for c in balance_calls(address, coins, b)]
     answers, size, found = node.batch(calls), 2 + len(coins), {}
     for i, block in enumerate(blocks):
         part = answers[i * size : (i + 1) * size]
-        if any(isinstance(a, RpcError) for a in part):
-            at_head = node.batch(balance_calls(address, coins, "latest"))
+        if any(isinstance(a, RpcError) for a in part[:2]):
+            at_head = node.batch(balance_calls(address, [], "latest"))
             if any(isinstance(a, RpcError) for a in at_head):
                 raise Unreadable(
                     f"your node does not answer balances ({next(a for a in at_head if isinstance(a, RpcError))})"
                 )
             raise NoHistory(block)
+        for (asset, contract), answer in zip(coins, part[2:], strict=True):
+            if isinstance(answer, RpcError):
+                raise Mismatch(
+                    f"the site's coin {asset} ({contract}) does not answer balanceOf on your node at block {block}, "
+                    f"where your node has the address's ETH balance and nonce ({str(answer)[:80]})"
+                )
         names = ["eth", "nonce"] + [asset for asset, _ in coins]
         found[block] = {
             name: int(value if value not in ("0x", "") else "0x0", 16) for name, value in zip(names, part, strict=True)
@@ -727,8 +780,10 @@ def _eth_frames(root: dict, us: str) -> list[tuple[dict, list[int], str, bool]]:
 # receiveMessage mints to the burn message's mintRecipient, then emits MessageReceived(..., messageBody),
 # whose burn message names the depositor (messageSender). A mint followed in its transaction's logs by a known
 # transmitter's MessageReceived (the first after it) naming the address and exactly the amount minted (v2:
-# amount - feeExecuted) is messageSender's donation; messageSender being the address makes it its own money,
-# as does a mint in a transaction it signed or called out in; any other mint must be an unexplained inflow.
+# amount - feeExecuted) is messageSender's donation, whoever relayed the message: anyone holding the public
+# attestation may, the sale's own address too, so relaying it makes nobody's money the sale's. messageSender being
+# the address makes it its own money; a mint no message names a depositor for is its own where it signed the
+# transaction or called out in it; any other mint must be an unexplained inflow.
 # Burn message: version uint32 at 0, burnToken at 4, mintRecipient at 36, amount at 68, messageSender at 100
 # (v1: exactly 132 bytes; v2 adds maxFee at 132, feeExecuted at 164, expirationBlock at 196, hookData).
 
@@ -919,6 +974,11 @@ def _identity(row: dict) -> tuple[str, str, str]:
     return row["tx_hash"].lower(), row.get("log_index") or "", row.get("trace_address") or ""
 
 
+LISTED = "a listed donation"
+OWN = "the address's own money by the crawler's rules, not credited"
+HELD = "not credited, an open unexplained inflow the site lists"
+
+
 class Ledger:
     """What arrived in one range, sorted by what the rules say each payment is: a listed donation, the
     address's own money, dust, a donation not confirmed yet (listed under `pending`), or an unexplained
@@ -927,12 +987,19 @@ class Ledger:
 
     def __init__(self, check: Check) -> None:
         self.check = check
-        self.listed = {_identity(r): r for r in check.rows}
+        self.listed: dict[tuple[str, str, str], dict] = {}
+        for row in check.rows:
+            if _identity(row) in self.listed:  # one payment cannot be two donations (nor earn its tokens twice)
+                raise Mismatch(f"the donation list holds the donation {' '.join(filter(None, _identity(row)))} twice")
+            self.listed[_identity(row)] = row
         self.pending = {_identity(p): p for p in check.found["pending"]}
         self.inflows: dict[tuple[int, str], int] = {}  # (block, asset) -> every inflow listed there
         self.open: dict[tuple[int, str], int] = {}  # ... those still open (not closed as "not a donation")
         for inflow in check.found["inflows"]:
             key = (inflow["block_number"], inflow["asset"])
+            if key in self.inflows:  # the sale keeps one a block and asset: its status is all that arrived there
+                many = sum((i["block_number"], i["asset"]) == key for i in check.found["inflows"])
+                raise Mismatch(f"the site lists {many} unexplained inflows of {key[1]} in block {key[0]}")
             self.inflows[key] = self.inflows.get(key, 0) + int(inflow["amount_raw"])
             if inflow.get("status") == "open":
                 self.open[key] = self.open.get(key, 0) + int(inflow["amount_raw"])
@@ -940,8 +1007,11 @@ class Ledger:
         self.donated: dict[tuple[int, str], int] = {}  # ... of it, donations by the rules: open inflows only
         self.maybe: dict[tuple[int, str], int] = {}  # internal own money and dust: a crawler without traces
         self.unlisted: dict[tuple[int, str], Payment] = {}  # ... counts it into the block's inflow
+        self.held: list[Payment] = []  # donors' payments only an open inflow accounts for: not credited
+        self.booked: dict[str, list[tuple[Payment, str]]] = {}  # transaction -> its payments, what each is
         self.parts: dict[str, dict[str, int]] = {}  # asset -> own, dust, rounding, pending
         self.closed: set[str] = set()  # the assets whose every payment was found and sorted
+        self.unlogged: dict[str, int] = {}  # a coin's balance change no Transfer log explains, over the range
 
     def part(self, asset: str) -> dict[str, int]:
         return self.parts.setdefault(asset, {"own": 0, "dust": 0, "rounding": 0, "pending": 0, "pending rows": 0})
@@ -955,11 +1025,14 @@ class Ledger:
                 raise Mismatch(f"the listed donation {row['tx_hash']} is the address's own money: {payment.describe()}")
             self.same(row, payment, unit, "listed donation")
             parts["rounding"] += payment.raw % unit
+            self.book(payment, LISTED)
             return
         if payment.raw < unit:
             parts["dust"] += payment.raw
+            self.book(payment, "dust (below what the donation list holds), not credited")
         elif payment.own if payment.own is not None else self.check.own_coin(payment):
             parts["own"] += payment.raw
+            self.book(payment, OWN)
         else:
             self.pend(payment, unit, parts, key)
             return
@@ -974,10 +1047,16 @@ class Ledger:
             parts["pending"] += payment.raw - payment.raw % unit
             parts["pending rows"] += 1
             parts["rounding"] += payment.raw % unit
+            self.book(payment, "a donation the site lists as not confirmed yet")
             return
         self.need[key] = self.need.get(key, 0) + payment.raw
         self.donated[key] = self.donated.get(key, 0) + payment.raw
         self.unlisted.setdefault(key, payment)
+        self.held.append(payment)
+        self.book(payment, HELD)
+
+    def book(self, payment: Payment, how: str) -> None:
+        self.booked.setdefault(payment.tx, []).append((payment, how))
 
     def same(self, row: dict, payment: Payment, unit: int, what: str) -> None:
         if (
@@ -1003,13 +1082,13 @@ class Ledger:
         the range's inflows together; "lower" (no balances to judge by): only the first rule."""
         unit = "wei" if asset == "eth" else f"raw units of {asset}"
         for key in sorted({k for k in (*self.need, *self.inflows) if k[1] == asset}):
-            covered, needed = self.inflows.get(key, 0), self.need.get(key, 0)
-            if self.open.get(key, 0) < self.donated.get(key, 0):  # a donor's payment "not a donation"? No.
+            covered, needed, donated = self.inflows.get(key, 0), self.need.get(key, 0), self.donated.get(key, 0)
+            if donated and self.open.get(key, 0) < donated:  # a donor's payment "not a donation"? No.
                 raise Mismatch(
                     f"{self.unlisted[key].describe()}, and it is neither a listed donation nor an open unexplained "
                     "inflow the site lists"
                 )
-            if covered < needed:
+            if covered < needed and (needed or mode != "range"):  # (a coin that fell without a log: < 0)
                 raise Mismatch(
                     f"{needed} {unit} arrived in block {key[0]} that no transfer explains; the site lists "
                     f"{covered} {unit} of unexplained inflows there"
@@ -1020,6 +1099,7 @@ class Ledger:
                     "arrived there that no transfer explains"
                 )
         if mode == "range":
+            self.unlogged[asset] = left_over
             listed = sum(v for k, v in self.inflows.items() if k[1] == asset)
             needed = sum(v for k, v in self.need.items() if k[1] == asset) + left_over
             if listed != needed:
@@ -1040,8 +1120,11 @@ class Ledger:
     def uncredited(self, asset: str) -> None:
         """The site's `uncredited` is what the rules say it is, found here part by part."""
         parts = self.part(asset)
-        slack = sum(self.inflows.get(k, 0) - v for k, v in self.need.items() if k[1] == asset and k in self.inflows)
-        slack += sum(v for k, v in self.inflows.items() if k[1] == asset and k not in self.need)
+        # What the site lists as unexplained beyond what only an inflow accounts for (and, for a coin, beyond what
+        # no log explains: a rebase, a burn without a log): the own money and dust a crawler without traces
+        # counted into a block's inflow, so not into its uncredited.
+        slack = sum(v for k, v in self.inflows.items() if k[1] == asset)
+        slack -= sum(v for k, v in self.need.items() if k[1] == asset) + self.unlogged.get(asset, 0)
         expected = parts["own"] + parts["dust"] + parts["rounding"] + parts["pending"] - slack
         said = self.check.site[asset]["uncredited"]
         if said is not None and int(said) != expected:
@@ -1064,6 +1147,9 @@ class Check:
         self.decimals = {"eth": 18, **{asset: decimals for asset, _, decimals in sale.coins}}
         self.coins = [(asset, contract) for asset, contract, _ in sale.coins]
         self.first, self.last = found["first_block"], found["last_block"]
+        # The block whose state opens the range: the one before it; for a range from the genesis block, the genesis
+        # block itself (no node has a block -1, and the genesis block holds no transaction: only its allocation).
+        self.before = max(self.first - 1, 0)
         self.site = {a["asset"]: a for a in found["assets"]}
         absent = [asset for asset in self.decimals if asset not in self.site]
         if absent:
@@ -1085,7 +1171,7 @@ class Check:
         # "Unproven" is your node's question, not the site's: where your node has the history, the range is
         # checked in full whatever the site says (against the figures it does give).
         try:
-            edges = balances(self.node, self.us, self.coins, [self.first - 1, self.last])
+            edges = balances(self.node, self.us, self.coins, [self.before, self.last])
         except NoHistory as exc:
             self.missing.append(f"balances not checked: {exc}")
             self.coin_rows_alone(to_us)
@@ -1101,12 +1187,15 @@ class Check:
         notes = []
         if self.found["status"] != "proven":
             notes.append(
-                f"the site calls it {self.found['status']} ({self.found['reason']}); your node answered everything"
+                f"the site calls it {printable(self.found['status'], 20)} ({printable(self.found['reason'])}); "
+                "your node answered everything"
             )
         for asset, parts in self.ledger.parts.items():
             if parts["pending rows"]:
                 unit = "wei" if asset == "eth" else f"raw units of {asset}"
                 notes.append(f"{parts['pending rows']} donation(s) not confirmed yet: {parts['pending']} {unit}")
+        for payment in self.ledger.held:  # a sale could hold every donation so for ever: each is named
+            notes.append(f"{HELD}: {payment.describe()}")
         return "; " + "; ".join(notes) if notes else ""
 
     def listed_sums(self) -> None:
@@ -1127,8 +1216,8 @@ class Check:
                     f"the site says {figures['unexplained']} raw units of {asset} arrived unexplained; the inflows "
                     f"it lists add up to {inflows}"
                 )
-            if None in (figures["opening"], figures["closing"], figures["left"]):
-                continue
+            if None in (figures["opening"], figures["closing"], figures["left"], figures["uncredited"]):
+                continue  # a figure the site does not know: no arithmetic to check (the payments still are)
             change = int(figures["closing"]) - int(figures["opening"])
             accounted = listed + int(figures["unexplained"]) + int(figures["uncredited"]) - int(figures["left"])
             if int(figures["uncredited"]) < 0:
@@ -1140,7 +1229,7 @@ class Check:
                 )
 
     def compare_balances(self, edges: dict[int, dict]) -> None:
-        for block, side in ((self.first - 1, "opening"), (self.last, "closing")):
+        for block, side in ((self.before, "opening"), (self.last, "closing")):
             for asset, value in edges[block].items():
                 said = self.found["nonce"][side] if asset == "nonce" else self.site[asset][side]
                 if said is None and self.found["status"] != "proven":
@@ -1169,8 +1258,8 @@ class Check:
             receipt = self.node.call("eth_getTransactionReceipt", log["transactionHash"])
             logs = receipt.get("logs") if isinstance(receipt, dict) else None
             depositor = mint_depositor(log, logs if isinstance(logs, list) else [], self.us)
-            if depositor is not None:
-                sender, own = depositor, True if depositor == self.us else None
+            if depositor is not None:  # the depositor's, whoever relayed the message (anyone may, the sale too)
+                sender, own = depositor, depositor == self.us
         return Payment(
             by_contract[contract],
             int(log["blockNumber"], 16),
@@ -1200,7 +1289,7 @@ class Check:
                 raise Mismatch(
                     f"{left[asset]} raw units of {asset} left in Transfer logs, the site says {site['left']}"
                 )
-            change = edges[self.last][asset] - edges[self.first - 1][asset]
+            change = edges[self.last][asset] - edges[self.before][asset]
             self.ledger.close(asset, "range", left_over=change - arrived[asset] + left[asset])
 
     def coin_rows_alone(self, to_us: list[dict]) -> None:
@@ -1262,7 +1351,7 @@ class Check:
         had code, read in full: its own transactions (what left, and what its deposits minted to it), the
         transactions paying it, and, where the balance moved by more than those explain or the address had
         code, the block's call traces: every internal call paying it, and every one by which it paid out."""
-        low, high = (self.first - 1, edges[self.first - 1]), (self.last, edges[self.last])
+        low, high = (self.before, edges[self.before]), (self.last, edges[self.last])
         try:
             moved = moved_blocks(self.node, self.us, low, high)
         except NoHistory as exc:
@@ -1343,13 +1432,13 @@ class Check:
         signed one is added by eth_payments, which counts its own transactions there). Code at the closing
         edge that is not the code after the last such block: the whole range."""
         moves = sorted(n for n, before, after in moved if after["nonce"] != before["nonce"])
-        points = sorted({self.first - 1, *moves, self.last})
+        points = sorted({self.before, *moves, self.last})
         answers = self.node.batch([("eth_getCode", [self.us, hex(n)]) for n in points])
         if any(isinstance(c, RpcError) or not isinstance(c, str) for c in answers):
             raise Unreadable(f"your node did not give the address's code: {answers}")
         code = dict(zip(points, (c not in ("0x", "0x0", "") for c in answers), strict=True))
-        if code[self.last] != code[max(p for p in points if p in moves or p == self.first - 1)]:
-            return set(range(self.first, self.last + 1))  # its code changed with no nonce move: trust no edge
+        if code[self.last] != code[max(p for p in points if p in moves or p == self.before)]:
+            return set(range(self.before + 1, self.last + 1))  # its code changed with no nonce move: trust no edge
         coded: set[int] = set()
         for before, end in itertools.pairwise(points):
             if code[before]:
@@ -1511,17 +1600,78 @@ class Check:
 # --- the whole proof ------------------------------------------------------------------------------------------
 
 
+def following(previous: dict, found: dict) -> str | None:
+    """ "" when `found` starts right after `previous`; None when it is `previous` again, longer (the crawler extended
+    the newest range between two pages); else what is wrong: blocks no range covers, or blocks published twice."""
+    if found["first_block"] == previous["first_block"] and found["last_block"] > previous["last_block"]:
+        return None
+    if found["first_block"] > previous["last_block"] + 1:
+        return f"blocks {previous['last_block'] + 1}..{found['first_block'] - 1}: no range covers them"
+    if found["first_block"] <= previous["last_block"]:
+        again = f"{found['first_block']}..{min(found['last_block'], previous['last_block'])}"
+        return (
+            f"blocks {found['first_block']}..{found['last_block']}: the site publishes blocks {again} again (in "
+            f"blocks {previous['first_block']}..{previous['last_block']} already)"
+        )
+    return ""
+
+
+def your_blocks(node: Node, txs: list[str], chain: str) -> dict[str, int]:
+    """The block of each transaction you paid in, from your node."""
+    found = {}
+    for tx, receipt in zip(txs, node.batch([("eth_getTransactionReceipt", [t]) for t in txs]), strict=True):
+        number = receipt.get("blockNumber") if isinstance(receipt, dict) else None
+        if not isinstance(number, str) or not QUANTITY.fullmatch(number):
+            raise Unreadable(f"your node does not know transaction {tx}: is it on chain {chain}?")
+        found[tx] = int(number, 16)
+    return found
+
+
+def your_payments(check: Check, paid: dict[str, int], out: Any) -> int:
+    """What the range's check made of each transaction you paid in inside it, printed; MISMATCH where the site
+    books a payment of yours as the address's own money, INCOMPLETE where the range could not be checked in
+    full and none was found, BAD_ARGUMENTS where your node shows it paid the address nothing."""
+    verdict = MATCHES
+    for tx, block in paid.items():
+        if not check.first <= block <= check.last:
+            continue
+        booked = check.ledger.booked.get(tx, [])
+        for payment, how in booked:
+            if how == OWN:
+                print(
+                    f"does not match: your transaction: {payment.describe()}, and the site books it as {how}", file=out
+                )
+                return MISMATCH
+            print(f"your transaction: {payment.describe()}: {how}", file=out)
+        if not booked and check.missing:
+            print(
+                f"your transaction {tx} (block {block}): not checked, your node could not answer everything", file=out
+            )
+            verdict = INCOMPLETE
+        elif not booked:
+            print(f"your transaction {tx} (block {block}) paid the donation address nothing on your node", file=out)
+            return BAD_ARGUMENTS
+    return verdict
+
+
 def verify(
-    site: str, rpc: str, chain: str | None, timeout: float, pins: dict[str, str] | None = None, out=sys.stdout
+    site: str,
+    rpc: str,
+    chain: str | None,
+    timeout: float,
+    pins: dict[str, str] | None = None,
+    out: Any = sys.stdout,
+    yours: list[str] | None = None,
 ) -> int:
     """Check the proof of `chain` (the site's first when None); `pins`: what you said the address ("address")
-    and each coin's contract (by asset) are."""
+    and each coin's contract (by asset) are; `yours`: the transactions you paid in, each of which must be in a
+    range checked and is said what the proof made of it."""
     site = site.rstrip("/")
     node = Node(rpc, timeout)
     node_chain, head = (int(n, 16) for n in (node.call("eth_chainId"), node.call("eth_blockNumber")))
-    proof = read_proof(site, chain, timeout, head)
+    proof = Proof(site, chain, timeout, head)
     rows = read_donations(site, proof["chain"], timeout)
-    if proof.get("chain_id") is not None and node_chain != proof["chain_id"]:
+    if node_chain != proof["chain_id"]:
         raise Unreadable(f"your node is on chain id {node_chain}; the proof is for chain id {proof['chain_id']}")
     print(
         f"proof of {site}, chain {proof['chain']} (chain id {node_chain}, from your node), "
@@ -1529,28 +1679,49 @@ def verify(
         file=out,
     )
     try:
-        sale = Sale.of(node, proof, rows, pins or {})
+        sale = Sale.of(node, proof.chain, rows, pins or {})
     except Mismatch as exc:
         print(f"does not match: {exc}", file=out)
         return MISMATCH
     print(sale.describe(), file=out)
-    ranges = proof["ranges"]
-    if not ranges:
-        print("the site has published no range yet: nothing to check", file=out)
-        return INCOMPLETE
+    paid = your_blocks(node, yours or [], proof["chain"])
     blocks = [int(r["block_number"]) for r in rows]
-    covered = bisect.bisect_left(blocks, ranges[0]["first_block"])
-    if covered:
-        print(
-            f"note: {covered} listed donation(s) lie before the first range (block {ranges[0]['first_block']})",
-            file=out,
-        )
-    incomplete, previous = [], None
-    for found in ranges:
+    first: dict | None = None
+    previous: dict | None = None
+    incomplete, count = [], 0
+    for found in proof.ranges():
         name = f"blocks {found['first_block']}..{found['last_block']}"
-        if previous is not None and found["first_block"] != previous + 1:
-            print(f"does not match: blocks {previous + 1}..{found['first_block'] - 1}: no range covers them", file=out)
-            return MISMATCH
+        if previous is None:
+            first = found
+            starts = proof.get("first_block")
+            if starts is not None and found["first_block"] > starts:
+                print(
+                    f"does not match: blocks {starts}..{found['first_block'] - 1}: no range covers them (the site "
+                    f"says its proof starts at block {starts})",
+                    file=out,
+                )
+                return MISMATCH
+            for tx, block in paid.items():
+                if block < found["first_block"]:
+                    print(
+                        f"does not match: your transaction {tx} (block {block}) lies before block "
+                        f"{found['first_block']}, where the site's proof starts: it leaves your payment out",
+                        file=out,
+                    )
+                    return MISMATCH
+            covered = bisect.bisect_left(blocks, found["first_block"])
+            if covered:
+                print(
+                    f"note: {covered} listed donation(s) lie before the first range (block {found['first_block']})",
+                    file=out,
+                )
+        else:
+            follows = following(previous, found)
+            if follows is None:
+                count -= 1  # the newest range, extended between two pages: checked again, whole
+            elif follows:
+                print(f"does not match: {follows}", file=out)
+                return MISMATCH
         inside = rows[
             bisect.bisect_left(blocks, found["first_block"]) : bisect.bisect_right(blocks, found["last_block"])
         ]
@@ -1568,22 +1739,35 @@ def verify(
             )
         else:
             print(f"{name}: matches ({len(inside)} donation(s)){check.pending_note()}", file=out)
-        previous = found["last_block"]
-    beyond = len(blocks) - bisect.bisect_right(blocks, ranges[-1]["last_block"])
+        verdict = your_payments(check, paid, out)
+        if verdict in (MISMATCH, BAD_ARGUMENTS):
+            return verdict
+        if verdict == INCOMPLETE and name not in incomplete:
+            incomplete.append(name)
+        previous, count = found, count + 1
+    if first is None or previous is None:  # (both or neither)
+        print("the site has published no range yet: nothing to check", file=out)
+        return INCOMPLETE
+    late = []
+    for tx, block in paid.items():
+        if block > previous["last_block"]:
+            print(
+                f"your transaction {tx} (block {block}) lies after the last range the site publishes (block "
+                f"{previous['last_block']}): not in the proof yet, check again later",
+                file=out,
+            )
+            late.append(tx)
+    beyond = len(blocks) - bisect.bisect_right(blocks, previous["last_block"])
     if beyond:
         print(
             f"note: {beyond} listed donation(s) lie after the last range (confirmed since it was published)", file=out
         )
-    checked = len(rows) - covered - beyond
-    span = (
-        f"{len(ranges)} range(s), blocks {ranges[0]['first_block']}..{ranges[-1]['last_block']}, {checked} donation(s)"
-    )
-    if incomplete:
-        print(
-            f"matches as far as it could be checked: {span}; "
-            f"{len(incomplete)} range(s) not fully checked ({incomplete[0]} first)",
-            file=out,
-        )
+    checked = len(rows) - bisect.bisect_left(blocks, first["first_block"]) - beyond
+    span = f"{count} range(s), blocks {first['first_block']}..{previous['last_block']}, {checked} donation(s)"
+    if incomplete or late:
+        unchecked = [f"{len(incomplete)} range(s) not fully checked ({incomplete[0]} first)"] if incomplete else []
+        unchecked += [f"your transaction {late[0]} is not in it yet"] if late else []
+        print(f"matches as far as it could be checked: {span}; {'; '.join(unchecked)}", file=out)
         return INCOMPLETE
     print(f"matches: {span} ({node.calls} calls to your node)", file=out)
     return MATCHES
@@ -1595,9 +1779,15 @@ def _address(text: str) -> str:
     return text.lower()
 
 
+def _tx_hash(text: str) -> str:
+    if not HASH.fullmatch(text):
+        raise argparse.ArgumentTypeError("a transaction hash: 0x and 64 hex digits")
+    return text.lower()
+
+
 def _coin(text: str) -> tuple[str, str]:
     asset, _, contract = text.partition("=")
-    if not re.fullmatch(r"[a-z0-9]{1,16}", asset) or asset == "eth" or not ADDRESS.fullmatch(contract):
+    if not ASSET_NAME.fullmatch(asset) or asset == "eth" or not ADDRESS.fullmatch(contract):
         raise argparse.ArgumentTypeError("ASSET=0xCONTRACT, e.g. usdc=0xa0b86991c6218b36c1d19d4a2e9eb0ce3606eb48")
     return asset, contract.lower()
 
@@ -1632,6 +1822,14 @@ def main(argv: list[str] | None = None) -> int:
         "contract for it, or leaves it out)",
     )
     parser.add_argument(
+        "--tx",
+        type=_tx_hash,
+        action="append",
+        default=[],
+        metavar="0xTRANSACTION",
+        help="a transaction you paid in (repeatable): it must lie in the proof, and you are told what it made of it",
+    )
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=60.0,
@@ -1640,7 +1838,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     pins = dict(args.coin) | ({"address": args.address} if args.address else {})
     try:
-        return verify(args.site, args.rpc, args.chain, args.timeout, pins)
+        return verify(args.site, args.rpc, args.chain, args.timeout, pins, yours=args.tx)
     except (Unreadable, RpcError) as exc:
         print(f"could not check: {exc}", file=sys.stderr)
     except Exception as exc:  # noqa: BLE001 - an answer nobody foresaw: one line and exit 4, never a traceback

@@ -89,6 +89,10 @@ def test_an_inflow_the_crawler_could_not_trace_matches_while_listed_and_not_once
         lying = verify_site(site.url, node.url)
 
     assert honest.returncode == 0, honest.stdout + honest.stderr
+    assert (  # the donor sees that their payment waits for the operator, uncredited
+        f"matches (0 donation(s)); not credited, an open unexplained inflow the site lists: transaction {paid} paid "
+        f"the address {2 * ETHER} wei in block {block_of(node, paid)}"
+    ) in honest.stdout
     assert lying.returncode == 1, lying.stdout + lying.stderr
     assert f"transaction {paid} paid the address {2 * ETHER} wei in block" in lying.stdout.splitlines()[-1]
 
@@ -168,3 +172,23 @@ def test_a_coin_minted_to_the_address_by_no_one_it_names_must_be_an_open_inflow(
         f"transaction {minted} paid the address {40 * 10**6} raw units of usdc in block {block} from "
         f"0x{'0' * 40} (log 0), and it is neither a listed donation nor an open unexplained inflow the site lists"
     )
+
+
+def test_a_coin_burnt_at_the_address_without_a_log_matches(live_server, node):
+    """USDT's destroyBlackFunds burns the address's whole balance with no Transfer log: the crawler records it as
+    a negative unexplained inflow (detection.md). The verifier judged that inflow as if something had arrived
+    in its block and took it off the expected "uncredited", so an honest sale did not match."""
+    usdt = node.coins["usdt"]
+    node.mint(usdt, ACCOUNTS[1], 100 * 10**6)
+    node.transfer_token(usdt, ACCOUNTS[1], DONATION_ADDRESS, 100 * 10**6)
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+    burnt = node.send(node.token_tx(usdt, ACCOUNTS[3], "destroyBlackFunds(address)", ["address"], [DONATION_ADDRESS]))
+    node.mine(3)
+    call_command("crawl", "finalized", "--once")
+    found = holding(live_server.url, block_of(node, burnt))
+    assert [(i["asset"], i["amount_raw"]) for i in found["inflows"]] == [("usdt", str(-100 * 10**6))]
+
+    run = verify_site(live_server.url, node.url)
+
+    assert run.returncode == 0, run.stdout + run.stderr

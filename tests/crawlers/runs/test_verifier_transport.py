@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tracemalloc
 from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from tests.chain import DONATION_ADDRESS
-from tests.hostile_site import ScriptedSite, run_verifier
+from tests.hostile_site import ScriptedSite, run_verifier, verifier_module
 
 BOUND = 60  # seconds: far above what any of these takes with --timeout 1, far below "never"
 CSV_HEADER = (
@@ -43,9 +44,9 @@ def proof_page(**changes: object) -> dict:
     return {"chains": [chain]}
 
 
-def check(site: ScriptedSite, node, timeout: str = "1") -> subprocess.CompletedProcess:
+def check(site: ScriptedSite, node, timeout: str = "1", *extra: str) -> subprocess.CompletedProcess:
     try:
-        return run_verifier(site.url, node.url, "--timeout", timeout, timeout=BOUND)
+        return run_verifier(site.url, node.url, "--timeout", timeout, *extra, timeout=BOUND)
     except subprocess.TimeoutExpired:
         pytest.fail(f"the verifier was still running after {BOUND} s")
 
@@ -172,6 +173,8 @@ def test_pages_that_do_not_move_forward_within_the_head_are_refused(node, count,
         pytest.param({"ranges": [{"first_block": "1"}]}, id="a range without its fields"),
         pytest.param({"donation_address": 7}, id="an address that is a number"),
         pytest.param({"assets": [{"asset": "usdc", "contract": "0x12", "decimals": 6}]}, id="a contract too short"),
+        pytest.param({"ranges": [{**one_block_ranges(1, 1)[0], "nonce": {}}]}, id="a nonce without its edges"),
+        pytest.param({"chain_id": None}, id="no chain id to hold your node to"),
     ],
 )
 def test_an_answer_not_in_the_documented_shape_is_unreadable(node, lie):
@@ -195,3 +198,56 @@ def test_a_donation_list_not_in_the_documented_shape_is_unreadable(node):
         run = check(site, node)
 
     assert_unreadable(run, "/proof/donations.csv", "row 1", "documented shape")
+
+
+def test_a_string_that_never_closes_is_refused_at_once(node):
+    """Escaped quotes and no closing one: the nesting count outside strings tried every quote against the rest
+    of the answer (32 KB took 7 s, this 1 MB hours), after the answer's deadline, on one core, for ever."""
+    body = b'{"chains": ["' + b'\\"' * 500_000
+    with ScriptedSite(lambda h: site.body(h, body)) as site:
+        run = check(site, node)
+
+    assert_unreadable(run, "/proof.json", "did not answer JSON")
+
+
+def test_a_range_per_block_is_checked_as_it_comes_not_all_held_first(node):
+    """A site may publish one range per block up to the head: the verifier read every page before checking any
+    (about 2.3 KB a range: a mainnet's 23 million blocks are 50 GB). Now it holds two pages at a time and checks
+    their ranges as they come, so the first one that does not match ends it before the rest are read; here the
+    site answers 404 from the third page on, which the verifier reached (exit 4) before."""
+    node.mine(1_100)
+
+    def answer(handler: BaseHTTPRequestHandler) -> None:
+        if not handler.path.startswith("/proof.json"):
+            site.body(handler, CSV_HEADER)
+            return
+        asked = int(handler.path.split("from_block=")[1].split("&")[0])
+        if asked >= 1_000:
+            site.body(handler, b"{}", 404)
+            return
+        page = proof_page(ranges=one_block_ranges(asked + 1, 500), next_from_block=asked + 501)
+        site.body(handler, json.dumps(page).encode())
+
+    with ScriptedSite(answer) as site:
+        run = check(site, node)
+
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines()[-1].startswith("does not match: blocks 1..1: block 1 is 0x")
+    assert [p.split("?")[0] for p in site.requests] == ["/proof.json", "/proof/donations.csv", "/proof.json"]
+
+
+def test_the_donation_csv_costs_the_verifier_little_more_than_its_size():
+    """The CSV may be up to 1 GiB: decoded into one str and a StringIO of it, it took five times that beside the
+    body (about 7 GiB at the cap). Read in-process here, its memory traced."""
+    verifier = verifier_module("verify_proof_csv_memory")
+    row = b"rollup,0x" + b"ab" * 32 + b",,,12,0x" + b"cd" * 32 + b",0x" + b"ef" * 20 + b",eth,1.5,3000,30,0.1,2000,\n"
+    body = CSV_HEADER + row * 30_000  # 6 MB of another chain's donations
+    with ScriptedSite(lambda h: site.body(h, body)) as site:
+        tracemalloc.start()
+        try:
+            assert verifier.read_donations(site.url, "eth", 30) == []
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    assert peak < 3 * len(body), f"{peak / len(body):.1f} times the file's size"
