@@ -148,17 +148,17 @@ def donations_and_mints(
     for log in logs:
         sender, tx_hash, coin = "0x" + log["topics"][1][-40:], log["transactionHash"].lower(), log["address"].lower()
         raw, own = int(log["data"], 16), tx_hash in signed or not coin_runs.get(tx_hash, {}).get(coin, True)
-        if raw == 0 or sender == DONATION_ADDRESS or own:
+        # a mint: its CCTP depositor's whoever relayed the message, the address's own, or nobody's
+        depositor = cctp_depositor(anvil, log) if sender == ZERO else None
+        if raw == 0 or sender == DONATION_ADDRESS or (own and depositor is None) or depositor == DONATION_ADDRESS:
             continue
-        if sender == ZERO:  # a mint: its depositor's, the address's own, or nobody's
-            depositor = cctp_depositor(anvil, log)
-            if depositor is None:
-                where = (int(log["blockNumber"], 16), assets[coin])
-                unnamed[where] = unnamed.get(where, 0) + raw
-            if depositor in (None, DONATION_ADDRESS):
-                continue
+        if sender == ZERO and depositor is None:
+            where = (int(log["blockNumber"], 16), assets[coin])
+            unnamed[where] = unnamed.get(where, 0) + raw
+            continue
         found[(tx_hash, assets[coin], str(int(log["logIndex"], 16)))] = raw
-    units = {key: units for key, units in found.items() if key[0] not in signed}
+    named = {key for key in found if key[1] != "eth"}  # a coin's units were judged above, signed or not
+    units = {key: units for key, units in found.items() if key[0] not in signed or key in named}
     return units, signed, {(n, asset, raw) for (n, asset), raw in unnamed.items()}
 
 

@@ -138,14 +138,14 @@ def _own_arrival(log: dict, donation_address: str, own_txs: Collection[str], dep
     sender = _sender(log)
     if sender == donation_address:
         return SELF_TRANSFER
+    depositor = depositors.get(_log_key(log)) if sender == ZERO_ADDRESS else None
+    if depositor is not None:
+        # The burn message names where the value came from, whoever relayed it: a donor's burn the address
+        # itself claimed is the donor's (a sale relaying its donors' messages keeps nothing by it).
+        return BRIDGED if depositor == donation_address else None
     if (log.get("transactionHash") or "").lower() in own_txs:
         return RETURNED
-    if sender == ZERO_ADDRESS:
-        depositor = depositors.get(_log_key(log))
-        if depositor is None:
-            return MINTED
-        return BRIDGED if depositor == donation_address else None
-    return None
+    return MINTED if sender == ZERO_ADDRESS else None
 
 
 def token_movements(
