@@ -98,7 +98,8 @@ def test_the_sql_resume_and_the_admins_free_the_pause_backlog_alike(node, resume
     tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     crawl(LATEST)
     # looked at while its block is not final yet: pushed back by the back-off
-    assert crawl_old_unconfirmed(now=timezone.now() + LATER).untouched == {"block not finalized yet": 1}
+    judged = crawl_old_unconfirmed(now=timezone.now() + LATER)
+    assert judged.untouched == {"block not finalized yet": 1}, judged.held
     node.mine(3)
     crawl(FINALIZED)  # proven final, held by the pause
     row = Donation.objects.get(tx_hash=tx)
