@@ -71,6 +71,11 @@ def chain_tokens(chain: ChainSettings) -> dict[str, Token]:
     return found
 
 
+def stray_tokens(chain: ChainSettings) -> dict[str, Token]:
+    """The chain's stray tokens (DWS_STRAY_TOKENS), by contract."""
+    return {t.contract: Token(t.asset, t.contract, t.scale) for t in chain.stray_tokens}
+
+
 def asset_token(chain: ChainSettings, asset: str) -> Token | None:
     """The token called `asset` on `chain` (ETH, a donation coin or a stray token), or None."""
     return next((t for t in chain_tokens(chain).values() if t.asset == asset), None)

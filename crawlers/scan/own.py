@@ -1,5 +1,6 @@
 """The donation address's own money among what a block's traces show (crawlers/decode/frames.py's rule):
-coins that reached it inside a call it made itself are movements, not donations."""
+coins that reached it inside a call it made itself are movements, not donations, and stray tokens that did
+are owed to nobody."""
 
 from __future__ import annotations
 
@@ -29,3 +30,9 @@ def drop_own_coin_transfers(chain: ChainSettings, block: ScannedBlock, own_coin_
         else m
         for m in block.own
     ]
+
+
+def drop_own_strays(block: ScannedBlock, own_calls: set[tuple[str, str]]) -> None:
+    """Stray tokens that reached the address inside a call it made itself (a swap a Safe started: `own_calls`
+    names the transaction and the token's contract) are its own money, owed back to nobody."""
+    block.strays[:] = [s for s in block.strays if (s.tx_hash, s.token.contract) not in own_calls]

@@ -29,6 +29,7 @@ from crawlers.decode.transfers import EthCandidate, EthMove, eth_candidates, eth
 from crawlers.scan.flows import account_logs, account_receipts
 from crawlers.scan.payouts import account_payouts
 from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
+from crawlers.scan.strays import account_strays
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
 
@@ -50,8 +51,9 @@ def read_range(
 
     `numbers` (the sparse path, crawlers/scan/sparse.py) reads only those blocks of the range, with the
     range's Transfer `logs` already in hand; only blocks next to each other must chain. The range's foreign
-    logs (coins the sale does not take) ride along in `RangeRead.foreign`, and each block's transfers out of
-    the address in its `payouts` (crawlers/scan/payouts.py).
+    logs (coins the sale does not take) ride along in `RangeRead.foreign`, each block's stray coins in its
+    `strays` (crawlers/scan/strays.py) and its transfers out of the address in its `payouts`
+    (crawlers/scan/payouts.py).
     """
     numbers = list(numbers) if numbers is not None else range(start, end + 1)
     outcomes, extra_outcomes = fetch_blocks_with(client, chain, numbers, through_cache=mode.final, extra=extra)
@@ -77,6 +79,9 @@ def read_range(
     receipts = _receipts(client, chain, moves) if cut is None else {}
     if cut is None:
         cut = account_receipts(chain, scanned, candidates, moves, receipts)
+    stray_cut = account_strays(chain, scanned, blocks, foreign.to_us, last, signed)
+    if stray_cut is not None and (cut is None or stray_cut.number < cut.number):
+        cut = stray_cut
     account_payouts(chain, scanned, [*from_us, *foreign.from_us], moves, receipts)
     if cut is not None:
         return RangeRead(_prefix(scanned, cut.number), cut, extra_outcomes, foreign)
