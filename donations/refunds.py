@@ -76,6 +76,50 @@ def _token_of(chain: str, asset: str) -> Token:
     return token
 
 
+def _by_hand(chain: str, tx_hash: str, donor: str, asset: str) -> Refund | None:
+    """An operator's row for the money `tx_hash` brought `donor` in `asset` that no rule has taken up yet (no
+    donation, no Transfer log named on it): a rule finding it takes it up instead of owing the money twice."""
+    return (
+        Refund.objects.select_for_update()
+        .filter(
+            chain=chain,
+            reason=RefundReason.BY_HAND,
+            source_tx_hash=tx_hash,
+            donor=donor,
+            asset=asset,
+            donation__isnull=True,
+            inflow_id__isnull=True,
+            source_log_index__isnull=True,
+        )
+        .order_by("id")
+        .first()
+    )
+
+
+def _taken_up(row: Refund, what: str, amount: Decimal, **source: object) -> Refund:
+    """A rule's refund that an operator had already added by hand: the row names its source now, and the
+    money is owed once (a different amount is the operator's to settle: logged)."""
+    for field, value in source.items():
+        setattr(row, field, value)
+    row.save(update_fields=[*source, "modified_at"])
+    level = logging.WARNING if row.amount == amount else logging.ERROR
+    logger.log(
+        level,
+        "%s: refund %d, added by hand by %s, already owes it (%s %s to %s on %s, %s); the rule would owe %s: not "
+        "owed twice",
+        what,
+        row.pk,
+        row.added_by,
+        format(row.amount.normalize(), "f"),
+        row.asset,
+        row.donor,
+        row.chain,
+        row.status,
+        format(amount.normalize(), "f"),
+    )
+    return row
+
+
 def refund_owe_donation(donation: Donation) -> Refund | None:
     """The closed rule's refund: the donation was confirmed at 0 tokens because the sale was closed, so its
     amount (as recorded: ETH at the column's 8 decimals) is owed back to its donor. Called by
@@ -92,6 +136,10 @@ def refund_owe_donation(donation: Donation) -> Refund | None:
             donation.chain,
             exc,
         )
+        return None
+    by_hand = _by_hand(donation.chain, donation.tx_hash, donation.address, donation.asset)
+    if by_hand is not None:
+        _taken_up(by_hand, f"donation {donation.tx_hash} confirmed at 0 tokens", donation.amount, donation=donation)
         return None
     return _owed(
         Refund(
@@ -143,17 +191,23 @@ def refund_owe_inflow(
     token = _token_of(chain, asset)
     if amount <= 0:
         raise RefundRefused("only value that arrived can be refunded (this inflow is not positive)")
+    donor, tx_hash = _address(donor), _tx_hash(tx_hash) if tx_hash.strip() else ""
+    by_hand = _by_hand(chain, tx_hash, donor, asset) if tx_hash else None
+    if by_hand is not None:
+        return _taken_up(
+            by_hand, f"unexplained inflow {inflow_id} closed as not a donation, refund", amount, inflow_id=inflow_id
+        )
     return _owed(
         Refund(
             chain=chain,
-            donor=_address(donor),
+            donor=donor,
             asset=asset,
             contract=token.contract,
             decimals=token.decimals,
             amount=amount,
             reason=RefundReason.NOT_A_DONATION,
             inflow_id=inflow_id,
-            source_tx_hash=_tx_hash(tx_hash) if tx_hash.strip() else "",
+            source_tx_hash=tx_hash,
             source_block_number=block_number,
             note=f"closed as not a donation, refund, by {operator}",
             added_by=operator,
@@ -169,7 +223,7 @@ def refund_owe_strays(*, chain: str, strays: Iterable[StrayTransfer]) -> list[Re
         return []
     known = set(
         Refund.objects.filter(
-            chain=chain, reason=RefundReason.STRAY_COIN, source_tx_hash__in={s.tx_hash for s in strays}
+            chain=chain, source_tx_hash__in={s.tx_hash for s in strays}, source_log_index__isnull=False
         ).values_list("source_tx_hash", "source_log_index")
     )
     made = []
@@ -185,6 +239,16 @@ def refund_owe_strays(*, chain: str, strays: Iterable[StrayTransfer]) -> list[Re
                 chain,
                 stray.raw,
                 stray.token.asset,
+            )
+            continue
+        by_hand = _by_hand(chain, stray.tx_hash, stray.sender, stray.token.asset)
+        if by_hand is not None:
+            where = {"source_log_index": stray.log_index, "source_block_number": stray.block_number}
+            _taken_up(
+                by_hand,
+                f"stray transfer {stray.tx_hash} log {stray.log_index}",
+                units(stray.raw, stray.token.decimals),
+                **where,
             )
             continue
         made.append(

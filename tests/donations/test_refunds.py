@@ -82,6 +82,23 @@ def test_a_donation_confirmed_while_the_sale_is_closed_is_owed_back_once():
     ]
 
 
+def test_a_refund_added_by_hand_before_its_donation_was_confirmed_is_owed_once(caplog):
+    """An operator heard from the donor and added the refund by hand before the finalized crawler confirmed the
+    donation at 0 tokens: the closed rule takes that row up (the donor's receipt shows it) and owes no second."""
+    tiers = settings.CONFIG.sale_tiers
+    cap = recorded("0x" + "00" * 32, "100", tokens=tiers[-1].token_limit)
+    donations_confirm(donation_ids=[cap.id], tiers=tiers)
+    late = recorded("0x" + "02" * 32, "1.5", asset="eth")
+    by_hand = refund_add_by_hand(
+        chain="eth", donor=DONOR, asset="eth", amount=Decimal("1.5"), tx_hash=late.tx_hash, note="mail", operator="op"
+    )
+    with caplog.at_level(logging.WARNING, logger="dws.refunds"):
+        donations_confirm(donation_ids=[late.id], tiers=tiers)
+    row = Refund.objects.get()
+    assert (row.pk, row.donation_id, row.reason, row.status) == (by_hand.pk, late.id, "by-hand", "owed")
+    assert f"refund {by_hand.pk}, added by hand by op, already owes it" in caplog.text
+
+
 def test_an_open_sale_owes_nothing():
     row = recorded("0x" + "02" * 32, "10")
     donations_confirm(donation_ids=[row.id], tiers=settings.CONFIG.sale_tiers)

@@ -1,6 +1,7 @@
 """Stray coins under attack, on anvil (issue 38's review): what may be owed back is only a Transfer the
 finalized blocks hold, from someone else than the donation address's own doing, recorded with its block so
-a payment back in a later block of the same range finds its row."""
+a payment back in a later block of the same range finds its row, and never twice when an operator added it
+by hand first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from crawlers.chain.calls import TRANSFER_TOPIC
 from crawlers.models import FINALIZED, LATEST
 from crawlers.runs.crawl import crawl
 from donations.refund_models import Refund, UnmatchedPayout
+from donations.refunds import refund_add_by_hand
 from dws_project.config_values import StableCoin
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, selector
 from tests.configs import configured
@@ -86,6 +88,19 @@ def test_a_stray_paid_back_before_its_block_was_final_closes_its_row(node, dai):
     row = Refund.objects.get()
     assert (row.donor, row.amount, row.status, row.paid_tx_hash) == (DONOR, Decimal(25), "paid", back)
     assert not UnmatchedPayout.objects.exists()
+
+
+def test_a_stray_added_by_hand_first_is_not_owed_twice(node, dai, settings):
+    """An operator saw the DAI arrive and added its refund by hand before the finalized crawler reached it: the
+    rule finds that row and makes no second one (both would be exported and paid)."""
+    tx = node.transfer_token(dai, DONOR, DONATION_ADDRESS, 25 * UNIT)
+    chain = settings.CONFIG.first_chain.name
+    by_hand = refund_add_by_hand(
+        chain=chain, donor=DONOR, asset="dai", amount=Decimal(25), tx_hash=tx, note="the donor wrote in", operator="op"
+    )
+    finalized_crawl(node)
+    row = Refund.objects.get()
+    assert (row.pk, row.reason, row.source_log_index) == (by_hand.pk, "by-hand", 0)  # it names the Transfer now
 
 
 def _word(value: int | str) -> str:
