@@ -31,6 +31,7 @@ from django.utils.html import format_html
 
 from donations.refund_export import eoa_csv, safe_batch
 from donations.refund_models import PayoutStatus, Refund, RefundStatus, UnmatchedPayout
+from donations.refund_values import amount_text
 from donations.refunds import RefundRefused, refund_add_by_hand, refund_waive, unmatched_payout_dismiss
 from dws_project.admin_base import ReadOnlyAdmin
 
@@ -66,7 +67,7 @@ def register_totals(rows: QuerySet[Refund]) -> list[dict[str, Any]]:
     """Per chain and asset: what is owed, paid and waived (sum and count) among `rows`."""
     totals: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     for row in rows.order_by().values("chain", "asset", "status").annotate(total=Sum("amount"), rows=Count("id")):
-        totals[(row["chain"], row["asset"])][row["status"]] = (row["total"].normalize(), row["rows"])
+        totals[(row["chain"], row["asset"])][row["status"]] = (amount_text(row["total"]), row["rows"])
     return [
         {"chain": chain, "asset": asset, **{s.value: by.get(s.value, (0, 0)) for s in RefundStatus}}
         for (chain, asset), by in sorted(totals.items())

@@ -13,12 +13,11 @@ deleted. Imported by donations/models.py so the app's migrations see them.
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower, Now
 
+from donations.refund_values import amount_text, base_units
 from dws_project.touch import TouchingManager
 
 # Amounts in the asset's own units, exact: 18 decimals hold wei and every token's base unit, 60 digits a uint256.
@@ -123,12 +122,12 @@ class Refund(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.amount.normalize():f} {self.asset} owed to {self.donor} on {self.chain} ({self.status})"
+        return f"{amount_text(self.amount)} {self.asset} owed to {self.donor} on {self.chain} ({self.status})"
 
     @property
     def amount_raw(self) -> int:
         """The amount in the token's base units (wei for ETH): what the paying transfer must move."""
-        return int((self.amount * Decimal(10) ** self.decimals).to_integral_exact())
+        return base_units(self.amount, self.decimals)
 
 
 class PayoutStatus(models.TextChoices):
@@ -167,4 +166,4 @@ class UnmatchedPayout(models.Model):
         indexes = [models.Index(fields=["status", "chain"], name="refund_unmatched_status_idx")]
 
     def __str__(self) -> str:
-        return f"{self.amount.normalize():f} {self.asset} to {self.recipient} in {self.tx_hash} ({self.status})"
+        return f"{amount_text(self.amount)} {self.asset} to {self.recipient} in {self.tx_hash} ({self.status})"

@@ -35,7 +35,7 @@ from donations.refund_models import (
     RefundStatus,
     UnmatchedPayout,
 )
-from donations.refund_values import Payout, StrayTransfer, Token, asset_token, units
+from donations.refund_values import Payout, StrayTransfer, Token, amount_text, asset_token, fits_decimals, units
 from donations.webhook_models import WebhookEventType
 from donations.webhooks import webhook_refund_event
 from dws_project.chain_settings import UnknownChain
@@ -55,7 +55,7 @@ def _owed(refund: Refund) -> Refund:
     webhook_refund_event(refund, WebhookEventType.REFUND_OWED)
     logger.warning(
         "refund owed: %s %s to %s on %s (%s; source %s), id %d",
-        refund.amount.normalize(),
+        amount_text(refund.amount),
         refund.asset,
         refund.donor,
         refund.chain,
@@ -110,12 +110,12 @@ def _taken_up(row: Refund, what: str, amount: Decimal, **source: object) -> Refu
         what,
         row.pk,
         row.added_by,
-        format(row.amount.normalize(), "f"),
+        amount_text(row.amount),
         row.asset,
         row.donor,
         row.chain,
         row.status,
-        format(amount.normalize(), "f"),
+        amount_text(amount),
     )
     return row
 
@@ -301,7 +301,7 @@ def refund_add_by_hand(
     if amount <= 0:
         raise RefundRefused("the amount must be positive")
     token = _token_of(chain, asset)
-    if amount != amount.quantize(Decimal(1).scaleb(-token.decimals)):
+    if not fits_decimals(amount, token.decimals):
         raise RefundRefused(f"{asset} has {token.decimals} decimals: the amount has more")
     donor, tx_hash = _address(donor), _tx_hash(tx_hash)
     if Refund.objects.filter(chain=chain, source_tx_hash=tx_hash, donor=donor, asset=asset).exists():
@@ -340,7 +340,7 @@ def _waive(refund: Refund, *, reason: str, operator: str) -> Refund:
     logger.warning(
         "refund %d (%s %s to %s on %s) waived by %s: %s",
         refund.pk,
-        refund.amount.normalize(),
+        amount_text(refund.amount),
         refund.asset,
         refund.donor,
         refund.chain,
@@ -404,7 +404,7 @@ def refund_payouts_record(*, chain: str, payouts: Sequence[Payout]) -> tuple[int
         logger.warning(
             "refund %d paid: %s %s to %s on %s by tx %s in block %d",
             owed.pk,
-            owed.amount.normalize(),
+            amount_text(owed.amount),
             owed.asset,
             owed.donor,
             chain,
@@ -430,7 +430,7 @@ def _unmatched(chain: str, payout: Payout) -> None:
     logger.warning(
         "a transfer out of the donation address matches no owed refund: %s %s to %s on %s (tx %s, block %d); "
         'listed for the operator (see docs/operating.md, "refunds")',
-        payout.amount.normalize(),
+        amount_text(payout.amount),
         payout.token.asset,
         payout.recipient,
         chain,
@@ -452,7 +452,7 @@ def unmatched_payout_dismiss(*, payout_id: int, note: str, operator: str) -> Unm
     logger.warning(
         "unmatched transfer out %d (%s %s to %s, tx %s) dismissed by %s: %s",
         payout.pk,
-        payout.amount.normalize(),
+        amount_text(payout.amount),
         payout.asset,
         payout.recipient,
         payout.tx_hash,

@@ -14,7 +14,7 @@ from crawlers.chain.logs import ForeignLogs
 from crawlers.decode.blocks import BlockHeader
 from crawlers.decode.strays import foreign_arrivals
 from crawlers.models import ForeignTransferCount
-from donations.refund_values import StrayTransfer, stray_tokens
+from donations.refund_values import StrayTransfer, amount_text, stray_tokens
 from donations.refunds import refund_owe_strays
 from dws_project.chain_settings import ChainSettings
 
@@ -26,7 +26,7 @@ def strays_record(chain: ChainSettings, *, block: BlockHeader, strays: Sequence[
     for stray in refund_owe_strays(chain=chain.name, strays=strays):
         logger.warning(
             "stray transfer: %s %s (a token the sale does not take) from %s in tx %s (block %d of %s): owed back",
-            format(stray.amount.normalize(), "f"),
+            amount_text(stray.amount),
             stray.asset,
             stray.donor,
             stray.source_tx_hash,

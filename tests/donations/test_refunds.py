@@ -13,6 +13,7 @@ from django.conf import settings
 
 from donations.judging import donations_confirm
 from donations.models import Donation
+from donations.refund_export import batch_transaction
 from donations.refund_models import Refund, UnmatchedPayout
 from donations.refund_values import ETH_TOKEN, Payout, StrayTransfer, Token
 from donations.refunds import (
@@ -24,6 +25,7 @@ from donations.refunds import (
     unmatched_payout_dismiss,
 )
 from donations.webhook_models import WebhookEndpoint, WebhookEvent
+from donations.wire import refund_public
 
 pytestmark = pytest.mark.django_db
 
@@ -215,3 +217,25 @@ def test_an_amount_beyond_what_the_register_holds_is_logged_never_a_failed_block
         )
     assert "more than the refund register holds" in caplog.text
     assert not Refund.objects.exists()
+
+
+def test_amounts_past_28_digits_stay_exact_to_the_base_unit():
+    """An 18-decimal token moving more than 10^10 units (a meme token's everyday amount) has more digits than
+    Python's default decimal context keeps (28): the wei were rounded away, so the register owed, exported
+    and matched another amount than arrived, and an operator's row of that size raised instead of saving."""
+    raw = 123_456_789_012 * 10**18 + 1
+    meme = Token("meme", "0x" + "ef" * 20, 18)
+    (row,) = refund_owe_strays(chain="eth", strays=[StrayTransfer("0x" + "0f" * 32, 0, 40, DONOR, meme, raw)])
+    row.refresh_from_db()
+    assert row.amount == Decimal("123456789012.000000000000000001")
+    assert row.amount_raw == raw
+    assert batch_transaction(row)["data"].endswith(raw.to_bytes(32, "big").hex())
+    assert refund_public(row)["amount"] == "123456789012.000000000000000001"  # the refund.owed webhook's
+    assert refund_payouts_record(chain="eth", payouts=[payout("0x" + "1f" * 32, DONOR, meme, raw)]) == (1, 0)
+
+    big = Decimal("12345678901.123456789012345678")  # ETH, to the wei
+    added = refund_add_by_hand(
+        chain="eth", donor=OTHER, asset="eth", amount=big, tx_hash="0x" + "2f" * 32, note="n", operator="op"
+    )
+    added.refresh_from_db()
+    assert (added.amount, added.amount_raw) == (big, 12345678901_123456789012345678)
