@@ -123,8 +123,12 @@ def _taken_up(row: Refund, what: str, amount: Decimal, **source: object) -> Refu
 def refund_owe_donation(donation: Donation) -> Refund | None:
     """The closed rule's refund: the donation was confirmed at 0 tokens because the sale was closed, so its
     amount (as recorded: ETH at the column's 8 decimals) is owed back to its donor. Called by
-    `donation_confirm` inside the crediting transaction; once per donation."""
-    if Refund.objects.filter(donation=donation).exists():
+    `donation_confirm` inside the crediting transaction; once per donation (a row this rule waived when the
+    donation failed is owed again when it is confirmed again: `_owed_again`)."""
+    existing = Refund.objects.select_for_update().filter(donation=donation).first()
+    if existing is not None:
+        if existing.status == RefundStatus.WAIVED and existing.waived_by == RULE:
+            _owed_again(existing, f"its donation was confirmed again (block {donation.block_number})")
         return None
     try:
         token = _token_of(donation.chain, donation.asset)
@@ -155,6 +159,24 @@ def refund_owe_donation(donation: Donation) -> Refund | None:
             source_log_index=donation.log_index,
             source_block_number=donation.block_number,
         )
+    )
+
+
+def _owed_again(refund: Refund, why: str) -> None:
+    """A row the rules waived, owed again: the waiver is kept in its note, the money is owed."""
+    when = f"{refund.waived_at:%Y-%m-%d %H:%M:%S}Z" if refund.waived_at else "?"
+    waived = f"waived by {refund.waived_by} at {when} ({refund.waived_reason}); owed again: {why}"
+    refund.note = f"{refund.note}\n{waived}".strip()
+    refund.status, refund.waived_by, refund.waived_reason, refund.waived_at = RefundStatus.OWED, "", "", None
+    refund.save(update_fields=["status", "note", "waived_by", "waived_reason", "waived_at", "modified_at"])
+    logger.warning(
+        "refund %d (%s %s to %s on %s) owed again: %s",
+        refund.pk,
+        amount_text(refund.amount),
+        refund.asset,
+        refund.donor,
+        refund.chain,
+        waived,
     )
 
 

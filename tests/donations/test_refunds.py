@@ -24,6 +24,8 @@ from donations.refunds import (
     refund_waive,
     unmatched_payout_dismiss,
 )
+from donations.services import finalized_block_record
+from donations.sightings import Sighting, Transfer
 from donations.webhook_models import WebhookEndpoint, WebhookEvent
 from donations.wire import refund_public
 
@@ -99,6 +101,29 @@ def test_a_refund_added_by_hand_before_its_donation_was_confirmed_is_owed_once(c
     row = Refund.objects.get()
     assert (row.pk, row.donation_id, row.reason, row.status) == (by_hand.pk, late.id, "by-hand", "owed")
     assert f"refund {by_hand.pk}, added by hand by op, already owes it" in caplog.text
+
+
+def test_a_donation_failed_then_confirmed_again_from_its_finalized_block_is_owed_again():
+    """The finalized path's flip (donations/services.py): a confirmed row whose finalized receipt reported a
+    revert is failed (its refund waived by rule: no money arrived), then the transfer is found in a finalized
+    block after all and the row confirmed again at 0 tokens. The money did arrive: the refund is owed again,
+    not left waived with the donor's receipt saying so."""
+    tiers = settings.CONFIG.sale_tiers
+    cap = recorded("0x" + "00" * 32, "100", tokens=tiers[-1].token_limit)
+    donations_confirm(donation_ids=[cap.id], tiers=tiers)
+    late = recorded("0x" + "03" * 32, "1.5", asset="eth")
+    donations_confirm(donation_ids=[late.id], tiers=tiers)
+    finalized_block_record(chain="eth", sightings=[], reverted_tx_hashes=[late.tx_hash], tiers=tiers)
+    assert Refund.objects.get().status == "waived"
+
+    again = Transfer(late.tx_hash, None, DONOR, "eth", Decimal("1.5"), 9, "0x" + "bb" * 32)
+    found = Sighting(chain="eth", transfer=again, block_time=late.block_time, eth_price=Decimal(2000))
+    finalized_block_record(chain="eth", sightings=[found], reverted_tx_hashes=[], tiers=tiers)
+    late.refresh_from_db()
+    assert (late.status, late.tokens) == ("confirmed", 0)
+    refund = Refund.objects.get()
+    assert (refund.donation_id, refund.status, refund.amount, refund.waived_by) == (late.id, "owed", Decimal("1.5"), "")
+    assert "waived by dws (rule)" in refund.note
 
 
 def test_an_open_sale_owes_nothing():
