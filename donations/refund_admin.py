@@ -30,14 +30,12 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from donations.refund_export import eoa_csv, safe_batch
-from donations.refund_models import PayoutStatus, Refund, RefundStatus, UnmatchedPayout
+from donations.refund_models import CHANGE_REFUND, PayoutStatus, Refund, RefundStatus, UnmatchedPayout
 from donations.refund_values import amount_text
 from donations.refunds import RefundRefused, refund_add_by_hand, refund_waive, unmatched_payout_dismiss
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
-
-CHANGE = "donations.change_refund"
 
 
 class WaiveForm(forms.Form):
@@ -116,7 +114,7 @@ class RefundAdmin(ReadOnlyAdmin):
         return obj.paid_tx_hash
 
     def has_change_refund_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm(CHANGE)
+        return request.user.has_perm(CHANGE_REFUND)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
@@ -124,7 +122,7 @@ class RefundAdmin(ReadOnlyAdmin):
             shown = response.context_data.get("cl")
             if shown is not None:
                 response.context_data["register_totals"] = register_totals(shown.queryset)
-            response.context_data["can_add_by_hand"] = request.user.has_perm(CHANGE)
+            response.context_data["can_add_by_hand"] = request.user.has_perm(CHANGE_REFUND)
         return response
 
     def get_urls(self) -> list[URLPattern]:
@@ -132,7 +130,7 @@ class RefundAdmin(ReadOnlyAdmin):
         return [path("add-by-hand/", add, name="donations_refund_add_by_hand"), *super().get_urls()]
 
     def add_by_hand_view(self, request: HttpRequest) -> HttpResponse:
-        if not request.user.has_perm(CHANGE):
+        if not request.user.has_perm(CHANGE_REFUND):
             raise PermissionDenied
         form = AddRefundForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
@@ -262,7 +260,7 @@ class UnmatchedPayoutAdmin(ReadOnlyAdmin):
         return [mine, *super().get_urls()]
 
     def dismiss_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
-        if not request.user.has_perm(CHANGE):
+        if not request.user.has_perm(CHANGE_REFUND):
             raise PermissionDenied
         payout = get_object_or_404(UnmatchedPayout, pk=object_id)
         form = DismissPayoutForm(request.POST or None)

@@ -24,6 +24,10 @@ from dws_project.touch import TouchingManager
 AMOUNT_DIGITS, AMOUNT_PLACES = 60, 18
 
 
+# What every operator lever that makes the treasury owe, waive or pay needs (the admin's "Can change refund").
+CHANGE_REFUND = "donations.change_refund"
+
+
 class RefundStatus(models.TextChoices):
     OWED = "owed"
     PAID = "paid"
