@@ -204,3 +204,20 @@ def test_owed_rows_export_as_a_safe_batch_and_as_a_csv_with_payment_links(operat
         ),
         (checksum(DONOR), "0.5", str(5 * 10**17), f"ethereum:{checksum(DONOR)}@{chain_id}?value={5 * 10**17}"),
     ]
+
+
+def test_rows_exported_before_are_named_when_exported_again(operator):
+    """A batch waits for the Safe owners' signatures; the overdue alert fires; an operator exports the same
+    rows again: executing both would pay twice (the register closes a row once), so the second export says
+    which rows went out before."""
+    first, fresh = owed("10"), owed("4", tx="02")
+    operator.post(reverse(CHANGELIST), {"action": "export_safe_batch", ACTION_CHECKBOX_NAME: [first.pk]})
+    quiet = operator.get(reverse(CHANGELIST)).content.decode()
+    assert "exported for payment before" not in quiet
+
+    again = operator.post(
+        reverse(CHANGELIST), {"action": "export_safe_batch", ACTION_CHECKBOX_NAME: [first.pk, fresh.pk]}
+    )
+    assert json.loads(again.content)["transactions"]  # the file still comes: the operator decides
+    page = operator.get(reverse(CHANGELIST)).content.decode()
+    assert f"were exported for payment before: refund(s) {first.pk} (see" in page
