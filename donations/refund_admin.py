@@ -20,8 +20,6 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
-from django.contrib.admin.models import LogEntry
-from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, QuerySet, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -34,12 +32,16 @@ from django.utils.html import format_html
 from donations.refund_export import eoa_csv, safe_batch
 from donations.refund_models import CHANGE_REFUND, PayoutStatus, Refund, RefundStatus, UnmatchedPayout
 from donations.refund_values import amount_text
-from donations.refunds import RefundRefused, refund_add_by_hand, refund_waive, unmatched_payout_dismiss
+from donations.refunds import (
+    RefundRefused,
+    refund_add_by_hand,
+    refund_waive,
+    refunds_mark_exported,
+    unmatched_payout_dismiss,
+)
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
-
-EXPORTED = "exported for payment"  # each exported row's history line starts with it
 
 
 class WaiveForm(forms.Form):
@@ -223,30 +225,21 @@ class RefundAdmin(ReadOnlyAdmin):
         return response
 
     def _exported(self, request: HttpRequest, rows: list[Refund], what: str) -> None:
-        before = (
-            LogEntry.objects.filter(
-                content_type=ContentType.objects.get_for_model(Refund),
-                object_id__in=[str(r.pk) for r in rows],
-                change_message__startswith=EXPORTED,
-            )
-            .order_by("object_id")
-            .values_list("object_id", flat=True)
-            .distinct()
-        )
+        before = refunds_mark_exported(refund_ids=[r.pk for r in rows])
         if before:
             # A batch still waiting for its signatures and this one would both pay: the register closes a row
             # once, a second payment is only listed as unmatched.
             self.message_user(
                 request,
-                f"some rows were exported for payment before: refund(s) {', '.join(before)} (see each row's history); "
-                "execute only one batch paying them, or the treasury pays them twice",
+                f"some rows were exported for payment before: refund(s) {', '.join(map(str, before))} (see each "
+                "row's history); execute only one batch paying them, or the treasury pays them twice",
                 messages.WARNING,
             )
         ids = ", ".join(str(r.pk) for r in rows)
         operator = request.user.get_username()
         logger.warning("admin: %s exported %d owed refund(s) as a %s: ids %s", operator, len(rows), what, ids)
         for row in rows:
-            self.log_change(request, row, f"{EXPORTED} ({what})")
+            self.log_change(request, row, f"exported for payment ({what})")
 
 
 @admin.register(UnmatchedPayout)

@@ -75,6 +75,9 @@ class Refund(models.Model):
     paid_trace_address = models.TextField(blank=True, default="")
     paid_block_number = models.BigIntegerField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True, help_text="when the crawler recorded the payment")
+    # When an operator last exported it in a batch for the treasury: a payment matching several owed rows pays
+    # the one exported (the operator's intent), not merely the oldest.
+    exported_at = models.DateTimeField(null=True, blank=True)
     added_by = models.CharField(max_length=150, blank=True, default="", help_text="the operator who added it")
     waived_by = models.CharField(max_length=150, blank=True, default="")
     waived_reason = models.TextField(blank=True, default="")

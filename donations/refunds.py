@@ -23,6 +23,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from donations.models import Donation
@@ -372,9 +373,19 @@ def _waive(refund: Refund, *, reason: str, operator: str) -> Refund:
     return refund
 
 
+def refunds_mark_exported(*, refund_ids: Sequence[int]) -> list[int]:
+    """Note that these rows went out in a batch for the treasury (the admin's exports); returns the ids of
+    those that had gone out before (a batch still waiting for its signatures pays them too)."""
+    rows = Refund.objects.filter(pk__in=refund_ids)
+    before = sorted(rows.filter(exported_at__isnull=False).values_list("id", flat=True))
+    rows.update(exported_at=timezone.now())
+    return before
+
+
 def refund_payouts_record(*, chain: str, payouts: Sequence[Payout]) -> tuple[int, int]:
-    """The donation address's transfers out in a finalized block of `chain`: each pays the oldest owed row
-    with the same recipient, token and amount, or is listed as unmatched. Idempotent (a transfer already
+    """The donation address's transfers out in a finalized block of `chain`: each pays the owed row with the
+    same recipient, token and amount (one an operator exported first, then the oldest), or is listed as
+    unmatched. Idempotent (a transfer already
     recorded either way is left alone). Called inside the finalized crawler's transaction for the block.
     Returns (rows paid, transfers unmatched)."""
     paid = unmatched = 0
@@ -400,7 +411,7 @@ def refund_payouts_record(*, chain: str, payouts: Sequence[Payout]) -> tuple[int
                 contract=payout.token.contract,
                 amount=payout.amount,
             )
-            .order_by("created_at", "id")
+            .order_by(F("exported_at").asc(nulls_last=True), "created_at", "id")
             .first()
         )
         if owed is None:

@@ -22,6 +22,7 @@ from donations.refunds import (
     refund_owe_strays,
     refund_payouts_record,
     refund_waive,
+    refunds_mark_exported,
     unmatched_payout_dismiss,
 )
 from donations.services import finalized_block_record
@@ -264,3 +265,21 @@ def test_amounts_past_28_digits_stay_exact_to_the_base_unit():
     )
     added.refresh_from_db()
     assert (added.amount, added.amount_raw) == (big, 12345678901_123456789012345678)
+
+
+def test_a_payment_pays_the_row_the_operator_exported_not_an_older_twin():
+    """A donor sent 100 USDT twice after the sale closed (the first showed 0 tokens); the operator agrees to
+    waive the first and exports the second. The treasury's transfer matches both by chain, recipient, token and
+    amount: it pays the row exported, so the other can still be waived and the paid one is not exported again."""
+    usdt = Token("usdt", "0x5fbdb2315678afecb367f032d93f642f64180aa3", 6)
+    older, newer = refund_owe_strays(
+        chain="eth",
+        strays=[StrayTransfer("0x" + tx * 32, 0, 40, DONOR, usdt, 100 * 10**6) for tx in ("3a", "3b")],
+    )
+    refunds_mark_exported(refund_ids=[newer.pk])
+    paying = "0x" + "3c" * 32
+    assert refund_payouts_record(chain="eth", payouts=[payout(paying, DONOR, usdt, 100 * 10**6, log=0)]) == (1, 0)
+    older.refresh_from_db()
+    newer.refresh_from_db()
+    assert (older.status, newer.status, newer.paid_tx_hash) == ("owed", "paid", paying)
+    refund_waive(refund_id=older.pk, reason="the donor took tokens for it", operator="op")
