@@ -18,6 +18,7 @@ from donations.refunds import refund_add_by_hand
 from dws_project.config_values import StableCoin
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, selector
 from tests.configs import configured
+from tests.crawlers.runs.test_stray_transfers import finalized_crawl, owed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -35,16 +36,6 @@ def dai(node, settings) -> str:
     node.mint(token, DONOR, 1000 * UNIT)
     node.mint(token, OTHER, 1000 * UNIT)
     return token
-
-
-def finalized_crawl(node) -> None:
-    node.mine(2)
-    assert crawl(LATEST).held is None
-    assert crawl(FINALIZED).held is None
-
-
-def owed() -> set[tuple]:
-    return {(r.donor, r.asset, r.amount, r.reason, r.status) for r in Refund.objects.all()}
 
 
 def test_a_stray_coin_that_came_back_in_the_addresses_own_transaction_is_not_owed(node, dai):
