@@ -91,6 +91,7 @@ class RefundAdmin(ReadOnlyAdmin):
         "status",
         "source",
         "paid_by",
+        "exported_at",
         "created_at",
     )
     list_filter = ("status", "chain", "asset", "reason")
