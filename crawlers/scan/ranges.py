@@ -76,16 +76,22 @@ def read_range(
         (to_us, from_us), foreign = found_logs.coins, found_logs.foreign
     signed = {move.tx_hash for move in moves if move.sender == chain.donation_address}
     cut = account_logs(chain, scanned, to_us, from_us, last, signed)
-    receipts = _receipts(client, chain, moves) if cut is None else {}
-    if cut is None:
-        cut = account_receipts(chain, scanned, candidates, moves, receipts)
-    stray_cut = account_strays(chain, scanned, blocks, foreign.to_us, last, signed)
-    if stray_cut is not None and (cut is None or stray_cut.number < cut.number):
-        cut = stray_cut
+    # The blocks before a hold are recorded: their transactions' receipts are read and accounted too.
+    moves = [move for move in moves if cut is None or move.block_number < cut.number]
+    receipts = _receipts(client, chain, moves)
+    cut = _earlier(cut, account_receipts(chain, scanned, candidates, moves, receipts))
+    cut = _earlier(cut, account_strays(chain, scanned, blocks, foreign.to_us, last, signed))
     account_payouts(chain, scanned, [*from_us, *foreign.from_us], moves, receipts)
     if cut is not None:
         return RangeRead(_prefix(scanned, cut.number), cut, extra_outcomes, foreign)
     return RangeRead(_prefix(scanned, last + 1), held, extra_outcomes, foreign)
+
+
+def _earlier(held: BlockHeld | None, other: BlockHeld | None) -> BlockHeld | None:
+    """The hold at the earlier block of the two (either may be None)."""
+    if held is None or (other is not None and other.number < held.number):
+        return other
+    return held
 
 
 def _chained(
