@@ -27,6 +27,7 @@ from crawlers.models import InflowStatus, InternalMovement, LastBlock, Reconcile
 from crawlers.record.inflows import InflowRefused, inflow_dismiss, inflow_refund
 from crawlers.runs.operator import CursorRefused, inflow_credit, set_cursor
 from donations.models import Donation, DonationStatus
+from donations.refund_models import CHANGE_REFUND
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
@@ -235,6 +236,9 @@ class UnexplainedInflowAdmin(ReadOnlyAdmin):
         )
 
     def refund_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
+        if not request.user.has_perm(CHANGE_REFUND):  # it makes the treasury owe: the register's own lever too
+            raise PermissionDenied
+
         def refund(inflow: UnexplainedInflow, data: dict[str, Any], operator: str) -> UnexplainedInflow:
             inflow_refund(
                 inflow_id=inflow.pk,

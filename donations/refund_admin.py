@@ -30,13 +30,18 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from donations.refund_export import eoa_csv, safe_batch
-from donations.refund_models import PayoutStatus, Refund, RefundStatus, UnmatchedPayout
-from donations.refunds import RefundRefused, refund_add_by_hand, refund_waive, unmatched_payout_dismiss
+from donations.refund_models import CHANGE_REFUND, PayoutStatus, Refund, RefundStatus, UnmatchedPayout
+from donations.refund_values import amount_text
+from donations.refunds import (
+    RefundRefused,
+    refund_add_by_hand,
+    refund_waive,
+    refunds_mark_exported,
+    unmatched_payout_dismiss,
+)
 from dws_project.admin_base import ReadOnlyAdmin
 
 logger = logging.getLogger("dws.admin")
-
-CHANGE = "donations.change_refund"
 
 
 class WaiveForm(forms.Form):
@@ -66,7 +71,7 @@ def register_totals(rows: QuerySet[Refund]) -> list[dict[str, Any]]:
     """Per chain and asset: what is owed, paid and waived (sum and count) among `rows`."""
     totals: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
     for row in rows.order_by().values("chain", "asset", "status").annotate(total=Sum("amount"), rows=Count("id")):
-        totals[(row["chain"], row["asset"])][row["status"]] = (row["total"].normalize(), row["rows"])
+        totals[(row["chain"], row["asset"])][row["status"]] = (amount_text(row["total"]), row["rows"])
     return [
         {"chain": chain, "asset": asset, **{s.value: by.get(s.value, (0, 0)) for s in RefundStatus}}
         for (chain, asset), by in sorted(totals.items())
@@ -86,6 +91,7 @@ class RefundAdmin(ReadOnlyAdmin):
         "status",
         "source",
         "paid_by",
+        "exported_at",
         "created_at",
     )
     list_filter = ("status", "chain", "asset", "reason")
@@ -115,7 +121,7 @@ class RefundAdmin(ReadOnlyAdmin):
         return obj.paid_tx_hash
 
     def has_change_refund_permission(self, request: HttpRequest) -> bool:
-        return request.user.has_perm(CHANGE)
+        return request.user.has_perm(CHANGE_REFUND)
 
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         response = super().changelist_view(request, extra_context)
@@ -123,7 +129,7 @@ class RefundAdmin(ReadOnlyAdmin):
             shown = response.context_data.get("cl")
             if shown is not None:
                 response.context_data["register_totals"] = register_totals(shown.queryset)
-            response.context_data["can_add_by_hand"] = request.user.has_perm(CHANGE)
+            response.context_data["can_add_by_hand"] = request.user.has_perm(CHANGE_REFUND)
         return response
 
     def get_urls(self) -> list[URLPattern]:
@@ -131,7 +137,7 @@ class RefundAdmin(ReadOnlyAdmin):
         return [path("add-by-hand/", add, name="donations_refund_add_by_hand"), *super().get_urls()]
 
     def add_by_hand_view(self, request: HttpRequest) -> HttpResponse:
-        if not request.user.has_perm(CHANGE):
+        if not request.user.has_perm(CHANGE_REFUND):
             raise PermissionDenied
         form = AddRefundForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
@@ -220,6 +226,16 @@ class RefundAdmin(ReadOnlyAdmin):
         return response
 
     def _exported(self, request: HttpRequest, rows: list[Refund], what: str) -> None:
+        before = refunds_mark_exported(refund_ids=[r.pk for r in rows])
+        if before:
+            # A batch still waiting for its signatures and this one would both pay: the register closes a row
+            # once, a second payment is only listed as unmatched.
+            self.message_user(
+                request,
+                f"some rows were exported for payment before: refund(s) {', '.join(map(str, before))} (see each "
+                "row's history); execute only one batch paying them, or the treasury pays them twice",
+                messages.WARNING,
+            )
         ids = ", ".join(str(r.pk) for r in rows)
         operator = request.user.get_username()
         logger.warning("admin: %s exported %d owed refund(s) as a %s: ids %s", operator, len(rows), what, ids)
@@ -261,7 +277,7 @@ class UnmatchedPayoutAdmin(ReadOnlyAdmin):
         return [mine, *super().get_urls()]
 
     def dismiss_view(self, request: HttpRequest, object_id: int) -> HttpResponse:
-        if not request.user.has_perm(CHANGE):
+        if not request.user.has_perm(CHANGE_REFUND):
             raise PermissionDenied
         payout = get_object_or_404(UnmatchedPayout, pk=object_id)
         form = DismissPayoutForm(request.POST or None)

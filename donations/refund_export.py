@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from donations.refund_models import Refund
+from donations.refund_values import amount_text
 from dws_project.chain_settings import ChainSettings
 from dws_project.config_values import checksum_address
 from dws_project.keccak import keccak256
@@ -136,7 +137,7 @@ def eoa_csv(chains: dict[str, ChainSettings], refunds: Sequence[Refund]) -> str:
                 refund.asset,
                 checksum_address(refund.contract) if refund.contract else "",
                 refund.decimals,
-                format(refund.amount.normalize(), "f"),
+                amount_text(refund.amount),
                 refund.amount_raw,
                 refund.reason,
                 refund.source_tx_hash,

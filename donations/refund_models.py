@@ -13,16 +13,19 @@ deleted. Imported by donations/models.py so the app's migrations see them.
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower, Now
 
+from donations.refund_values import amount_text, base_units
 from dws_project.touch import TouchingManager
 
 # Amounts in the asset's own units, exact: 18 decimals hold wei and every token's base unit, 60 digits a uint256.
 AMOUNT_DIGITS, AMOUNT_PLACES = 60, 18
+
+
+# What every operator lever that makes the treasury owe, waive or pay needs (the admin's "Can change refund").
+CHANGE_REFUND = "donations.change_refund"
 
 
 class RefundStatus(models.TextChoices):
@@ -72,6 +75,9 @@ class Refund(models.Model):
     paid_trace_address = models.TextField(blank=True, default="")
     paid_block_number = models.BigIntegerField(null=True, blank=True)
     paid_at = models.DateTimeField(null=True, blank=True, help_text="when the crawler recorded the payment")
+    # When an operator last exported it in a batch for the treasury: a payment matching several owed rows pays
+    # the one exported (the operator's intent), not merely the oldest.
+    exported_at = models.DateTimeField(null=True, blank=True)
     added_by = models.CharField(max_length=150, blank=True, default="", help_text="the operator who added it")
     waived_by = models.CharField(max_length=150, blank=True, default="")
     waived_reason = models.TextField(blank=True, default="")
@@ -123,12 +129,12 @@ class Refund(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.amount.normalize():f} {self.asset} owed to {self.donor} on {self.chain} ({self.status})"
+        return f"{amount_text(self.amount)} {self.asset} owed to {self.donor} on {self.chain} ({self.status})"
 
     @property
     def amount_raw(self) -> int:
         """The amount in the token's base units (wei for ETH): what the paying transfer must move."""
-        return int((self.amount * Decimal(10) ** self.decimals).to_integral_exact())
+        return base_units(self.amount, self.decimals)
 
 
 class PayoutStatus(models.TextChoices):
@@ -167,4 +173,4 @@ class UnmatchedPayout(models.Model):
         indexes = [models.Index(fields=["status", "chain"], name="refund_unmatched_status_idx")]
 
     def __str__(self) -> str:
-        return f"{self.amount.normalize():f} {self.asset} to {self.recipient} in {self.tx_hash} ({self.status})"
+        return f"{amount_text(self.amount)} {self.asset} to {self.recipient} in {self.tx_hash} ({self.status})"

@@ -11,7 +11,8 @@ from typing import Any
 from django.db.models import Count, Min, Q, Sum
 
 from donations.refund_models import PayoutStatus, Refund, RefundStatus, UnmatchedPayout
-from dws_project.wire import decimal_text, utc_text
+from donations.refund_values import amount_text
+from dws_project.wire import utc_text
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def refunds_report(*, now: datetime, alert_days: int) -> dict[str, Any]:
             {
                 "chain": o.chain,
                 "asset": o.asset,
-                "amount": decimal_text(o.amount.normalize()),
+                "amount": amount_text(o.amount),
                 "rows": o.rows,
                 "oldest_created_at": utc_text(o.oldest),
             }

@@ -6,16 +6,36 @@ decode room builds them, like donations/sightings.py's `Transfer`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Context, Decimal
 
 from dws_project.chain_settings import ChainSettings
 
 ETH_DECIMALS = 18
 
 
+# Room for any uint256 (78 digits): Python's default context keeps 28 significant digits and rounds the rest,
+# which an 18-decimal token's amount past 10^10 units has.
+EXACT = Context(prec=80)
+
+
 def units(raw: int, decimals: int) -> Decimal:
     """Base units (wei, a token's smallest unit) in the asset's own units, exactly."""
-    return Decimal(raw).scaleb(-decimals)
+    return Decimal(raw).scaleb(-decimals, context=EXACT)
+
+
+def base_units(amount: Decimal, decimals: int) -> int:
+    """An amount in the asset's own units as base units (what a transfer moves), exactly."""
+    return int(amount.scaleb(decimals, context=EXACT).to_integral_exact(context=EXACT))
+
+
+def amount_text(amount: Decimal) -> str:
+    """An amount as people read it: fixed point, no trailing zeros, no exponent, every digit kept."""
+    return format(amount.normalize(context=EXACT), "f")
+
+
+def fits_decimals(amount: Decimal, decimals: int) -> bool:
+    """Whether `amount` has no more decimals than the asset (a whole number of base units)."""
+    return amount == amount.quantize(Decimal(1).scaleb(-decimals), context=EXACT)
 
 
 @dataclass(frozen=True)
@@ -69,6 +89,11 @@ def chain_tokens(chain: ChainSettings) -> dict[str, Token]:
     for coin in (*chain.stable_coins, *chain.stray_tokens):
         found.setdefault(coin.contract, Token(coin.asset, coin.contract, coin.scale))
     return found
+
+
+def stray_tokens(chain: ChainSettings) -> dict[str, Token]:
+    """The chain's stray tokens (DWS_STRAY_TOKENS), by contract."""
+    return {t.contract: Token(t.asset, t.contract, t.scale) for t in chain.stray_tokens}
 
 
 def asset_token(chain: ChainSettings, asset: str) -> Token | None:

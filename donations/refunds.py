@@ -23,6 +23,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from donations.models import Donation
@@ -35,7 +36,7 @@ from donations.refund_models import (
     RefundStatus,
     UnmatchedPayout,
 )
-from donations.refund_values import Payout, StrayTransfer, Token, asset_token, units
+from donations.refund_values import Payout, StrayTransfer, Token, amount_text, asset_token, fits_decimals, units
 from donations.webhook_models import WebhookEventType
 from donations.webhooks import webhook_refund_event
 from dws_project.chain_settings import UnknownChain
@@ -55,7 +56,7 @@ def _owed(refund: Refund) -> Refund:
     webhook_refund_event(refund, WebhookEventType.REFUND_OWED)
     logger.warning(
         "refund owed: %s %s to %s on %s (%s; source %s), id %d",
-        refund.amount.normalize(),
+        amount_text(refund.amount),
         refund.asset,
         refund.donor,
         refund.chain,
@@ -76,11 +77,59 @@ def _token_of(chain: str, asset: str) -> Token:
     return token
 
 
+def _by_hand(chain: str, tx_hash: str, donor: str, asset: str) -> Refund | None:
+    """An operator's row for the money `tx_hash` brought `donor` in `asset` that no rule has taken up yet (no
+    donation, no Transfer log named on it): a rule finding it takes it up instead of owing the money twice."""
+    return (
+        Refund.objects.select_for_update()
+        .filter(
+            chain=chain,
+            reason=RefundReason.BY_HAND,
+            source_tx_hash=tx_hash,
+            donor=donor,
+            asset=asset,
+            donation__isnull=True,
+            inflow_id__isnull=True,
+            source_log_index__isnull=True,
+        )
+        .order_by("id")
+        .first()
+    )
+
+
+def _taken_up(row: Refund, what: str, amount: Decimal, **source: object) -> Refund:
+    """A rule's refund that an operator had already added by hand: the row names its source now, and the
+    money is owed once (a different amount is the operator's to settle: logged)."""
+    for field, value in source.items():
+        setattr(row, field, value)
+    row.save(update_fields=[*source, "modified_at"])
+    level = logging.WARNING if row.amount == amount else logging.ERROR
+    logger.log(
+        level,
+        "%s: refund %d, added by hand by %s, already owes it (%s %s to %s on %s, %s); the rule would owe %s: not "
+        "owed twice",
+        what,
+        row.pk,
+        row.added_by,
+        amount_text(row.amount),
+        row.asset,
+        row.donor,
+        row.chain,
+        row.status,
+        amount_text(amount),
+    )
+    return row
+
+
 def refund_owe_donation(donation: Donation) -> Refund | None:
     """The closed rule's refund: the donation was confirmed at 0 tokens because the sale was closed, so its
     amount (as recorded: ETH at the column's 8 decimals) is owed back to its donor. Called by
-    `donation_confirm` inside the crediting transaction; once per donation."""
-    if Refund.objects.filter(donation=donation).exists():
+    `donation_confirm` inside the crediting transaction; once per donation (a row this rule waived when the
+    donation failed is owed again when it is confirmed again: `_owed_again`)."""
+    existing = Refund.objects.select_for_update().filter(donation=donation).first()
+    if existing is not None:
+        if existing.status == RefundStatus.WAIVED and existing.waived_by == RULE:
+            _owed_again(existing, f"its donation was confirmed again (block {donation.block_number})")
         return None
     try:
         token = _token_of(donation.chain, donation.asset)
@@ -92,6 +141,10 @@ def refund_owe_donation(donation: Donation) -> Refund | None:
             donation.chain,
             exc,
         )
+        return None
+    by_hand = _by_hand(donation.chain, donation.tx_hash, donation.address, donation.asset)
+    if by_hand is not None:
+        _taken_up(by_hand, f"donation {donation.tx_hash} confirmed at 0 tokens", donation.amount, donation=donation)
         return None
     return _owed(
         Refund(
@@ -107,6 +160,24 @@ def refund_owe_donation(donation: Donation) -> Refund | None:
             source_log_index=donation.log_index,
             source_block_number=donation.block_number,
         )
+    )
+
+
+def _owed_again(refund: Refund, why: str) -> None:
+    """A row the rules waived, owed again: the waiver is kept in its note, the money is owed."""
+    when = f"{refund.waived_at:%Y-%m-%d %H:%M:%S}Z" if refund.waived_at else "?"
+    waived = f"waived by {refund.waived_by} at {when} ({refund.waived_reason}); owed again: {why}"
+    refund.note = f"{refund.note}\n{waived}".strip()
+    refund.status, refund.waived_by, refund.waived_reason, refund.waived_at = RefundStatus.OWED, "", "", None
+    refund.save(update_fields=["status", "note", "waived_by", "waived_reason", "waived_at", "modified_at"])
+    logger.warning(
+        "refund %d (%s %s to %s on %s) owed again: %s",
+        refund.pk,
+        amount_text(refund.amount),
+        refund.asset,
+        refund.donor,
+        refund.chain,
+        waived,
     )
 
 
@@ -143,17 +214,23 @@ def refund_owe_inflow(
     token = _token_of(chain, asset)
     if amount <= 0:
         raise RefundRefused("only value that arrived can be refunded (this inflow is not positive)")
+    donor, tx_hash = _address(donor), _tx_hash(tx_hash) if tx_hash.strip() else ""
+    by_hand = _by_hand(chain, tx_hash, donor, asset) if tx_hash else None
+    if by_hand is not None:
+        return _taken_up(
+            by_hand, f"unexplained inflow {inflow_id} closed as not a donation, refund", amount, inflow_id=inflow_id
+        )
     return _owed(
         Refund(
             chain=chain,
-            donor=_address(donor),
+            donor=donor,
             asset=asset,
             contract=token.contract,
             decimals=token.decimals,
             amount=amount,
             reason=RefundReason.NOT_A_DONATION,
             inflow_id=inflow_id,
-            source_tx_hash=_tx_hash(tx_hash) if tx_hash.strip() else "",
+            source_tx_hash=tx_hash,
             source_block_number=block_number,
             note=f"closed as not a donation, refund, by {operator}",
             added_by=operator,
@@ -169,7 +246,7 @@ def refund_owe_strays(*, chain: str, strays: Iterable[StrayTransfer]) -> list[Re
         return []
     known = set(
         Refund.objects.filter(
-            chain=chain, reason=RefundReason.STRAY_COIN, source_tx_hash__in={s.tx_hash for s in strays}
+            chain=chain, source_tx_hash__in={s.tx_hash for s in strays}, source_log_index__isnull=False
         ).values_list("source_tx_hash", "source_log_index")
     )
     made = []
@@ -185,6 +262,16 @@ def refund_owe_strays(*, chain: str, strays: Iterable[StrayTransfer]) -> list[Re
                 chain,
                 stray.raw,
                 stray.token.asset,
+            )
+            continue
+        by_hand = _by_hand(chain, stray.tx_hash, stray.sender, stray.token.asset)
+        if by_hand is not None:
+            where = {"source_log_index": stray.log_index, "source_block_number": stray.block_number}
+            _taken_up(
+                by_hand,
+                f"stray transfer {stray.tx_hash} log {stray.log_index}",
+                units(stray.raw, stray.token.decimals),
+                **where,
             )
             continue
         made.append(
@@ -237,7 +324,7 @@ def refund_add_by_hand(
     if amount <= 0:
         raise RefundRefused("the amount must be positive")
     token = _token_of(chain, asset)
-    if amount != amount.quantize(Decimal(1).scaleb(-token.decimals)):
+    if not fits_decimals(amount, token.decimals):
         raise RefundRefused(f"{asset} has {token.decimals} decimals: the amount has more")
     donor, tx_hash = _address(donor), _tx_hash(tx_hash)
     if Refund.objects.filter(chain=chain, source_tx_hash=tx_hash, donor=donor, asset=asset).exists():
@@ -276,7 +363,7 @@ def _waive(refund: Refund, *, reason: str, operator: str) -> Refund:
     logger.warning(
         "refund %d (%s %s to %s on %s) waived by %s: %s",
         refund.pk,
-        refund.amount.normalize(),
+        amount_text(refund.amount),
         refund.asset,
         refund.donor,
         refund.chain,
@@ -286,9 +373,19 @@ def _waive(refund: Refund, *, reason: str, operator: str) -> Refund:
     return refund
 
 
+def refunds_mark_exported(*, refund_ids: Sequence[int]) -> list[int]:
+    """Note that these rows went out in a batch for the treasury (the admin's exports); returns the ids of
+    those that had gone out before (a batch still waiting for its signatures pays them too)."""
+    rows = Refund.objects.filter(pk__in=refund_ids)
+    before = sorted(rows.filter(exported_at__isnull=False).values_list("id", flat=True))
+    rows.update(exported_at=timezone.now())
+    return before
+
+
 def refund_payouts_record(*, chain: str, payouts: Sequence[Payout]) -> tuple[int, int]:
-    """The donation address's transfers out in a finalized block of `chain`: each pays the oldest owed row
-    with the same recipient, token and amount, or is listed as unmatched. Idempotent (a transfer already
+    """The donation address's transfers out in a finalized block of `chain`: each pays the owed row with the
+    same recipient, token and amount (one an operator exported first, then the oldest), or is listed as
+    unmatched. Idempotent (a transfer already
     recorded either way is left alone). Called inside the finalized crawler's transaction for the block.
     Returns (rows paid, transfers unmatched)."""
     paid = unmatched = 0
@@ -314,7 +411,7 @@ def refund_payouts_record(*, chain: str, payouts: Sequence[Payout]) -> tuple[int
                 contract=payout.token.contract,
                 amount=payout.amount,
             )
-            .order_by("created_at", "id")
+            .order_by(F("exported_at").asc(nulls_last=True), "created_at", "id")
             .first()
         )
         if owed is None:
@@ -340,7 +437,7 @@ def refund_payouts_record(*, chain: str, payouts: Sequence[Payout]) -> tuple[int
         logger.warning(
             "refund %d paid: %s %s to %s on %s by tx %s in block %d",
             owed.pk,
-            owed.amount.normalize(),
+            amount_text(owed.amount),
             owed.asset,
             owed.donor,
             chain,
@@ -366,7 +463,7 @@ def _unmatched(chain: str, payout: Payout) -> None:
     logger.warning(
         "a transfer out of the donation address matches no owed refund: %s %s to %s on %s (tx %s, block %d); "
         'listed for the operator (see docs/operating.md, "refunds")',
-        payout.amount.normalize(),
+        amount_text(payout.amount),
         payout.token.asset,
         payout.recipient,
         chain,
@@ -388,7 +485,7 @@ def unmatched_payout_dismiss(*, payout_id: int, note: str, operator: str) -> Unm
     logger.warning(
         "unmatched transfer out %d (%s %s to %s, tx %s) dismissed by %s: %s",
         payout.pk,
-        payout.amount.normalize(),
+        amount_text(payout.amount),
         payout.asset,
         payout.recipient,
         payout.tx_hash,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from donations.refund_values import amount_text
 from dws_project.wire import decimal_text, utc_second_text
 
 DONATION_FIELDS = (
@@ -119,7 +120,7 @@ def refund_public(refund: Any) -> dict[str, Any]:
         "asset": refund.asset,
         "contract": refund.contract or None,
         "decimals": refund.decimals,
-        "amount": decimal_text(Decimal(refund.amount).normalize()),
+        "amount": amount_text(Decimal(refund.amount)),
         "amount_raw": str(refund.amount_raw),
         "reason": refund.reason,
         "status": refund.status,
@@ -136,7 +137,7 @@ def donation_refund(status: str | None, amount: str | None, paid_tx_hash: str | 
         return None
     return {
         "status": status,
-        "amount": decimal_text(Decimal(amount).normalize()),
+        "amount": amount_text(Decimal(amount)),
         "tx_hash": paid_tx_hash or None,
     }
 

@@ -4,7 +4,8 @@ Pure functions over `eth_getLogs` answers, block transactions and call frames (n
 
 * `foreign_arrivals`: the Transfer logs to the address of any token that is not one of its donation coins.
   A well-known token (the chain's DWS_STRAY_TOKENS: DAI, USDC.e, WETH, ...) with a sender and a non-zero
-  amount is a *stray transfer*, owed back to its sender; everything else (airdrop spam, address-poisoning
+  amount is a *stray transfer* (`stray_transfer`), owed back to its sender once its block shows it and it
+  is not the address's own money (crawlers/scan/strays.py); everything else (airdrop spam, address-poisoning
   tokens, zero-value transfers, a mint with no sender, a log that is not a plain ERC-20 Transfer) is only
   counted, per contract: anyone can emit a Transfer event naming us, and a row for each would let them
   fill the register.
@@ -78,28 +79,35 @@ class ForeignArrivals:
     counted: dict[tuple[int, str], int]
 
 
+def stray_transfer(log: dict, stray_tokens: Mapping[str, Token], donation_address: str) -> StrayTransfer | None:
+    """`log` as a stray transfer: a stray token's (by contract) Transfer to the address, from a sender other
+    than the address itself and the zero address, non-zero, not taken back by a re-org; else None."""
+    found = transfer_log(log)
+    token = stray_tokens.get(found.contract) if found is not None else None
+    if (
+        found is None
+        or token is None
+        or found.recipient != donation_address
+        or found.sender in (donation_address, ZERO_ADDRESS)
+        or found.raw <= 0
+    ):
+        return None
+    return StrayTransfer(found.tx_hash, found.log_index, found.block_number, found.sender, token, found.raw)
+
+
 def foreign_arrivals(logs: Iterable[dict], stray_tokens: Mapping[str, Token], donation_address: str) -> ForeignArrivals:
     """The Transfer logs to the address of tokens that are not its donation coins (the caller leaves those
-    out): the stray tokens' (by contract) with a sender other than the address itself and the zero address
-    and a non-zero amount are owed back; the rest is counted per block and contract."""
+    out): the stray transfers (`stray_transfer`) are owed back; the rest is counted per block and contract."""
     strays: list[StrayTransfer] = []
     counted: dict[tuple[int, str], int] = {}
     for log in logs:
         if log.get("removed"):
             continue  # taken back by a re-org: it never happened on this chain
-        found = transfer_log(log)
-        token = stray_tokens.get(found.contract) if found is not None else None
-        if (
-            found is not None
-            and token is not None
-            and found.recipient == donation_address
-            and found.sender not in (donation_address, ZERO_ADDRESS)
-            and found.raw > 0
-        ):
-            strays.append(
-                StrayTransfer(found.tx_hash, found.log_index, found.block_number, found.sender, token, found.raw)
-            )
+        stray = stray_transfer(log, stray_tokens, donation_address)
+        if stray is not None:
+            strays.append(stray)
             continue
+        found = transfer_log(log)
         where = found.block_number if found is not None else _block_of(log)
         contract = found.contract if found is not None else str(log.get("address") or "").lower()[:42]
         counted[(where, contract)] = counted.get((where, contract), 0) + 1

@@ -23,7 +23,7 @@ from crawlers.record.cursors import cursor_write
 from crawlers.record.inflows import inflow_record
 from crawlers.record.movements import movements_record
 from crawlers.record.proof_ranges import proof_range_record
-from crawlers.record.strays import strays_record
+from crawlers.record.strays import foreign_counts_record, strays_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.own import open_mints
 from crawlers.scan.results import BlockHeld, ScannedBlock
@@ -238,6 +238,8 @@ def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Non
         inflow_record(writer.chain, block=block.header, asset=asset, raw=raw, why=block.unexplained_why.get(asset, ""))
     if block.own:
         movements_record(writer.chain, block=block.header, movements=block.own)
+    if block.strays:  # owed before the payouts are matched: a refund paid later in the range finds its row
+        strays_record(writer.chain, block=block.header, strays=block.strays)
     if block.payouts:  # what left the address may pay owed refunds (the refund register matches it)
         refund_payouts_record(chain=writer.chain.name, payouts=block.payouts)
     tally.inserted += inserted
@@ -267,8 +269,8 @@ def record_blocks(
     hold) one more. SIGTERM stops between blocks, never inside one. A block whose write raises is rolled
     back and ends the recording as `Recording.failed`, a hold naming what the block holds. With the scan's
     `proof` (a final read moving its cursor), each of those cursor moves publishes the blocks it passed, in
-    its transaction, and with the range's `foreign` logs records the coins the sale does not take that
-    reached the address in them (crawlers/record/strays.py).
+    its transaction, and with the range's `foreign` logs counts the Transfers naming the address that are
+    not stray transfers (crawlers/record/strays.py; a block's stray transfers are written with it).
     """
     writer = _Writer(chain, cursor, final, tiers, price_at)
     pending: BlockHeader | None = None  # the last quiet block passed, the cursor not yet moved over it
@@ -336,7 +338,7 @@ def _move_cursor(
     if proof is not None:
         proof_range_record(chain=chain.name, span=proof, through=header.number, through_hash=header.hash)
     if foreign is not None:
-        strays_record(chain, foreign=foreign, through=header.number)
+        foreign_counts_record(chain, foreign=foreign, through=header.number)
 
 
 def _passed(tally: BlockTally, number: int, move_cursor: bool) -> None:

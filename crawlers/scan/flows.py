@@ -38,20 +38,27 @@ def account_logs(
     *,
     depositors: Depositors | None = None,
 ) -> BlockHeld | None:
-    """The coins' flows and Transfer donations of the range's logs; a hold at the first log that names a
-    block we did not scan (a re-org between our requests). What arrives from the address itself, or in a
-    transaction it `signed`, is its own money: a movement, not a donation. A coin minted to the address is
-    the donation of the depositor `depositors` names (crawlers/decode/mints.py), else a movement."""
+    """The coins' flows and Transfer donations of the range's logs; a hold at the earliest block a log names
+    that we did not scan (a re-org between our requests), the blocks before it accounted in full (they are
+    recorded). What arrives from the address itself, or in a transaction it `signed`, is its own money: a
+    movement, not a donation. A coin minted to the address is the donation of the depositor `depositors`
+    names (crawlers/decode/mints.py), else a movement."""
+    held: BlockHeld | None = None
+    for log in (*to_us, *from_us):
+        number, block_hash = log_block_number(log), (log.get("blockHash") or "").lower()
+        block = scanned.get(number)
+        if (block is None or block.header.hash != block_hash) and (held is None or min(number, last) < held.number):
+            tx = (log.get("transactionHash") or "").lower()
+            held = BlockHeld(
+                min(number, last), f"Transfer log of tx '{tx}' names another block hash (re-org under way)"
+            )
+    if held is not None:  # every log of a block before the hold names a block we scanned
+        to_us = [log for log in to_us if log_block_number(log) < held.number]
+        from_us = [log for log in from_us if log_block_number(log) < held.number]
     coins = {c.contract: c.asset for c in chain.stable_coins}
     for logs, sign in ((to_us, 1), (from_us, -1)):
         for log in logs:
-            number, block_hash = log_block_number(log), (log.get("blockHash") or "").lower()
-            block = scanned.get(number)
-            if block is None or block.header.hash != block_hash:
-                tx = (log.get("transactionHash") or "").lower()
-                return BlockHeld(
-                    min(number, last), f"Transfer log of tx '{tx}' names another block hash (re-org under way)"
-                )
+            block = scanned[log_block_number(log)]
             asset = coins.get((log.get("address") or "").lower())
             if asset is not None and not log.get("removed"):
                 block.add_flow(asset, sign * log_amount(log))
@@ -61,7 +68,7 @@ def account_logs(
     blocks_of = {(log.get("transactionHash") or "").lower(): log_block_number(log) for log in to_us}
     for movement in token_movements(to_us, chain.stable_coins, us, signed, depositors):
         scanned[blocks_of[movement.tx_hash]].own.append(movement)
-    return None
+    return held
 
 
 def account_receipts(

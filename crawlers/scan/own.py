@@ -1,6 +1,7 @@
 """The donation address's own money among what a block's traces show (crawlers/decode/frames.py's rule):
-coins that reached it inside a call it made itself are movements, not donations; and what is left of the
-coins minted to it with no depositor named is an open question (`open_mints`)."""
+coins that reached it inside a call it made itself are movements, not donations; stray tokens that did
+are owed to nobody; and what is left of the coins minted to it with no depositor named is an open question
+(`open_mints`)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,9 @@ def open_mints(block: ScannedBlock) -> None:
             f"{movement.asset} minted to the donation address by transaction {movement.tx_hash} with no depositor "
             "named (not a CCTP mint from a known MessageTransmitter naming the address and this amount)",
         )
+
+
+def drop_own_strays(block: ScannedBlock, own_calls: set[tuple[str, str]]) -> None:
+    """Stray tokens that reached the address inside a call it made itself (a swap a Safe started: `own_calls`
+    names the transaction and the token's contract) are its own money, owed back to nobody."""
+    block.strays[:] = [s for s in block.strays if (s.tx_hash, s.token.contract) not in own_calls]

@@ -30,6 +30,7 @@ from crawlers.decode.transfers import EthCandidate, EthMove, coin_mints, eth_can
 from crawlers.scan.flows import account_logs, account_receipts
 from crawlers.scan.payouts import account_payouts
 from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
+from crawlers.scan.strays import account_strays
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
 
@@ -51,8 +52,9 @@ def read_range(
 
     `numbers` (the sparse path, crawlers/scan/sparse.py) reads only those blocks of the range, with the
     range's Transfer `logs` already in hand; only blocks next to each other must chain. The range's foreign
-    logs (coins the sale does not take) ride along in `RangeRead.foreign`, and each block's transfers out of
-    the address in its `payouts` (crawlers/scan/payouts.py).
+    logs (coins the sale does not take) ride along in `RangeRead.foreign`, each block's stray coins in its
+    `strays` (crawlers/scan/strays.py) and its transfers out of the address in its `payouts`
+    (crawlers/scan/payouts.py).
     """
     numbers = list(numbers) if numbers is not None else range(start, end + 1)
     outcomes, extra_outcomes = fetch_blocks_with(client, chain, numbers, through_cache=mode.final, extra=extra)
@@ -78,14 +80,22 @@ def read_range(
     receipts = _receipts(client, chain, {m.tx_hash for m in moves} | {_tx(log) for log in mints})
     depositors, unread_mint = _depositors(chain, scanned, mints, receipts)
     cut = account_logs(chain, scanned, to_us, from_us, last, signed, depositors=depositors)
-    if cut is None:
-        cut = account_receipts(chain, scanned, candidates, moves, receipts)
-    if unread_mint is not None and (cut is None or unread_mint.number < cut.number):
-        cut = unread_mint
+    # The blocks before a hold are recorded: their transactions' receipts are accounted too.
+    moves = [move for move in moves if cut is None or move.block_number < cut.number]
+    cut = _earlier(cut, account_receipts(chain, scanned, candidates, moves, receipts))
+    cut = _earlier(cut, unread_mint)
+    cut = _earlier(cut, account_strays(chain, scanned, blocks, foreign.to_us, last, signed))
     account_payouts(chain, scanned, [*from_us, *foreign.from_us], moves, receipts)
     if cut is not None:
         return RangeRead(_prefix(scanned, cut.number), cut, extra_outcomes, foreign)
     return RangeRead(_prefix(scanned, last + 1), held, extra_outcomes, foreign)
+
+
+def _earlier(held: BlockHeld | None, other: BlockHeld | None) -> BlockHeld | None:
+    """The hold at the earlier block of the two (either may be None)."""
+    if held is None or (other is not None and other.number < held.number):
+        return other
+    return held
 
 
 def _chained(

@@ -13,7 +13,7 @@ from crawlers.chain.outcomes import RpcOutcome
 from crawlers.decode.balances import NONCE
 from crawlers.decode.blocks import BlockHeader
 from crawlers.decode.transfers import Movement
-from donations.refund_values import Payout
+from donations.refund_values import Payout, StrayTransfer
 from donations.sightings import Transfer
 
 STUCK_POINTER = 'if this persists see docs/operating.md, "a crawler is stuck on a block"'
@@ -91,6 +91,10 @@ class ScannedBlock:
             known = self.unexplained_why.get(asset)
             self.unexplained_why[asset] = f"{known}; {why}" if known else why
 
+    # Stray coins that reached the address in it from someone else (a well-known token the sale does not take,
+    # crawlers/scan/strays.py): a finalized block owes each back to its sender, before its payouts are matched.
+    strays: list[StrayTransfer] = field(default_factory=list)
+
     def add_flow(self, asset: str, raw: int) -> None:
         self.flows[asset] = self.flows.get(asset, 0) + raw
         if raw < 0 and asset != NONCE:
@@ -98,8 +102,9 @@ class ScannedBlock:
 
     @property
     def quiet(self) -> bool:
-        """Nothing to write: no donation, no revert, no unexplained inflow, no internal movement, no payout."""
-        return not self.transfers and not self.reverted and not self.unexplained and not self.own and not self.payouts
+        """Nothing to write: no donation, no revert, no unexplained inflow, no internal movement, no payout, no
+        stray coin."""
+        return not (self.transfers or self.reverted or self.unexplained or self.own or self.payouts or self.strays)
 
 
 @dataclass

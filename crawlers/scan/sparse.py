@@ -61,6 +61,7 @@ from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
 from crawlers.scan.proof import balance_change, settle, settle_located, unexplained
 from crawlers.scan.ranges import read_range
 from crawlers.scan.results import BlockHeld, ReadMode, ScannedBlock
+from crawlers.scan.strays import stray_blocks
 from dws_project.chain_settings import ChainSettings
 
 logger = logging.getLogger("dws.crawlers")
@@ -134,8 +135,9 @@ def scan_sparse(
     if logs is None:
         return None
     named = {log_block_number(log) for found in logs.coins for log in found}
-    # A stray token leaving us (a refund paid in it) moves no balance the proof reads: its block is read too.
-    named |= {log_block_number(log) for log in logs.foreign.from_us}
+    # A stray token reaching us or leaving us (a refund paid in it) moves no balance the proof reads: its block
+    # is read too (a stray is believed only as far as its block shows it, crawlers/scan/strays.py).
+    named |= {log_block_number(log) for log in logs.foreign.from_us} | stray_blocks(chain, logs.foreign.to_us)
     if any(not start <= n <= end for n in named):
         return None  # a log outside what we asked: the full scan holds on it
     moves = _log_moves(chain, logs.coins)

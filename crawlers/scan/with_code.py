@@ -32,7 +32,7 @@ from crawlers.decode.balances import ETH
 from crawlers.decode.frames import Frame, internal_transfers, own_coin_calls, own_frames
 from crawlers.decode.strays import frame_payouts
 from crawlers.scan import traces
-from crawlers.scan.own import drop_own_coin_transfers
+from crawlers.scan.own import drop_own_coin_transfers, drop_own_strays
 from crawlers.scan.results import BlockHeld, ScannedBlock
 from crawlers.scan.trace_filter import blocks_with_calls
 from donations.sightings import amount_scale
@@ -130,6 +130,7 @@ def account_frames(chain: ChainSettings, block: ScannedBlock, frames: Sequence[F
     # flows above, never a donation; recorded as a movement.
     block.own.extend(own_frames(frames, us))
     drop_own_coin_transfers(chain, block, own_coin_calls(frames, us, [c.contract for c in chain.stable_coins]))
+    drop_own_strays(block, own_coin_calls(frames, us, [t.contract for t in chain.stray_tokens]))
     # What its calls paid out to others (a Safe paying refunds): for the refund register.
     block.payouts.extend(frame_payouts(frames, us, block.header.number))
     block.traced = True

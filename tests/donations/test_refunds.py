@@ -13,6 +13,7 @@ from django.conf import settings
 
 from donations.judging import donations_confirm
 from donations.models import Donation
+from donations.refund_export import batch_transaction
 from donations.refund_models import Refund, UnmatchedPayout
 from donations.refund_values import ETH_TOKEN, Payout, StrayTransfer, Token
 from donations.refunds import (
@@ -21,9 +22,13 @@ from donations.refunds import (
     refund_owe_strays,
     refund_payouts_record,
     refund_waive,
+    refunds_mark_exported,
     unmatched_payout_dismiss,
 )
+from donations.services import finalized_block_record
+from donations.sightings import Sighting, Transfer
 from donations.webhook_models import WebhookEndpoint, WebhookEvent
+from donations.wire import refund_public
 
 pytestmark = pytest.mark.django_db
 
@@ -80,6 +85,46 @@ def test_a_donation_confirmed_while_the_sale_is_closed_is_owed_back_once():
     assert [(e["donor"], e["amount"], e["amount_raw"], e["status"]) for e in events("refund.owed")] == [
         (DONOR, "1.5", str(15 * 10**17), "owed")
     ]
+
+
+def test_a_refund_added_by_hand_before_its_donation_was_confirmed_is_owed_once(caplog):
+    """An operator heard from the donor and added the refund by hand before the finalized crawler confirmed the
+    donation at 0 tokens: the closed rule takes that row up (the donor's receipt shows it) and owes no second."""
+    tiers = settings.CONFIG.sale_tiers
+    cap = recorded("0x" + "00" * 32, "100", tokens=tiers[-1].token_limit)
+    donations_confirm(donation_ids=[cap.id], tiers=tiers)
+    late = recorded("0x" + "02" * 32, "1.5", asset="eth")
+    by_hand = refund_add_by_hand(
+        chain="eth", donor=DONOR, asset="eth", amount=Decimal("1.5"), tx_hash=late.tx_hash, note="mail", operator="op"
+    )
+    with caplog.at_level(logging.WARNING, logger="dws.refunds"):
+        donations_confirm(donation_ids=[late.id], tiers=tiers)
+    row = Refund.objects.get()
+    assert (row.pk, row.donation_id, row.reason, row.status) == (by_hand.pk, late.id, "by-hand", "owed")
+    assert f"refund {by_hand.pk}, added by hand by op, already owes it" in caplog.text
+
+
+def test_a_donation_failed_then_confirmed_again_from_its_finalized_block_is_owed_again():
+    """The finalized path's flip (donations/services.py): a confirmed row whose finalized receipt reported a
+    revert is failed (its refund waived by rule: no money arrived), then the transfer is found in a finalized
+    block after all and the row confirmed again at 0 tokens. The money did arrive: the refund is owed again,
+    not left waived with the donor's receipt saying so."""
+    tiers = settings.CONFIG.sale_tiers
+    cap = recorded("0x" + "00" * 32, "100", tokens=tiers[-1].token_limit)
+    donations_confirm(donation_ids=[cap.id], tiers=tiers)
+    late = recorded("0x" + "03" * 32, "1.5", asset="eth")
+    donations_confirm(donation_ids=[late.id], tiers=tiers)
+    finalized_block_record(chain="eth", sightings=[], reverted_tx_hashes=[late.tx_hash], tiers=tiers)
+    assert Refund.objects.get().status == "waived"
+
+    again = Transfer(late.tx_hash, None, DONOR, "eth", Decimal("1.5"), 9, "0x" + "bb" * 32)
+    found = Sighting(chain="eth", transfer=again, block_time=late.block_time, eth_price=Decimal(2000))
+    finalized_block_record(chain="eth", sightings=[found], reverted_tx_hashes=[], tiers=tiers)
+    late.refresh_from_db()
+    assert (late.status, late.tokens) == ("confirmed", 0)
+    refund = Refund.objects.get()
+    assert (refund.donation_id, refund.status, refund.amount, refund.waived_by) == (late.id, "owed", Decimal("1.5"), "")
+    assert "waived by dws (rule)" in refund.note
 
 
 def test_an_open_sale_owes_nothing():
@@ -198,3 +243,43 @@ def test_an_amount_beyond_what_the_register_holds_is_logged_never_a_failed_block
         )
     assert "more than the refund register holds" in caplog.text
     assert not Refund.objects.exists()
+
+
+def test_amounts_past_28_digits_stay_exact_to_the_base_unit():
+    """An 18-decimal token moving more than 10^10 units (a meme token's everyday amount) has more digits than
+    Python's default decimal context keeps (28): the wei were rounded away, so the register owed, exported
+    and matched another amount than arrived, and an operator's row of that size raised instead of saving."""
+    raw = 123_456_789_012 * 10**18 + 1
+    meme = Token("meme", "0x" + "ef" * 20, 18)
+    (row,) = refund_owe_strays(chain="eth", strays=[StrayTransfer("0x" + "0f" * 32, 0, 40, DONOR, meme, raw)])
+    row.refresh_from_db()
+    assert row.amount == Decimal("123456789012.000000000000000001")
+    assert row.amount_raw == raw
+    assert batch_transaction(row)["data"].endswith(raw.to_bytes(32, "big").hex())
+    assert refund_public(row)["amount"] == "123456789012.000000000000000001"  # the refund.owed webhook's
+    assert refund_payouts_record(chain="eth", payouts=[payout("0x" + "1f" * 32, DONOR, meme, raw)]) == (1, 0)
+
+    big = Decimal("12345678901.123456789012345678")  # ETH, to the wei
+    added = refund_add_by_hand(
+        chain="eth", donor=OTHER, asset="eth", amount=big, tx_hash="0x" + "2f" * 32, note="n", operator="op"
+    )
+    added.refresh_from_db()
+    assert (added.amount, added.amount_raw) == (big, 12345678901_123456789012345678)
+
+
+def test_a_payment_pays_the_row_the_operator_exported_not_an_older_twin():
+    """A donor sent 100 USDT twice after the sale closed (the first showed 0 tokens); the operator agrees to
+    waive the first and exports the second. The treasury's transfer matches both by chain, recipient, token and
+    amount: it pays the row exported, so the other can still be waived and the paid one is not exported again."""
+    usdt = Token("usdt", "0x5fbdb2315678afecb367f032d93f642f64180aa3", 6)
+    older, newer = refund_owe_strays(
+        chain="eth",
+        strays=[StrayTransfer("0x" + tx * 32, 0, 40, DONOR, usdt, 100 * 10**6) for tx in ("3a", "3b")],
+    )
+    refunds_mark_exported(refund_ids=[newer.pk])
+    paying = "0x" + "3c" * 32
+    assert refund_payouts_record(chain="eth", payouts=[payout(paying, DONOR, usdt, 100 * 10**6, log=0)]) == (1, 0)
+    older.refresh_from_db()
+    newer.refresh_from_db()
+    assert (older.status, newer.status, newer.paid_tx_hash) == ("owed", "paid", paying)
+    refund_waive(refund_id=older.pk, reason="the donor took tokens for it", operator="op")

@@ -14,7 +14,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import LogEntry
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.urls import reverse
 
 from crawlers.models import UnexplainedInflow
@@ -91,6 +91,29 @@ def test_an_inflow_closed_as_not_a_donation_refund_is_owed_to_the_sender_named(o
     again = operator.post(url, {"donor": DONOR, "reason": "twice"})
     assert "this inflow is already dismissed" in again.content.decode()
     assert Refund.objects.count() == 1
+
+
+def test_refunding_an_inflow_needs_the_refund_registers_permission_too(client):
+    """ "Not a donation, refund" writes an owed row to an address the operator types, the same lever as "Add a
+    refund by hand": an operator trusted with inflows only (keep or credit) cannot make the treasury owe
+    someone through it."""
+    bob = User.objects.create_user("bob", "bob@example.org", "pw-not-used", is_staff=True)
+    for codename in ("view_unexplainedinflow", "change_unexplainedinflow"):
+        bob.user_permissions.add(Permission.objects.get(codename=codename))
+    client.force_login(bob)
+    closing = inflow()
+    url = reverse("admin:crawlers_unexplainedinflow_refund", args=[closing.pk])
+    form = {"donor": checksum(ACCOUNTS[5]), "tx_hash": "", "reason": "mine"}
+    assert client.post(url, form).status_code == 403
+    assert not Refund.objects.exists()
+    closing.refresh_from_db()
+    assert closing.status == "open"
+
+    bob.user_permissions.add(Permission.objects.get(codename="change_refund"))
+    bob = User.objects.get(pk=bob.pk)  # permissions are cached per user object
+    client.force_login(bob)
+    assert client.post(url, form).status_code == 302
+    assert Refund.objects.get().donor == ACCOUNTS[5]
 
 
 def test_the_list_filters_and_totals_who_is_owed_and_what_was_paid(operator):
@@ -181,3 +204,20 @@ def test_owed_rows_export_as_a_safe_batch_and_as_a_csv_with_payment_links(operat
         ),
         (checksum(DONOR), "0.5", str(5 * 10**17), f"ethereum:{checksum(DONOR)}@{chain_id}?value={5 * 10**17}"),
     ]
+
+
+def test_rows_exported_before_are_named_when_exported_again(operator):
+    """A batch waits for the Safe owners' signatures; the overdue alert fires; an operator exports the same
+    rows again: executing both would pay twice (the register closes a row once), so the second export says
+    which rows went out before."""
+    first, fresh = owed("10"), owed("4", tx="02")
+    operator.post(reverse(CHANGELIST), {"action": "export_safe_batch", ACTION_CHECKBOX_NAME: [first.pk]})
+    quiet = operator.get(reverse(CHANGELIST)).content.decode()
+    assert "exported for payment before" not in quiet
+
+    again = operator.post(
+        reverse(CHANGELIST), {"action": "export_safe_batch", ACTION_CHECKBOX_NAME: [first.pk, fresh.pk]}
+    )
+    assert json.loads(again.content)["transactions"]  # the file still comes: the operator decides
+    page = operator.get(reverse(CHANGELIST)).content.decode()
+    assert f"were exported for payment before: refund(s) {first.pk} (see" in page

@@ -6,7 +6,8 @@ import logging
 
 import pytest
 
-from crawlers.models import CHAIN, FINALIZED, LATEST
+from crawlers.chain.calls import TRANSFER_TOPIC
+from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl, crawl_single_block
 from crawlers.scan.results import STUCK_POINTER
@@ -157,3 +158,41 @@ def test_a_block_answered_for_another_number_is_not_taken_for_the_one_asked(node
     assert result.held.startswith(f"block: {block} -- the provider's block is malformed")
     assert cursor_get(chain=CHAIN, label=LATEST).value == block - 1
     assert not Donation.objects.exists()
+
+
+def _word(value: int | str) -> str:
+    body = value[2:] if isinstance(value, str) else f"{value:x}"
+    return "0x" + body.rjust(64, "0")
+
+
+def test_a_hold_on_a_later_blocks_coin_log_keeps_the_eth_donation_before_it(node, proxy):
+    """A coin's Transfer log naming another block hash (a re-org, a provider's stale answer) holds the range
+    at its block and the blocks before it are recorded: their receipts must be read too. They were not: an ETH
+    donation there was recorded as a 1 ETH unexplained inflow, its block passed, the row left unconfirmed."""
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(3)
+    assert crawl(LATEST).held is None
+    stale = {
+        "address": node.coins["usdt"],
+        "topics": [TRANSFER_TOPIC, _word(ACCOUNTS[2]), _word(DONATION_ADDRESS)],
+        "data": _word(5),
+        "blockNumber": hex(block + 1),
+        "blockHash": "0x" + "cd" * 32,
+        "transactionHash": "0x" + "ab" * 32,
+        "transactionIndex": "0x0",
+        "logIndex": "0x0",
+        "removed": False,
+    }
+    to_us = lambda params: len(params[0]["topics"]) == 3  # noqa: E731 (the filter to the address)
+    proxy.arm("eth_getLogs", "rewrite", count=None, when=to_us, rewrite=lambda logs, _: [*logs, stale])
+
+    held = crawl(FINALIZED).held
+    assert held is not None
+    assert held.startswith(f"block: {block + 1} -- Transfer log of tx '0x{'ab' * 32}' names another block hash")
+    assert list(Donation.objects.values_list("tx_hash", "status")) == [(tx, "confirmed")]
+    assert not UnexplainedInflow.objects.exists()
+
+    proxy.disarm()
+    assert crawl(FINALIZED).held is None
+    assert_ledger_invariants()
