@@ -22,6 +22,7 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -47,8 +48,9 @@ def _lock_key(job: str) -> str:
 
 class Lease:
     """A held lock, as its holder sees it: `lost` is set once the lock is found to be someone else's (it
-    expired while this process could not extend it, or a contender judged this holder dead), so a long
-    loop under it (the head follower) ends at its next safe point."""
+    expired while this process could not extend it, or a contender judged this holder dead), or once it
+    went a whole TTL without an extension (Redis out of reach: it has expired there), so a long loop under
+    it (the head follower) ends at its next safe point."""
 
     def __init__(self) -> None:
         self.lost = threading.Event()
@@ -77,14 +79,21 @@ def leased_run(job: str, *, ttl: float = DEFAULT_TTL) -> Iterator[Lease | None]:
     lease = Lease()
 
     def keep_alive() -> None:
+        extended_at = time.monotonic()  # the lock expires no later than a TTL after this
         while not stop.wait(ttl / 3):
             try:
                 lock.reacquire()  # reset the TTL to its full length
+                extended_at = time.monotonic()
             except LockNotOwnedError:
                 logger.error("job %s lost its lock while running; another run may start", job)
                 lease.lost.set()
                 return
             except RedisError as exc:
+                if time.monotonic() - extended_at >= ttl:
+                    # Not extended for a whole TTL: the lock has expired in Redis, whoever can reach it may take it.
+                    logger.error("job %s could not extend its lock for its TTL (%s); another run may start", job, exc)
+                    lease.lost.set()
+                    return
                 logger.warning("job %s could not extend its lock: %s", job, exc)
 
     extender = threading.Thread(target=keep_alive, name=f"lock-{job}", daemon=True)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import psycopg2
 import pytest
+from django.conf import settings as django_settings
 from django.db import connection
 
 from dws_project.locks import exclusive_run, is_running
 from tests.ops.processes import process_environment
 from tests.processes import PYTHON, ROOT
+from tests.tcp_proxy import TcpProxy
 
 UNTIL_RELEASED = -1  # the holder works until `release` (tests/lock_holder.py)
 
@@ -167,3 +171,26 @@ def test_a_live_holders_lock_is_not_taken_over_by_a_contender_that_cannot_see_it
     finally:
         release(holder)
         holder.wait(timeout=30)
+
+
+def test_a_holder_cut_off_from_redis_for_its_whole_ttl_loses_its_lease(job: str) -> None:
+    """A holder that cannot reach Redis cannot extend its lock: after a TTL without an extension the lock has
+    expired, and another worker (one that reaches Redis) may take it. The lease is lost then, so a long loop
+    under it (the head follower) ends instead of running beside its successor until its own lease is over."""
+    redis_url = urlsplit(django_settings.CONFIG.redis_url)
+    with TcpProxy(redis_url.hostname or "127.0.0.1", redis_url.port or 6379) as redis_proxy:
+        holder = subprocess.Popen(
+            [PYTHON, "-m", "tests.lock_holder", job, "20", "1.5", "watch"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "REDIS_URL": f"redis://127.0.0.1:{redis_proxy.port}{redis_url.path}"},
+        )
+        try:
+            assert first_line(holder) == "acquired"
+            redis_proxy.cut()  # a partition between this worker and Redis
+            assert first_line(holder) == "lost"  # not "kept" at the end of its 20 s of work
+        finally:
+            holder.kill()
+            holder.wait(timeout=10)
+    assert not is_running(job)  # the lock expired meanwhile: another run may start
