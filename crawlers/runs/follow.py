@@ -111,13 +111,13 @@ def follow_head(
     return result
 
 
-def _head_source(chain: ChainSettings, client: RpcClient, interval: float) -> HeadSource:
+def _head_source(chain: ChainSettings, client: RpcClient, block_time: float) -> HeadSource:
     if chain.ws_url:
         try:
-            return SubscribedHeads(chain.ws_url, client)
+            return SubscribedHeads(chain.ws_url, client, block_time=block_time)
         except SubscriptionFailed as exc:
             logger.warning("follow %s: no newHeads subscription (%s); polling", run_title(LATEST, chain.name), exc)
-    return PolledHeads(client, interval)
+    return PolledHeads(client, poll_interval(block_time))
 
 
 class _FinalizedKick:
@@ -167,7 +167,7 @@ def _follow(
     title = run_title(LATEST, chain.name)
     block_time = learn_block_time(client)
     interval = poll_interval(block_time)
-    source = _head_source(chain, client, interval)
+    source = _head_source(chain, client, block_time)
     logger.info(
         "follow %s: block time %.2f s; heads by %s (poll every %.2f s)", title, block_time, source.kind, interval
     )

@@ -10,12 +10,15 @@ from collections.abc import Callable
 import pytest
 from django.db import connections
 
+from crawlers.chain.heads import MIN_POLL_SECONDS
 from crawlers.models import LATEST
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.follow import BUSY, LEASE_OVER, FollowResult, follow_head
 from donations.models import Donation, DonationStats, DonationStatus
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.configs import configured
+from tests.rpc_proxy import RpcProxy
+from tests.ws_heads import HeadsPusher
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -86,4 +89,37 @@ def test_a_second_follower_of_the_chain_ends_at_once_while_one_holds_the_lease(n
         assert time.monotonic() - started < 2
     finally:
         follower.join(timeout=30)
+    assert outcome[0].ended == LEASE_OVER
+
+
+def chain_tips_asked(proxy: RpcProxy) -> int:
+    """The follower's asks for the head and the finalized block (one batched request each)."""
+    return sum(1 for seen in proxy.seen if seen.methods == ["eth_blockNumber", "eth_getBlockByNumber"])
+
+
+def test_a_provider_flooding_new_heads_gets_no_more_than_a_few_head_requests_a_second(proxy, node, settings):
+    """A provider that repeats its newHeads (or pushes heads faster than a block) must not make the follower ask
+    the HTTP provider once per message: the polls' bound holds, at most one ask per MIN_POLL_SECONDS."""
+    with HeadsPusher(node, "flood", per_second=200) as pusher:
+        settings.CONFIG = configured(settings.CONFIG, ws_url=pusher.url)
+        result = follow_head(seconds=3, on_finalized=lambda _: None)
+    assert (result.ended, result.source) == (LEASE_OVER, "websocket")
+    assert pusher.pushed > 100  # the flood reached the follower
+    assert chain_tips_asked(proxy) <= 3 / MIN_POLL_SECONDS + 2
+
+
+def test_a_donation_is_recorded_while_the_new_heads_subscription_has_gone_silent(proxy, node, settings):
+    """A subscription the provider dropped while the socket stays open pushes nothing; the follower must not
+    wait a minute to notice while the chain moves on: a few block times of silence make it look at the head
+    over HTTP, and a head that moved without a push sends it back to polling."""
+    with HeadsPusher(node, "silent") as pusher:
+        settings.CONFIG = configured(settings.CONFIG, ws_url=pusher.url)
+        outcome: list[FollowResult] = []
+        follower = following(outcome, LEASE, lambda _: None)
+        try:
+            wait_until(lambda: cursor_get(chain="eth", label=LATEST) is not None, LEASE, "the follower's first run")
+            tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+            wait_until(lambda: Donation.objects.filter(tx_hash=tx).exists(), LEASE, "the donation's row")
+        finally:
+            follower.join(timeout=LEASE + 30)
     assert outcome[0].ended == LEASE_OVER
