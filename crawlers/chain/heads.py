@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from crawlers.chain.calls import header_call
 from crawlers.chain.outcomes import Answer
+from crawlers.chain.quantities import hex_quantity
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainTips, chain_tips
 from dws_project.redaction import redact_url, register_secrets
@@ -42,13 +43,8 @@ def _timestamp(outcome: object) -> tuple[int, int] | None:
     """(number, timestamp) of a header answer, or None."""
     if not isinstance(outcome, Answer) or not isinstance(outcome.value, dict):
         return None
-    number, stamp = outcome.value.get("number"), outcome.value.get("timestamp")
-    if not (isinstance(number, str) and isinstance(stamp, str)):
-        return None
-    try:
-        return int(number, 16), int(stamp, 16)
-    except ValueError:
-        return None
+    number, stamp = hex_quantity(outcome.value.get("number")), hex_quantity(outcome.value.get("timestamp"))
+    return None if number is None or stamp is None else (number, stamp)
 
 
 def learn_block_time(client: RpcClient) -> float:

@@ -10,11 +10,11 @@ node says is recorded.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from crawlers.chain.calls import header_call
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
+from crawlers.chain.quantities import hex_quantity
 from crawlers.chain.rpc import RpcClient
 from dws_project.chain_settings import ChainSettings
 
@@ -41,21 +41,13 @@ class ChainTips:
     finalized: int | None
 
 
-_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
-
-
-def _quantity(value: object) -> int | None:
-    """A JSON-RPC quantity ("0x1b4"); None for anything else (a malformed answer is no evidence)."""
-    return int(value, 16) if isinstance(value, str) and _QUANTITY.fullmatch(value) else None
-
-
 def _head_number(outcome: RpcOutcome) -> int | None:
-    return _quantity(outcome.value) if isinstance(outcome, Answer) else None
+    return hex_quantity(outcome.value) if isinstance(outcome, Answer) else None
 
 
 def _block_number(outcome: RpcOutcome) -> int | None:
     if isinstance(outcome, Answer) and isinstance(outcome.value, dict):
-        return _quantity(outcome.value.get("number"))
+        return hex_quantity(outcome.value.get("number"))
     return None
 
 
