@@ -11,9 +11,11 @@ import pytest
 from django.db import connections
 
 from crawlers.chain.heads import MIN_POLL_SECONDS
-from crawlers.models import LATEST
+from crawlers.models import FINALIZED, LATEST
 from crawlers.record.cursors import cursor_get
+from crawlers.runs.crawl import crawl
 from crawlers.runs.follow import BUSY, LEASE_OVER, FollowResult, follow_head
+from crawlers.runs.results import CrawlResult
 from donations.models import Donation, DonationStats, DonationStatus
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.configs import configured
@@ -123,3 +125,26 @@ def test_a_donation_is_recorded_while_the_new_heads_subscription_has_gone_silent
         finally:
             follower.join(timeout=LEASE + 30)
     assert outcome[0].ended == LEASE_OVER
+
+
+def test_a_finalized_crawler_that_holds_is_not_run_again_every_few_seconds_while_the_tag_stands(proxy, node):
+    """The follower queues the finalized crawler when the tag moves, and again while that crawler is behind it.
+    A finalized crawler that holds (a provider that will not answer for a block) is behind for as long as the
+    provider fails: queued every 5 s, it asked the failing provider twelve times as often as its own beat."""
+    crawl(LATEST)
+    crawl(FINALIZED)
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    node.mine(3)  # the tag covers the donation's block
+    proxy.arm("eth_getTransactionReceipt", "null", count=None)  # the finalized crawler holds at that block
+    runs: list[CrawlResult] = []
+
+    def finalized_run(chain: str) -> None:  # what the worker does with the queued task, here in the follower
+        runs.append(crawl(FINALIZED, chain=chain))
+
+    result = follow_head(seconds=8, on_finalized=finalized_run)
+
+    assert result.ended == LEASE_OVER
+    assert runs
+    assert all(run.held for run in runs)
+    assert len(runs) == 1  # the tag did not move, the crawler made no progress: its beat tries it again
+    assert not Donation.objects.filter(tx_hash=tx, status=DonationStatus.CONFIRMED).exists()
