@@ -116,9 +116,10 @@ class SubscriptionFailed(Exception):
 class SubscribedHeads:
     """`eth_subscribe("newHeads")` over WebSocket: the provider pushes each head; the finalized block (and the
     head as the HTTP provider sees it) is still asked over HTTP, at most once per MIN_POLL_SECONDS however
-    fast or often heads are pushed (a repeated or stale head asks nothing). A subscription silent for a few
-    block times is checked over HTTP: a head that moved without a push means it is dead (SubscriptionFailed),
-    so a socket that stays open after the provider dropped the subscription costs seconds, not minutes."""
+    fast or often heads are pushed (a repeated or stale head asks nothing; a head the HTTP provider has not
+    reached yet is asked about again at the polling pace, not when the next head comes). A subscription
+    silent for a few block times is checked over HTTP: a head that moved without a push means it is dead
+    (SubscriptionFailed), so a socket left open after the provider dropped the subscription costs seconds."""
 
     kind = "websocket"
 
@@ -133,6 +134,8 @@ class SubscribedHeads:
         self._silence = min(max(SILENT_BLOCKS * block_time, MIN_SILENCE_SECONDS), SUBSCRIPTION_SILENCE)
         self._known = -1  # the highest head pushed or asked: a push at or below it is nothing new
         self._asked_at = float("-inf")
+        self._pace = poll_interval(block_time)
+        self._ahead: int | None = None  # a head pushed that the HTTP provider had not reached when asked
         self._held = contextlib.ExitStack()
         try:
             # proxy=None: like the HTTP provider, never through a proxy named by the environment
@@ -168,13 +171,17 @@ class SubscribedHeads:
             self._first = False
             tips = self._ask()
             return tips if tips.head is not None else None
-        pushed: int | None = None  # the newest head pushed since the last answer, not yet asked about
+        # The newest head pushed and not yet asked about; or one pushed that the HTTP provider (a node of its
+        # load balancer a moment behind) had not reached, asked about again at the polling pace.
+        pushed, pause = self._ahead, self._pace
         silent_since = time.monotonic()
         while not stop():
             now = time.monotonic()
-            if pushed is not None and now - self._asked_at >= MIN_POLL_SECONDS:
+            if pushed is not None and now - self._asked_at >= pause:
                 tips = self._ask()
-                return ChainTips(max(pushed, tips.head or 0), tips.finalized)
+                self._ahead = pushed if tips.head is not None and tips.head < pushed else None
+                # The head the crawl will find (the HTTP provider's); the pushed one when that provider did not say.
+                return ChainTips(pushed if tips.head is None else tips.head, tips.finalized)
             if pushed is None and now - silent_since >= self._silence:
                 before = self._known
                 tips = self._ask()
@@ -194,7 +201,7 @@ class SubscribedHeads:
                 head = None
             if head is not None and head > self._known:
                 self._known = head
-                pushed = head
+                pushed, pause = head, MIN_POLL_SECONDS
         return None
 
     def close(self) -> None:

@@ -148,3 +148,21 @@ def test_a_finalized_crawler_that_holds_is_not_run_again_every_few_seconds_while
     assert all(run.held for run in runs)
     assert len(runs) == 1  # the tag did not move, the crawler made no progress: its beat tries it again
     assert not Donation.objects.filter(tx_hash=tx, status=DonationStatus.CONFIRMED).exists()
+
+
+def test_a_pushed_head_the_http_provider_has_not_reached_yet_is_asked_again(proxy, node, settings):
+    """newHeads arrives as the node imports the block; the HTTP provider behind a load balancer may answer from
+    a node a moment behind. The block is then crawled as soon as the HTTP provider has it (asked again at the
+    polling pace), not one block later when the next head is pushed (here: never, nothing more is mined)."""
+    settings.CONFIG = configured(settings.CONFIG, ws_url=node.url.replace("http://", "ws://"))
+    outcome: list[FollowResult] = []
+    follower = following(outcome, LEASE, lambda _: None)
+    try:
+        wait_until(lambda: cursor_get(chain="eth", label=LATEST) is not None, LEASE, "the follower's first run")
+        # the next answers for the head (the follower's, then its run's) are one block behind the node's
+        proxy.arm("eth_blockNumber", "rewrite", count=2, rewrite=lambda head, _params: hex(int(head, 16) - 1))
+        tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)  # mines a block: pushed at once
+        wait_until(lambda: Donation.objects.filter(tx_hash=tx).exists(), LEASE, "the donation's row")
+    finally:
+        follower.join(timeout=LEASE + 30)
+    assert (outcome[0].ended, outcome[0].source) == (LEASE_OVER, "websocket")
