@@ -58,9 +58,8 @@ class HeadsPusher:
             while not self._stop.is_set():
                 head = self.node.block("latest")
                 header = {"number": head["number"], "hash": head["hash"], "timestamp": head["timestamp"]}
-                message = {"jsonrpc": "2.0", "method": "eth_subscription", "params": {"subscription": SUBSCRIPTION}}
-                message["params"]["result"] = header  # type: ignore[index] - a dict built just above
-                socket.send(json.dumps(message))
+                params = {"subscription": SUBSCRIPTION, "result": header}
+                socket.send(json.dumps({"jsonrpc": "2.0", "method": "eth_subscription", "params": params}))
                 self.pushed += 1
                 time.sleep(1 / self.per_second)
         except ConnectionClosed:
