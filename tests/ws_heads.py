@@ -5,6 +5,7 @@
   side dropped, behind a load balancer that keeps the socket)
 * ``flood`` pushes the node's head ``per_second`` times a second, each head over and over (a provider that
   repeats its heads, or several subscriptions' messages on one socket)
+* ``climb`` pushes a new head ``per_second`` times a second, one past the last (a chain of fast blocks)
 
 `pushed` counts the heads sent."""
 
@@ -25,7 +26,7 @@ SUBSCRIPTION = "0x9ce59a13059e417087c02d3236a0b1cc"
 
 class HeadsPusher:
     def __init__(self, node: Anvil, mode: str, *, per_second: float = 200.0) -> None:
-        assert mode in ("silent", "flood")
+        assert mode in ("silent", "flood", "climb")
         self.node = node
         self.mode = mode
         self.per_second = per_second
@@ -57,7 +58,8 @@ class HeadsPusher:
                 return
             while not self._stop.is_set():
                 head = self.node.block("latest")
-                header = {"number": head["number"], "hash": head["hash"], "timestamp": head["timestamp"]}
+                number = int(head["number"], 16) + (self.pushed + 1 if self.mode == "climb" else 0)
+                header = {"number": hex(number), "hash": head["hash"], "timestamp": head["timestamp"]}
                 params = {"subscription": SUBSCRIPTION, "result": header}
                 socket.send(json.dumps({"jsonrpc": "2.0", "method": "eth_subscription", "params": params}))
                 self.pushed += 1

@@ -117,7 +117,8 @@ class SubscribedHeads:
     """`eth_subscribe("newHeads")` over WebSocket: the provider pushes each head; the finalized block (and the
     head as the HTTP provider sees it) is still asked over HTTP, at most once per MIN_POLL_SECONDS however
     fast or often heads are pushed (a repeated or stale head asks nothing; a head the HTTP provider has not
-    reached yet is asked about again at the polling pace, not when the next head comes). A subscription
+    reached yet is asked about again at the polling pace, not when the next head comes; asks that get no
+    answer back off as the polls do). A subscription
     silent for a few block times is checked over HTTP: a head that moved without a push means it is dead
     (SubscriptionFailed), so a socket left open after the provider dropped the subscription costs seconds."""
 
@@ -136,6 +137,7 @@ class SubscribedHeads:
         self._asked_at = float("-inf")
         self._pace = poll_interval(block_time)
         self._ahead: int | None = None  # a head pushed that the HTTP provider had not reached when asked
+        self._failures = 0  # asks in a row without an answer: the next waits as a poll's would (backing off)
         self._held = contextlib.ExitStack()
         try:
             # proxy=None: like the HTTP provider, never through a proxy named by the environment
@@ -164,7 +166,14 @@ class SubscribedHeads:
         tips = chain_tips(self._client)
         if tips.head is not None:
             self._known = max(self._known, tips.head)
+        self._failures = 0 if tips.head is not None else self._failures + 1
         return tips
+
+    def _due(self, pause: float) -> bool:
+        """Whether the HTTP provider may be asked again, `pause` after the last ask (longer after failures)."""
+        if self._failures:
+            pause = max(pause, min(self._pace * 2**self._failures, MAX_BACKOFF_SECONDS))
+        return time.monotonic() - self._asked_at >= pause
 
     def next_tips(self, stop: Callable[[], bool]) -> ChainTips | None:
         if self._first:
@@ -177,12 +186,12 @@ class SubscribedHeads:
         silent_since = time.monotonic()
         while not stop():
             now = time.monotonic()
-            if pushed is not None and now - self._asked_at >= pause:
+            if pushed is not None and self._due(pause):
                 tips = self._ask()
                 self._ahead = pushed if tips.head is not None and tips.head < pushed else None
                 # The head the crawl will find (the HTTP provider's); the pushed one when that provider did not say.
                 return ChainTips(pushed if tips.head is None else tips.head, tips.finalized)
-            if pushed is None and now - silent_since >= self._silence:
+            if pushed is None and now - silent_since >= self._silence and self._due(self._silence):
                 before = self._known
                 tips = self._ask()
                 if tips.head is not None and tips.head > before:

@@ -156,7 +156,7 @@ def test_a_pushed_head_the_http_provider_has_not_reached_yet_is_asked_again(prox
     polling pace), not one block later when the next head is pushed (here: never, nothing more is mined)."""
     settings.CONFIG = configured(settings.CONFIG, ws_url=node.url.replace("http://", "ws://"))
     outcome: list[FollowResult] = []
-    follower = following(outcome, LEASE, lambda _: None)
+    follower = following(outcome, 5, lambda _: None)
     try:
         wait_until(lambda: cursor_get(chain="eth", label=LATEST) is not None, LEASE, "the follower's first run")
         # the next answers for the head (the follower's, then its run's) are one block behind the node's
@@ -166,3 +166,16 @@ def test_a_pushed_head_the_http_provider_has_not_reached_yet_is_asked_again(prox
     finally:
         follower.join(timeout=LEASE + 30)
     assert (outcome[0].ended, outcome[0].source) == (LEASE_OVER, "websocket")
+
+
+def test_pushed_heads_back_off_their_http_asks_while_the_http_provider_fails(proxy, node, settings):
+    """With the HTTP provider answering errors, a chain of fast blocks pushed over newHeads asks it no more
+    often than polling would: doubling from the polling pace, as the polls back off (it asked every 0.4 s)."""
+    proxy.arm("eth_blockNumber", "error", count=None)
+    with HeadsPusher(node, "climb", per_second=20) as pusher:
+        settings.CONFIG = configured(settings.CONFIG, ws_url=pusher.url)
+        result = follow_head(seconds=4, on_finalized=lambda _: None)
+    assert result.ended == LEASE_OVER
+    assert pusher.pushed > 30
+    # the learned block time is anvil's 0.4 s floor: asks at 0, 0.8 and 2.4 s (before: every 0.4 s)
+    assert chain_tips_asked(proxy) <= 4
