@@ -118,9 +118,9 @@ class SubscribedHeads:
     head as the HTTP provider sees it) is still asked over HTTP, at most once per MIN_POLL_SECONDS however
     fast or often heads are pushed (a repeated or stale head asks nothing; a head the HTTP provider has not
     reached yet is asked about again at the polling pace, not when the next head comes; asks that get no
-    answer back off as the polls do). A subscription
-    silent for a few block times is checked over HTTP: a head that moved without a push means it is dead
-    (SubscriptionFailed), so a socket left open after the provider dropped the subscription costs seconds."""
+    answer back off as the polls do). A subscription silent for a few block times is checked over HTTP: a
+    head that moved without a push means it is dead (SubscriptionFailed), so a socket left open after the
+    provider dropped the subscription costs seconds."""
 
     kind = "websocket"
 
