@@ -30,16 +30,24 @@ def donations_mark_block_replaced(*, chain: str, final_hashes: Mapping[int, str]
         block_number__range=(min(final_hashes), max(final_hashes)),
     ).values_list("id", "block_number", "block_hash", "tx_hash")
     replaced = [
-        (row_id, number, tx)
+        (row_id, number, block_hash, tx)
         for row_id, number, block_hash, tx in candidates
         if number in final_hashes and final_hashes[number].lower() != block_hash.lower()
     ]
-    if not replaced:
-        return 0
-    Donation.objects.filter(
-        id__in=[row_id for row_id, _, _ in replaced], status=DonationStatus.UNCONFIRMED, block_replaced_at__isnull=True
-    ).update(block_replaced_at=timezone.now())
-    for _, number, tx in replaced:
+    now = timezone.now()
+    marked = 0
+    for row_id, number, block_hash, tx in replaced:
+        # Only the row as it was read: the latest crawler, which runs beside this one, may have moved it to the
+        # transaction's new block since, and that block is on the chain.
+        if not Donation.objects.filter(
+            id=row_id,
+            block_number=number,
+            block_hash=block_hash,
+            status=DonationStatus.UNCONFIRMED,
+            block_replaced_at__isnull=True,
+        ).update(block_replaced_at=now):
+            continue
+        marked += 1
         logger.warning(
             "donation %s on %s: its block %d was replaced (the finalized block there is another); it stays "
             "unconfirmed while it may be mined again",
@@ -47,4 +55,4 @@ def donations_mark_block_replaced(*, chain: str, final_hashes: Mapping[int, str]
             chain,
             number,
         )
-    return len(replaced)
+    return marked

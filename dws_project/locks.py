@@ -6,7 +6,8 @@ second run that finds the lock held skips and says so, unless its holder is dead
 holder's PostgreSQL session (its backend pid and start time), which the server ends with the process, so
 a contender that finds no such session takes the lock over at once instead of waiting out the TTL (a worker
 killed mid-run crawls again as soon as it is back, issue 36). A holder whose session cannot be named
-(the database did not answer) is judged by the TTL alone, as before.
+(the database did not answer), or whose session the contender may not read (another database role's),
+is judged by the TTL alone, as before.
 
 The Redis lock is the cheap first guard. A chain's rows are also guarded in PostgreSQL, where a Redis
 flush, restart or fail-over cannot take the guard away (`chain_writer`): a session advisory lock per
@@ -21,6 +22,7 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterator
@@ -46,8 +48,9 @@ def _lock_key(job: str) -> str:
 
 class Lease:
     """A held lock, as its holder sees it: `lost` is set once the lock is found to be someone else's (it
-    expired while this process could not extend it, or a contender judged this holder dead), so a long
-    loop under it (the head follower) ends at its next safe point."""
+    expired while this process could not extend it, or a contender judged this holder dead), or once it
+    went a whole TTL without an extension (Redis out of reach: it has expired there), so a long loop under
+    it (the head follower) ends at its next safe point."""
 
     def __init__(self) -> None:
         self.lost = threading.Event()
@@ -76,14 +79,21 @@ def leased_run(job: str, *, ttl: float = DEFAULT_TTL) -> Iterator[Lease | None]:
     lease = Lease()
 
     def keep_alive() -> None:
+        extended_at = time.monotonic()  # the lock expires no later than a TTL after this
         while not stop.wait(ttl / 3):
             try:
                 lock.reacquire()  # reset the TTL to its full length
+                extended_at = time.monotonic()
             except LockNotOwnedError:
                 logger.error("job %s lost its lock while running; another run may start", job)
                 lease.lost.set()
                 return
             except RedisError as exc:
+                if time.monotonic() - extended_at >= ttl:
+                    # Not extended for a whole TTL: the lock has expired in Redis, whoever can reach it may take it.
+                    logger.error("job %s could not extend its lock for its TTL (%s); another run may start", job, exc)
+                    lease.lost.set()
+                    return
                 logger.warning("job %s could not extend its lock: %s", job, exc)
 
     extender = threading.Thread(target=keep_alive, name=f"lock-{job}", daemon=True)
@@ -118,19 +128,19 @@ def _session_identity() -> str:
 
 
 def _session_alive(identity: str) -> bool:
-    """Whether the PostgreSQL session `pid:start` still exists; True when unknown (no evidence of death)."""
+    """Whether the PostgreSQL session `pid:start` may still exist: False only on evidence that it does not (no
+    session with that pid, or one that started at another time: the pid was reused). True when unknown: no
+    answer, or a session whose start this role may not read (another role's, without pg_read_all_stats)."""
     pid, _, started = identity.partition(":")
     if not (pid.isdigit() and started.lstrip("-").isdigit()):
         return True
     try:
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT 1 FROM pg_stat_activity WHERE pid = %s AND {_SESSION} = %s",  # noqa: S608 - a constant
-                [int(pid), int(started)],
-            )
-            return cursor.fetchone() is not None
+            cursor.execute(f"SELECT {_SESSION} FROM pg_stat_activity WHERE pid = %s", [int(pid)])  # noqa: S608 - a constant
+            rows = cursor.fetchall()
     except Exception:  # noqa: BLE001 - no answer is no evidence that the holder died
         return True
+    return any(start is None or start == int(started) for (start,) in rows)
 
 
 def _take_over_from_dead_holder(job: str) -> bool:

@@ -6,7 +6,7 @@ decides what a block holds.
 Polling is the default and the fallback: one batched request (the head's number and the finalized block)
 every `poll_interval` seconds, a third of the block time, never faster than MIN_POLL_SECONDS (a few
 requests a second at most) nor slower than MAX_POLL_SECONDS. A subscription that fails (refused, dropped,
-silent) falls back to polling; only the WebSocket URL's scheme and host are ever logged.
+silent while the head moves) falls back to polling; only the WebSocket URL's scheme and host are ever logged.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from crawlers.chain.calls import header_call
 from crawlers.chain.outcomes import Answer
+from crawlers.chain.quantities import hex_quantity
 from crawlers.chain.rpc import RpcClient
 from crawlers.chain.tips import ChainTips, chain_tips
 from dws_project.redaction import redact_url, register_secrets
@@ -32,7 +33,9 @@ MAX_POLL_SECONDS = 4.0  # a 12 s chain is asked every 4 s: a new block is seen 2
 MAX_BACKOFF_SECONDS = 30.0  # polls that give no evidence back off up to this
 BLOCK_TIME_SAMPLE = 20  # blocks the block time is averaged over
 DEFAULT_BLOCK_TIME = 12.0  # when the chain will not say (too young, or the provider did not answer)
-SUBSCRIPTION_SILENCE = 60.0  # no head pushed for this long: the subscription is judged dead
+SUBSCRIPTION_SILENCE = 60.0  # the longest a subscription may stay silent before the HTTP head is asked
+SILENT_BLOCKS = 3  # ... and the usual: this many block times without a new head pushed
+MIN_SILENCE_SECONDS = 2.0  # ... but never asked more often than this while silent
 SUBSCRIBE = {"jsonrpc": "2.0", "id": 1, "method": "eth_subscribe", "params": ["newHeads"]}
 
 
@@ -40,13 +43,8 @@ def _timestamp(outcome: object) -> tuple[int, int] | None:
     """(number, timestamp) of a header answer, or None."""
     if not isinstance(outcome, Answer) or not isinstance(outcome.value, dict):
         return None
-    number, stamp = outcome.value.get("number"), outcome.value.get("timestamp")
-    if not (isinstance(number, str) and isinstance(stamp, str)):
-        return None
-    try:
-        return int(number, 16), int(stamp, 16)
-    except ValueError:
-        return None
+    number, stamp = hex_quantity(outcome.value.get("number")), hex_quantity(outcome.value.get("timestamp"))
+    return None if number is None or stamp is None else (number, stamp)
 
 
 def learn_block_time(client: RpcClient) -> float:
@@ -116,12 +114,17 @@ class SubscriptionFailed(Exception):
 
 
 class SubscribedHeads:
-    """`eth_subscribe("newHeads")` over WebSocket: the provider pushes each head; the finalized block is still
-    asked over HTTP, once per new head (one request per block instead of one per poll)."""
+    """`eth_subscribe("newHeads")` over WebSocket: the provider pushes each head; the finalized block (and the
+    head as the HTTP provider sees it) is still asked over HTTP, at most once per MIN_POLL_SECONDS however
+    fast or often heads are pushed (a repeated or stale head asks nothing; a head the HTTP provider has not
+    reached yet is asked about again at the polling pace, not when the next head comes; asks that get no
+    answer back off as the polls do). A subscription silent for a few block times is checked over HTTP: a
+    head that moved without a push means it is dead (SubscriptionFailed), so a socket left open after the
+    provider dropped the subscription costs seconds."""
 
     kind = "websocket"
 
-    def __init__(self, url: str, client: RpcClient, *, open_timeout: float = 10.0) -> None:
+    def __init__(self, url: str, client: RpcClient, *, block_time: float, open_timeout: float = 10.0) -> None:
         from websockets.sync.client import connect  # the follower's only use of the package
 
         self.origin = redact_url(url)
@@ -129,6 +132,12 @@ class SubscribedHeads:
         register_secrets(parts.path if parts.path not in ("", "/") else None, parts.query, parts.password)
         self._client = client
         self._first = True  # the head as it stands when subscribing, without waiting for the next one
+        self._silence = min(max(SILENT_BLOCKS * block_time, MIN_SILENCE_SECONDS), SUBSCRIPTION_SILENCE)
+        self._known = -1  # the highest head pushed or asked: a push at or below it is nothing new
+        self._asked_at = float("-inf")
+        self._pace = poll_interval(block_time)
+        self._ahead: int | None = None  # a head pushed that the HTTP provider had not reached when asked
+        self._failures = 0  # asks in a row without an answer: the next waits as a poll's would (backing off)
         self._held = contextlib.ExitStack()
         try:
             # proxy=None: like the HTTP provider, never through a proxy named by the environment
@@ -151,18 +160,47 @@ class SubscribedHeads:
         found = _timestamp(Answer(params.get("result")))
         return found[0] if found else None
 
+    def _ask(self) -> ChainTips:
+        """The tips over HTTP (one batched request)."""
+        self._asked_at = time.monotonic()
+        tips = chain_tips(self._client)
+        if tips.head is not None:
+            self._known = max(self._known, tips.head)
+        self._failures = 0 if tips.head is not None else self._failures + 1
+        return tips
+
+    def _due(self, pause: float) -> bool:
+        """Whether the HTTP provider may be asked again, `pause` after the last ask (longer after failures)."""
+        if self._failures:
+            pause = max(pause, min(self._pace * 2**self._failures, MAX_BACKOFF_SECONDS))
+        return time.monotonic() - self._asked_at >= pause
+
     def next_tips(self, stop: Callable[[], bool]) -> ChainTips | None:
         if self._first:
             self._first = False
-            tips = chain_tips(self._client)
+            tips = self._ask()
             return tips if tips.head is not None else None
+        # The newest head pushed and not yet asked about; or one pushed that the HTTP provider (a node of its
+        # load balancer a moment behind) had not reached, asked about again at the polling pace.
+        pushed, pause = self._ahead, self._pace
         silent_since = time.monotonic()
         while not stop():
+            now = time.monotonic()
+            if pushed is not None and self._due(pause):
+                tips = self._ask()
+                self._ahead = pushed if tips.head is not None and tips.head < pushed else None
+                # The head the crawl will find (the HTTP provider's); the pushed one when that provider did not say.
+                return ChainTips(pushed if tips.head is None else tips.head, tips.finalized)
+            if pushed is None and now - silent_since >= self._silence and self._due(self._silence):
+                before = self._known
+                tips = self._ask()
+                if tips.head is not None and tips.head > before:
+                    raise SubscriptionFailed(f"{self.origin}: the head moved to {tips.head} without a push")
+                silent_since = time.monotonic()
+                continue
             try:
                 raw = self._socket.recv(timeout=0.2)
             except TimeoutError:
-                if time.monotonic() - silent_since > SUBSCRIPTION_SILENCE:
-                    raise SubscriptionFailed(f"{self.origin}: no head for {SUBSCRIPTION_SILENCE:.0f} s") from None
                 continue
             except Exception as exc:  # noqa: BLE001 - closed, reset, malformed frame: poll instead
                 raise SubscriptionFailed(f"{self.origin}: {type(exc).__name__}") from None
@@ -170,10 +208,9 @@ class SubscribedHeads:
                 head = self._head(json.loads(raw))
             except ValueError:
                 head = None
-            if head is None:
-                continue
-            tips = chain_tips(self._client)  # the finalized block (and the head as the HTTP provider sees it)
-            return ChainTips(max(head, tips.head or 0), tips.finalized)
+            if head is not None and head > self._known:
+                self._known = head
+                pushed, pause = head, MIN_POLL_SECONDS
         return None
 
     def close(self) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from crawlers.chain.calls import header_call
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
+from crawlers.chain.quantities import hex_quantity
 from crawlers.chain.rpc import RpcClient
 from dws_project.chain_settings import ChainSettings
 
@@ -41,12 +42,12 @@ class ChainTips:
 
 
 def _head_number(outcome: RpcOutcome) -> int | None:
-    return int(outcome.value, 16) if isinstance(outcome, Answer) and isinstance(outcome.value, str) else None
+    return hex_quantity(outcome.value) if isinstance(outcome, Answer) else None
 
 
 def _block_number(outcome: RpcOutcome) -> int | None:
-    if isinstance(outcome, Answer) and isinstance(outcome.value, dict) and isinstance(outcome.value.get("number"), str):
-        return int(outcome.value["number"], 16)
+    if isinstance(outcome, Answer) and isinstance(outcome.value, dict):
+        return hex_quantity(outcome.value.get("number"))
     return None
 
 

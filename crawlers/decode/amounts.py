@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from decimal import ROUND_DOWN, Context, Decimal
 
+from crawlers.chain.quantities import hex_quantity
 from donations.sightings import Transfer
 from dws_project.chain_settings import ChainSettings
 
 ETH_DECIMALS = 18
 WEI_PER_ETH = 10**ETH_DECIMALS
-# A JSON-RPC quantity: hex digits after "0x", at most 256 bits. Python's int(text, 16) alone also takes
-# "-0x5", " 0x5", "0x5_0" and no "0x" at all; none of those is a quantity a node sends.
-_QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,64}")
 # Exact for any uint256 at any scale (78 digits, and 18 decimals): Decimal's default 28 digits made a
 # transfer of 2^255 units raise InvalidOperation, which held the whole block and every asset in it. A
 # value the donation columns cannot hold is judged later (donations/sightings.py `donation_unholdable`).
@@ -31,9 +28,10 @@ def quantity(source: dict, name: str) -> int | None:
     value = source.get(name)
     if value is None:
         return None
-    if not isinstance(value, str) or not _QUANTITY.fullmatch(value):
+    number = hex_quantity(value)
+    if number is None:
         raise UnreadableAmount(f"its {name} is {str(value)[:80]!r}, not a hex quantity")
-    return int(value, 16)
+    return number
 
 
 def required_quantity(source: dict, name: str) -> int:

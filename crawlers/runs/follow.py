@@ -111,38 +111,43 @@ def follow_head(
     return result
 
 
-def _head_source(chain: ChainSettings, client: RpcClient, interval: float) -> HeadSource:
+def _head_source(chain: ChainSettings, client: RpcClient, block_time: float) -> HeadSource:
     if chain.ws_url:
         try:
-            return SubscribedHeads(chain.ws_url, client)
+            return SubscribedHeads(chain.ws_url, client, block_time=block_time)
         except SubscriptionFailed as exc:
             logger.warning("follow %s: no newHeads subscription (%s); polling", run_title(LATEST, chain.name), exc)
-    return PolledHeads(client, interval)
+    return PolledHeads(client, poll_interval(block_time))
 
 
 class _FinalizedKick:
-    """Queues the finalized crawler when the tag moves, and again while that crawler stays behind it."""
+    """Queues the finalized crawler when the tag moves, and again while that crawler is behind it and moving
+    (a run that stopped short of the tag: the task expired, or its run read an older tag). One that stopped
+    moving holds (a provider that will not answer): it is not queued again until the tag moves, so a failing
+    provider is asked no more often than the finalized crawler's own beat asks it."""
 
     def __init__(self, chain: str, on_finalized: Callable[[str], None]) -> None:
         self._chain = chain
         self._on_finalized = on_finalized
         self._seen: int | None = None
         self._kicked_at = float("-inf")
+        self._cursor_at_kick: int | None = None  # the finalized cursor when it was last queued
 
     def see(self, finalized: int | None) -> None:
         if finalized is None:
             return
         moved = self._seen is None or finalized > self._seen
         self._seen = finalized if self._seen is None else max(self._seen, finalized)
-        if not moved:
-            if time.monotonic() - self._kicked_at < FINALIZED_AGAIN_SECONDS:
-                return
-            cursor = cursor_get(chain=self._chain, label=FINALIZED)
-            if cursor is not None and cursor.value >= finalized:
-                return
+        if not moved and time.monotonic() - self._kicked_at < FINALIZED_AGAIN_SECONDS:
+            return
+        cursor = cursor_get(chain=self._chain, label=FINALIZED)
+        at = cursor.value if cursor is not None else None
+        if not moved and (at is None or at >= finalized or at == self._cursor_at_kick):
+            return
         tip_note(self._chain, FINALIZED, finalized)
         self._on_finalized(self._chain)
         self._kicked_at = time.monotonic()
+        self._cursor_at_kick = at
 
 
 def _follow(
@@ -167,7 +172,7 @@ def _follow(
     title = run_title(LATEST, chain.name)
     block_time = learn_block_time(client)
     interval = poll_interval(block_time)
-    source = _head_source(chain, client, interval)
+    source = _head_source(chain, client, block_time)
     logger.info(
         "follow %s: block time %.2f s; heads by %s (poll every %.2f s)", title, block_time, source.kind, interval
     )

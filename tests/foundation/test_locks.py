@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit
 
+import psycopg2
 import pytest
+from django.conf import settings as django_settings
+from django.db import connection
 
 from dws_project.locks import exclusive_run, is_running
 from tests.ops.processes import process_environment
 from tests.processes import PYTHON, ROOT
+from tests.tcp_proxy import TcpProxy
 
 UNTIL_RELEASED = -1  # the holder works until `release` (tests/lock_holder.py)
 
@@ -114,3 +121,76 @@ def test_a_killed_holders_lock_is_taken_over_at_once_not_after_its_ttl(job: str)
         assert time.monotonic() - killed_at < 10, "the dead holder's lock still blocks (its TTL is 120 s)"
         time.sleep(0.2)
     assert not is_running(job)
+
+
+@pytest.fixture
+def other_role(db) -> Iterator[str]:
+    """A database URL of this run's test database under a login role of its own, without the right to read
+    other roles' sessions in pg_stat_activity (a worker or an operator's shell under another database user).
+    Made and dropped on a connection of its own: the test's is inside a transaction the processes cannot see."""
+    name, password = f"dws_lock_{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    db = connection.settings_dict
+    admin = psycopg2.connect(
+        dbname=db["NAME"], user=db["USER"], password=db["PASSWORD"], host=db["HOST"], port=db["PORT"] or 5432
+    )
+    admin.autocommit = True
+    try:
+        with admin.cursor() as cursor:
+            cursor.execute(f"CREATE ROLE {name} LOGIN PASSWORD '{password}'")
+        yield f"postgres://{name}:{password}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+        with admin.cursor() as cursor:
+            cursor.execute(f"DROP ROLE {name}")
+    finally:
+        admin.close()
+
+
+def test_a_live_holders_lock_is_not_taken_over_by_a_contender_that_cannot_see_its_session(
+    job: str, other_role: str
+) -> None:
+    """pg_stat_activity shows another role's sessions without their start time: a contender under another
+    database user finds no session matching the holder's token, which is no evidence that the holder died."""
+    holder = subprocess.Popen(
+        [PYTHON, "-m", "tests.lock_holder", job, str(UNTIL_RELEASED), "120"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=process_environment(),
+    )
+    try:
+        assert first_line(holder) == "acquired"
+        contender = subprocess.run(
+            [PYTHON, "-m", "tests.lock_holder", job, "0", "120"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=process_environment(DATABASE_URL=other_role),
+            timeout=60,
+        )
+        assert contender.stdout.splitlines()[:1] == ["skipped"], contender.stdout + contender.stderr
+    finally:
+        release(holder)
+        holder.wait(timeout=30)
+
+
+def test_a_holder_cut_off_from_redis_for_its_whole_ttl_loses_its_lease(job: str) -> None:
+    """A holder that cannot reach Redis cannot extend its lock: after a TTL without an extension the lock has
+    expired, and another worker (one that reaches Redis) may take it. The lease is lost then, so a long loop
+    under it (the head follower) ends instead of running beside its successor until its own lease is over."""
+    redis_url = urlsplit(django_settings.CONFIG.redis_url)
+    with TcpProxy(redis_url.hostname or "127.0.0.1", redis_url.port or 6379) as redis_proxy:
+        holder = subprocess.Popen(
+            [PYTHON, "-m", "tests.lock_holder", job, "20", "1.5", "watch"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "REDIS_URL": f"redis://127.0.0.1:{redis_proxy.port}{redis_url.path}"},
+        )
+        try:
+            assert first_line(holder) == "acquired"
+            redis_proxy.cut()  # a partition between this worker and Redis
+            assert first_line(holder) == "lost"  # not "kept" at the end of its 20 s of work
+        finally:
+            holder.kill()
+            holder.wait(timeout=10)
+    assert not is_running(job)  # the lock expired meanwhile: another run may start

@@ -10,6 +10,7 @@ from crawlers.chain.calls import TRANSFER_TOPIC
 from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl, crawl_single_block
+from crawlers.runs.follow import LEASE_OVER, follow_head
 from crawlers.scan.results import STUCK_POINTER
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -196,3 +197,22 @@ def test_a_hold_on_a_later_blocks_coin_log_keeps_the_eth_donation_before_it(node
     proxy.disarm()
     assert crawl(FINALIZED).held is None
     assert_ledger_invariants()
+
+
+@pytest.mark.parametrize("head", ["0x", "twelve"])
+def test_a_head_number_that_is_not_hex_is_no_evidence_for_the_crawler_and_the_follower(node, proxy, head):
+    """A provider's head that is a string but no number holds the run like any malformed answer: the crawler
+    and the head follower raised ValueError on it (the follower's task failed with a traceback)."""
+    crawl(LATEST)  # the cursor, before the provider goes wrong
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    proxy.arm("eth_blockNumber", "rewrite", count=None, rewrite=lambda _result, _params: head)
+
+    run = crawl(LATEST)
+    assert run.held is not None
+    assert "eth_blockNumber" in run.held
+    followed = follow_head(seconds=1, on_finalized=lambda _: None)
+    assert followed.ended == LEASE_OVER
+
+    proxy.disarm()
+    crawl(LATEST)
+    assert Donation.objects.filter(tx_hash=tx).count() == 1  # nothing lost meanwhile
