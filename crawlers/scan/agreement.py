@@ -5,8 +5,8 @@ recorded, one batch asks the check provider for:
 
 * the header of the range's closing block (the one the cursor moves to) and of every block that credits
   or fails something: its hash, and its list of transactions;
-* the donation address's balances (ETH, nonce, each coin) at the closing block and around every crediting
-  block (before and after it: on a busy chain one block's "after" is the next one's "before", asked once),
+* the donation address's balances (ETH, nonce, each coin) at the block before the range, at the closing
+  block and around every crediting block (before and after it: on a busy chain one block's "after" is the next one's "before", asked once),
   and the address's code at the block before the range and at the closing block;
 * the receipt of every transaction credited or failed, and the transaction object of every top-level
   ETH transfer.
@@ -14,8 +14,9 @@ recorded, one batch asks the check provider for:
 The range is recorded only when the check provider's answers show the same thing:
 
 * the same block hashes, and every transaction credited or failed in its block's own list;
-* the closing balances the primary's balance proof ended at: a transfer the primary left out of a range
-  (dropped from a log answer or from a block body, with its balances bent to match) shows here;
+* the opening and closing balances the primary's balance proof started and ended at: a transfer the primary
+  left out of a range (dropped from a log answer or from a block body, with its balances bent to match
+  after it, or before it: each range's proof asks the primary for its opening afresh) shows here;
 * no code at either edge where the primary proved the range as a plain account (by its balances alone);
 * each crediting block moving the balances as the primary's proof says it did: ETH that never arrived
   (an invented call frame, with the balances bent to match) shows here;
@@ -28,7 +29,7 @@ Where the check provider keeps no state for a block (learnt by its behaviour, as
 crawlers/scan/history.py; a first refusal waits), its balances and code cannot be compared there: a
 crediting block is then shown by its transactions instead, in a second batch (each credited transaction's
 object, in that block) and, for ETH paid by an internal call, the transaction's call trace showing the
-frame (path, donor, amount); closing balances it cannot give are not compared (a WARNING says so: what
+frame (path, donor, amount); opening and closing balances it cannot give are not compared (a WARNING says so: what
 the range left out then rests on the primary's proof alone), nor its code at an edge it has no state for.
 
 A check provider that does not answer (a time-out, a null, an error) is no evidence: the range waits.
@@ -87,6 +88,8 @@ class RangeClaim:
             return self.ledger.balances_at(number)
         if isinstance(self.ledger, UnprovenSpan) and self.ledger.closing is not None and self.ledger.end == number:
             return dict(self.ledger.closing)
+        if isinstance(self.ledger, UnprovenSpan) and self.ledger.opening is not None and self.ledger.first == number + 1:
+            return dict(self.ledger.opening)
         return None
 
     def change_in(self, number: int) -> dict[str, int] | None:
@@ -113,7 +116,10 @@ def _asked(chain: ChainSettings, claim: RangeClaim, closing: BlockHeader) -> _As
     blocks = claim.blocks
     crediting = [b.header.number for b in blocks if b.transfers]
     headers = sorted({b.header.number for b in blocks if b.transfers or b.reverted} | {closing.number})
-    balances = sorted({closing.number} | {n for b in crediting if b > 0 for n in (b - 1, b)})
+    # The opening too: each range's proof asks the primary for it afresh, and a primary that added a left-out
+    # transfer to every balance before it would close the range's identity with the true closing balances.
+    opening = {claim.opening} if claim.opening >= 0 and claim.balances_at(claim.opening) is not None else set()
+    balances = sorted({closing.number} | opening | {n for b in crediting if b > 0 for n in (b - 1, b)})
     edges = sorted({e for e in (claim.opening, closing.number) if e >= 0})
     receipts = sorted({t.tx_hash for b in blocks for t in b.transfers} | {h for b in blocks for h in b.reverted})
     eth_txs = sorted({t.tx_hash for b in blocks for t in b.transfers if t.log_index is None and not t.trace_address})
@@ -154,7 +160,11 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
             verdict = _change_differs(claim, block, theirs, stateless)
         if verdict is not None:
             return verdict
-    verdict = _closing_differs(claim, closing, theirs.get(closing.number), check) or _code_differs(claim, codes)
+    verdict = (
+        _edge_differs(claim, claim.opening, theirs.get(claim.opening), check)
+        or _edge_differs(claim, closing.number, theirs.get(closing.number), check)
+        or _code_differs(claim, codes)
+    )
     if verdict is not None:
         return verdict
     return _shown_by_transactions(check, chain, stateless) if stateless else None
@@ -263,20 +273,21 @@ def _change_differs(
     )
 
 
-def _closing_differs(
-    claim: RangeClaim, closing: BlockHeader, theirs: Balances | None, check: RpcClient
-) -> Disagreement | None:
-    ours = claim.balances_at(closing.number)
-    if theirs is None:
+def _edge_differs(claim: RangeClaim, edge: int, theirs: Balances | None, check: RpcClient) -> Disagreement | None:
+    """The balances the primary's proof holds at one edge of the range (the block before it, its closing
+    block) against the check provider's there (an edge asked: one it keeps state for)."""
+    ours, closing = claim.balances_at(edge), edge != claim.opening
+    last = claim.closing.number if claim.closing is not None else edge
+    if theirs is None and (closing or ours is not None):
         logger.warning(
-            "check provider %s keeps no state for block %d: the closing balances of blocks %d..%d are not compared",
+            "check provider %s keeps no state for block %d: the %s balances of blocks %d..%d are not compared",
             check.origin,
-            closing.number,
+            edge,
+            "closing" if closing else "opening",
             claim.opening + 1,
-            closing.number,
+            last,
         )
-        return None
-    if ours is None:
+    if theirs is None or ours is None:
         return None
     differs = [
         f"{asset}: {ours_and_theirs(ours.get(asset), value)}"
@@ -285,8 +296,8 @@ def _closing_differs(
     ]
     if not differs:
         return None
-    after = f"the donation address's balances after blocks {claim.opening + 1}..{closing.number} (raw units): "
-    return Disagreement(closing.number, after + "; ".join(differs))
+    where = f"the donation address's balances {'after' if closing else 'before'} blocks {claim.opening + 1}..{last}"
+    return Disagreement(edge, f"{where} (raw units): " + "; ".join(differs))
 
 
 def _code_differs(claim: RangeClaim, codes: Mapping[int, RpcOutcome]) -> Disagreement | None:

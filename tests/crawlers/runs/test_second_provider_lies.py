@@ -48,19 +48,23 @@ def block_of(node: Anvil, at: Any) -> int:
     return int(at, 16)
 
 
-def bend_eth_balance(proxy: RpcProxy, node: Anvil, *, since: int, by: int) -> None:
-    """The primary's ETH balance of the donation address is off by `by` wei from block `since` on."""
+def bend_eth_balance(proxy: RpcProxy, node: Anvil, *, since: int, by: int, until: int | None = None) -> None:
+    """The primary's ETH balance of the donation address is off by `by` wei from block `since` on (to
+    block `until`, not included)."""
 
     def bent(result: Any, params: list) -> Any:
-        if str(params[0]).lower() != US or block_of(node, params[1]) < since:
+        if str(params[0]).lower() != US or not since <= block_of(node, params[1]) < (until or 2**64):
             return result
         return hex(int(result, 16) + by)
 
     proxy.arm("eth_getBalance", "rewrite", count=None, rewrite=bent)
 
 
-def bend_coin_balance(proxy: RpcProxy, node: Anvil, coin: str, *, since: int, by: int) -> None:
-    """The primary's `balanceOf(donation address)` of `coin` is off by `by` from block `since` on."""
+def bend_coin_balance(
+    proxy: RpcProxy, node: Anvil, coin: str, *, since: int, by: int, until: int | None = None
+) -> None:
+    """The primary's `balanceOf(donation address)` of `coin` is off by `by` from block `since` on (to
+    block `until`, not included)."""
 
     def ours(params: list) -> bool:
         call = params[0] if params and isinstance(params[0], dict) else {}
@@ -68,7 +72,7 @@ def bend_coin_balance(proxy: RpcProxy, node: Anvil, coin: str, *, since: int, by
         return str(call.get("to")).lower() == coin and data.startswith(BALANCE_OF) and data.endswith(US[2:])
 
     def bent(result: Any, params: list) -> Any:
-        if block_of(node, params[1]) < since:
+        if not since <= block_of(node, params[1]) < (until or 2**64):
             return result
         return "0x" + format(int(result, 16) + by, "064x")
 
