@@ -4,10 +4,11 @@ Nothing is confirmed that the check provider's own answers do not show. Before a
 recorded, one batch asks the check provider for:
 
 * the header of the range's closing block (the one the cursor moves to) and of every block that credits
-  or fails something: its hash, and its list of transactions;
+  or fails something or holds an unexplained inflow: its hash, and its list of transactions;
 * the donation address's balances (ETH, nonce, each coin) at the block before the range, at the closing
-  block and around every crediting block (before and after it: on a busy chain one block's "after" is the next one's "before", asked once),
-  and the address's code at the block before the range and at the closing block;
+  block and around every crediting block and every block with an unexplained inflow (before and after
+  it: on a busy chain one block's "after" is the next one's "before", asked once), and the address's code
+  at the block before the range and at the closing block;
 * the receipt of every transaction credited or failed, and the transaction object of every top-level
   ETH transfer.
 
@@ -19,7 +20,9 @@ The range is recorded only when the check provider's answers show the same thing
   after it, or before it: each range's proof asks the primary for its opening afresh) shows here;
 * no code at either edge where the primary proved the range as a plain account (by its balances alone);
 * each crediting block moving the balances as the primary's proof says it did: ETH that never arrived
-  (an invented call frame, with the balances bent to match) shows here;
+  (an invented call frame, with the balances bent to match) shows here; so does each block with an
+  unexplained inflow, which the check provider also reads and proves itself (crawlers/scan/second_reading.py:
+  a donation the primary left out with its balances true is filed as one);
 * for each transfer, a successful receipt in that block and, for a coin, the Transfer log at that index
   of that contract paying the donation address from the donor, of that amount; for a top-level ETH
   transfer, the same sender, recipient and value; for a transaction the primary reports reverted, a
@@ -52,6 +55,7 @@ from crawlers.decode.frames import shows_frame
 from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import ScannedBlock
+from crawlers.scan.second_reading import unexplained_shown
 from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
 from crawlers.scan.with_code import PLAIN, mode_of
 from donations.sightings import Transfer, amount_scale
@@ -88,8 +92,9 @@ class RangeClaim:
             return self.ledger.balances_at(number)
         if isinstance(self.ledger, UnprovenSpan) and self.ledger.closing is not None and self.ledger.end == number:
             return dict(self.ledger.closing)
-        if isinstance(self.ledger, UnprovenSpan) and self.ledger.opening is not None and self.ledger.first == number + 1:
-            return dict(self.ledger.opening)
+        unproven = self.ledger if isinstance(self.ledger, UnprovenSpan) else None
+        if unproven is not None and unproven.opening is not None and unproven.first == number + 1:
+            return dict(unproven.opening)
         return None
 
     def change_in(self, number: int) -> dict[str, int] | None:
@@ -114,8 +119,9 @@ class _Asked:
 
 def _asked(chain: ChainSettings, claim: RangeClaim, closing: BlockHeader) -> _Asked:
     blocks = claim.blocks
-    crediting = [b.header.number for b in blocks if b.transfers]
-    headers = sorted({b.header.number for b in blocks if b.transfers or b.reverted} | {closing.number})
+    # A block with an unexplained inflow too: its change must be the check provider's (crawlers/scan/second_reading.py).
+    crediting = [b.header.number for b in blocks if b.transfers or b.unexplained]
+    headers = sorted({b.header.number for b in blocks if b.transfers or b.reverted or b.unexplained} | {closing.number})
     # The opening too: each range's proof asks the primary for it afresh, and a primary that added a left-out
     # transfer to every balance before it would close the range's identity with the true closing balances.
     opening = {claim.opening} if claim.opening >= 0 and claim.balances_at(claim.opening) is not None else set()
@@ -156,7 +162,7 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     stateless: list[ScannedBlock] = []
     for block in claim.blocks:
         verdict = _facts_differ(chain, block, receipts, transactions)
-        if verdict is None and block.transfers:
+        if verdict is None and (block.transfers or block.unexplained):
             verdict = _change_differs(claim, block, theirs, stateless)
         if verdict is not None:
             return verdict
@@ -167,7 +173,11 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     )
     if verdict is not None:
         return verdict
-    return _shown_by_transactions(check, chain, stateless) if stateless else None
+    verdict = _shown_by_transactions(check, chain, stateless) if stateless else None
+    if verdict is not None:
+        return verdict
+    unexplained = unexplained_shown(check, chain, claim.blocks, claim.run)
+    return Disagreement(*unexplained) if isinstance(unexplained, tuple) else unexplained
 
 
 def _missing(outcomes: Sequence[RpcOutcome]) -> NoEvidence | None:
