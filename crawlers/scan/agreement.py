@@ -35,6 +35,10 @@ object, in that block) and, for ETH paid by an internal call, the transaction's 
 frame (path, donor, amount); opening and closing balances it cannot give are not compared (a WARNING says so: what
 the range left out then rests on the primary's proof alone), nor its code at an edge it has no state for.
 
+Where the primary proved nothing about the range (it keeps no state there, or says so), or found an
+unexplained inflow in a block, the check provider reads and proves those blocks itself
+(crawlers/scan/second_reading.py): a transfer it finds that ours does not is a disagreement.
+
 A check provider that does not answer (a time-out, a null, an error) is no evidence: the range waits.
 An answer that differs is a `Disagreement` naming both answers: the run holds the chain on it.
 """
@@ -55,7 +59,7 @@ from crawlers.decode.frames import shows_frame
 from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.results import ScannedBlock
-from crawlers.scan.second_reading import unexplained_shown
+from crawlers.scan.second_reading import range_shown, unexplained_shown
 from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
 from crawlers.scan.with_code import PLAIN, mode_of
 from donations.sightings import Transfer, amount_scale
@@ -176,8 +180,12 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     verdict = _shown_by_transactions(check, chain, stateless) if stateless else None
     if verdict is not None:
         return verdict
-    unexplained = unexplained_shown(check, chain, claim.blocks, claim.run)
-    return Disagreement(*unexplained) if isinstance(unexplained, tuple) else unexplained
+    if not isinstance(claim.ledger, SpanLedger) and theirs.get(closing.number) is not None:
+        # The primary proved nothing about the range (no state, or says so): the check provider's reading.
+        shown = range_shown(check, chain, claim.blocks, claim.opening + 1, closing.number, claim.run)
+    else:
+        shown = unexplained_shown(check, chain, claim.blocks, claim.run)
+    return Disagreement(*shown) if isinstance(shown, tuple) else shown
 
 
 def _missing(outcomes: Sequence[RpcOutcome]) -> NoEvidence | None:

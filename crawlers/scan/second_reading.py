@@ -1,16 +1,21 @@
-"""The check provider's own reading of a block where the primary's balance proof found value it could not
-explain (an unexplained inflow: recorded for an operator, never credited), before that range is recorded
-(crawlers/scan/agreement.py).
+"""The check provider's own reading of blocks whose money the primary's balance proof could not pin down,
+before a range is recorded (crawlers/scan/agreement.py): a block where the proof found value it could not
+explain (an unexplained inflow: recorded for an operator, never credited), and a whole range the primary
+proved nothing about (it keeps no historical state there, or says so).
 
 Why: a primary that leaves a real donation out of a block body, its logs or its call trace, with every
 balance true, makes the proof find that much unexplained in the donation's block (a coin's too, where it
 also clears the Transfer from the block's logsBloom), and the donation would be filed as an unexplained
-inflow instead of credited. The balances and hashes the agreement compares all match then; only reading
-the block shows it. So the check provider reads and proves that block itself, as the crawlers do
-(crawlers/scan/proof.py, never through DWS_BLOCK_CACHE, which holds the primary's copy): a transfer it
-finds there that ours does not is a disagreement (ETH paid by an internal call included: a primary
-that gives no call traces files those as unexplained too). Unexplained inflows are rare (a self-destruct,
-a rebase, a burn without a log), so this costs nothing on a chain without them.
+inflow instead of credited. A primary that refuses old balances has its ranges read without the proof
+(crawlers/scan/proof.py `without_history`), and what it leaves out of them there is not seen at all. The
+balances and hashes the agreement compares all match then; only reading the blocks shows it. So the check
+provider reads and proves those blocks itself, as the crawlers do (never through DWS_BLOCK_CACHE, which
+holds the primary's copy): a transfer it finds there that ours does not is a disagreement (ETH paid by an
+internal call included: a primary that gives no call traces files those as unexplained too).
+
+Cost: unexplained inflows are rare (a self-destruct, a rebase, a burn without a log); a range the primary
+proved nothing about is read again in full by the check provider, where that keeps state at its closing
+block (one without state there is no better reading: a WARNING says the range rests on the primary alone).
 """
 
 from __future__ import annotations
@@ -26,30 +31,46 @@ from dws_project.chain_settings import ChainSettings
 
 CHECK_READING = "check-provider"  # the read mode's name (the debug store's files of its reads)
 
+Shown = tuple[int, str] | NoEvidence | None  # (block, what differs naming both answers), wait, or shown
 
-def unexplained_shown(
-    check: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock], run: str
-) -> tuple[int, str] | NoEvidence | None:
-    """None when the check provider's own reading of every block of `blocks` with an unexplained inflow
-    finds no transfer ours does not; else (block, what differs, naming both answers), or NoEvidence when
-    its reading gave none (wait). (That the unexplained amount is the check provider's too, the agreement
-    sees in the block's balance change.)"""
+
+def unexplained_shown(check: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock], run: str) -> Shown:
+    """Each block of `blocks` with an unexplained inflow, read by the check provider: no transfer ours lacks."""
     for block in blocks:
-        if not block.unexplained:
-            continue
-        number = block.header.number
-        read = prove_range(check, chain, number, number, ReadMode(CHECK_READING, final=False, run=run))
-        if read.held is not None or not read.blocks:
-            why = read.held.reason if read.held is not None else "nothing read"
-            return NoEvidence("eth_getBlockByNumber", "error", f"its own reading of block {number}: {why}")
-        theirs = read.blocks[0]
-        if theirs.header.hash != block.header.hash:
-            return number, f"block hash: {ours_and_theirs(block.header.hash, theirs.header.hash)}"
-        missing = [t for t in theirs.transfers if t not in block.transfers]
-        if missing:
+        if block.unexplained:
             inflow = ", ".join(f"{raw} {asset}" for asset, raw in block.unexplained)
+            number = block.header.number
+            verdict = range_shown(check, chain, [block], number, number, run, f" (an unexplained inflow of {inflow})")
+            if verdict is not None:
+                return verdict
+    return None
+
+
+def range_shown(
+    check: RpcClient,
+    chain: ChainSettings,
+    blocks: Sequence[ScannedBlock],
+    first: int,
+    last: int,
+    run: str,
+    ours_says: str = "",
+) -> Shown:
+    """Blocks first..last read and proven by the check provider: each block ours read (`blocks`) with the
+    same hash, and no transfer in any of them that ours lacks; NoEvidence where its reading gave none."""
+    read = prove_range(check, chain, first, last, ReadMode(CHECK_READING, final=False, run=run))
+    if read.held is not None or not read.blocks or read.blocks[-1].header.number != last:
+        why = read.held.reason if read.held is not None else "not read through"
+        return NoEvidence("eth_getBlockByNumber", "error", f"its own reading of blocks {first}..{last}: {why}")
+    ours = {block.header.number: block for block in blocks}
+    for theirs in read.blocks:
+        number = theirs.header.number
+        mine = ours.get(number)
+        if mine is not None and theirs.header.hash != mine.header.hash:
+            return number, f"block hash: {ours_and_theirs(mine.header.hash, theirs.header.hash)}"
+        missing = [t for t in theirs.transfers if mine is None or t not in mine.transfers]
+        if missing:
             return number, (
-                f"{name(missing[0])}: ours says nothing pays it (an unexplained inflow of {inflow} raw units), "
+                f"{name(missing[0])}: ours says nothing pays it{ours_says or ' (ours proved nothing here)'}, "
                 "the check provider's block pays it"
             )
     return None

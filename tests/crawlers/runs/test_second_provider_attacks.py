@@ -21,7 +21,13 @@ from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.crawlers.runs import test_second_provider_lies
 from tests.crawlers.runs.test_second_provider import critical
-from tests.crawlers.runs.test_second_provider_lies import bend_coin_balance, bend_eth_balance, held_critically, in_block
+from tests.crawlers.runs.test_second_provider_lies import (
+    bend_coin_balance,
+    bend_eth_balance,
+    block_of,
+    held_critically,
+    in_block,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -195,3 +201,44 @@ def test_a_donation_moved_into_a_later_unexplained_inflow_holds_the_chain(node, 
     held_critically(caplog, result, f"block {block + 1}: how the block moved", f"eth: ours says +{ETHER}")
     assert cursor_get(chain=CHAIN, label=FINALIZED).value < block
     assert not UnexplainedInflow.objects.exists()
+
+
+@pytest.mark.parametrize("drops", [True, False], ids=["leaving-it-out", "honest"])
+def test_a_primary_without_history_does_not_skip_a_donation_it_leaves_out(node, lying, caplog, drops):
+    """A primary that refuses every old balance (as a full node does, or says it does) has its ranges read
+    without the balance proof: nothing of ours is then left to hold the check provider's balances against,
+    and a coin donation left out of its logs was skipped (the range published unproven, the cursor past it).
+    The check provider now reads such a range itself; an honest one (a full node) is confirmed as before."""
+    usdt = node.coins["usdt"]
+    node.mint(usdt, ACCOUNTS[2], 100 * USDT)
+    tx = node.transfer_token(usdt, ACCOUNTS[2], DONATION_ADDRESS, 40 * USDT)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(140)
+    pruned_below = node.head() - 128
+
+    def old(params: list) -> bool:
+        at = params[-1] if params else None
+        return isinstance(at, (str, dict)) and at not in ("latest", "pending") and block_of(node, at) < pruned_below
+
+    for method in ("eth_getBalance", "eth_getTransactionCount", "eth_call", "eth_getCode"):
+        lying.arm(method, "error", count=None, when=old, message="missing trie node 0xabc (path )")
+    if drops:
+        lying.arm(
+            "eth_getLogs",
+            "rewrite",
+            count=None,
+            rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") != tx],
+        )
+
+    with caplog.at_level(logging.INFO):
+        first, second = crawl(FINALIZED), crawl(FINALIZED)
+
+    assert "was refused" in (first.held or "")  # a first refusal: asked again on the next run
+    if not drops:
+        assert second.held is None
+        assert critical(caplog) == []
+        assert Donation.objects.get(status="confirmed").tx_hash == tx
+        return
+    held_critically(caplog, second, f"usdt transfer {tx}", "the check provider's block pays it")
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value < block
+    assert not Donation.objects.exists()
