@@ -35,6 +35,10 @@ object, in that block) and, for ETH paid by an internal call, the transaction's 
 frame (path, donor, amount); opening and closing balances it cannot give are not compared (a WARNING says so: what
 the range left out then rests on the primary's proof alone), nor its code at an edge it has no state for.
 
+What the range writes to the refund register is shown by the check provider's receipts too
+(crawlers/scan/register_facts.py): each stray coin arriving (a refund owed) and each payout (a refund
+marked paid), which no balance compared here would show.
+
 Where the primary proved nothing about the range (it keeps no state there, or says so), or found an
 unexplained inflow in a block, the check provider reads and proves those blocks itself
 (crawlers/scan/second_reading.py): a transfer it finds that ours does not is a disagreement.
@@ -50,6 +54,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import balance_calls, code_call, header_call, receipt_calls, transaction_calls
+from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.authorizations import address_mode
@@ -58,10 +63,12 @@ from crawlers.decode.blocks import BlockHeader, block_carries
 from crawlers.decode.frames import shows_frame
 from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
+from crawlers.scan.register_facts import frame_payouts_shown, register_differs, register_hashes, strays_of
 from crawlers.scan.results import ScannedBlock
 from crawlers.scan.second_reading import range_shown, unexplained_shown
 from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
 from crawlers.scan.with_code import PLAIN, mode_of
+from donations.refund_values import StrayTransfer
 from donations.sightings import Transfer, amount_scale
 from dws_project.chain_settings import ChainSettings
 
@@ -89,6 +96,7 @@ class RangeClaim:
     ledger: SpanLedger | UnprovenSpan | None  # the balance proof's account of the range
     codes: Mapping[int, str]  # the donation address's code as the primary gave it, by block
     run: str = ""  # the crawler run asking (crawlers/scan/history.py tells a refusal's first sighting by it)
+    foreign: ForeignLogs | None = None  # the range's logs of other tokens (its stray arrivals: refunds owed)
 
     def balances_at(self, number: int) -> dict[str, int] | None:
         """The balances the primary's proof holds at the end of block `number`, or None where it holds none."""
@@ -114,6 +122,7 @@ class _Asked:
     """The batch's calls, in order, and where each part's answers start."""
 
     calls: list[Call]
+    strays: list[StrayTransfer]
     headers: list[int]
     balances: list[int]  # blocks whose balances are asked (balances_in_batch answers each)
     edges: list[int]  # blocks whose code is asked
@@ -123,20 +132,31 @@ class _Asked:
 
 def _asked(chain: ChainSettings, claim: RangeClaim, closing: BlockHeader) -> _Asked:
     blocks = claim.blocks
-    # A block with an unexplained inflow too: its change must be the check provider's (crawlers/scan/second_reading.py).
-    crediting = [b.header.number for b in blocks if b.transfers or b.unexplained]
-    headers = sorted({b.header.number for b in blocks if b.transfers or b.reverted or b.unexplained} | {closing.number})
+    # A block with an unexplained inflow or a payout too: its change must be the check provider's.
+    crediting = [b.header.number for b in blocks if _moved(b)]
+    headers = sorted({b.header.number for b in blocks if _moved(b) or b.reverted} | {closing.number})
     # The opening too: each range's proof asks the primary for it afresh, and a primary that added a left-out
     # transfer to every balance before it would close the range's identity with the true closing balances.
     opening = {claim.opening} if claim.opening >= 0 and claim.balances_at(claim.opening) is not None else set()
     balances = sorted({closing.number} | opening | {n for b in crediting if b > 0 for n in (b - 1, b)})
     edges = sorted({e for e in (claim.opening, closing.number) if e >= 0})
-    receipts = sorted({t.tx_hash for b in blocks for t in b.transfers} | {h for b in blocks for h in b.reverted})
-    eth_txs = sorted({t.tx_hash for b in blocks for t in b.transfers if t.log_index is None and not t.trace_address})
+    strays = strays_of(chain, claim.foreign, closing.number)
+    register_receipts, register_txs = register_hashes(blocks, strays)
+    receipts = sorted(
+        {t.tx_hash for b in blocks for t in b.transfers} | {h for b in blocks for h in b.reverted} | register_receipts
+    )
+    eth_txs = sorted(
+        {t.tx_hash for b in blocks for t in b.transfers if t.log_index is None and not t.trace_address} | register_txs
+    )
     calls = [header_call(n) for n in headers] + [c for n in balances for c in balance_calls(chain, n)]
     calls += [code_call(chain.donation_address, e) for e in edges] + receipt_calls(receipts)
     calls += transaction_calls(eth_txs)
-    return _Asked(calls, headers, balances, edges, receipts, eth_txs)
+    return _Asked(calls, strays, headers, balances, edges, receipts, eth_txs)
+
+
+def _moved(block: ScannedBlock) -> bool:
+    """Whether the proof says the block moved money: a credit, an unexplained inflow, a payout."""
+    return bool(block.transfers or block.unexplained or block.payouts)
 
 
 def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Verdict:
@@ -166,10 +186,15 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     stateless: list[ScannedBlock] = []
     for block in claim.blocks:
         verdict = _facts_differ(chain, block, receipts, transactions)
-        if verdict is None and (block.transfers or block.unexplained):
+        if verdict is None and _moved(block):
             verdict = _change_differs(claim, block, theirs, stateless)
         if verdict is not None:
             return verdict
+    register = register_differs(
+        chain, claim.blocks, asked.strays, _values(receipts), _values(transactions)
+    ) or frame_payouts_shown(check, chain, claim.blocks)
+    if register is not None:
+        return Disagreement(*register) if isinstance(register, tuple) else register
     verdict = (
         _edge_differs(claim, claim.opening, theirs.get(claim.opening), check)
         or _edge_differs(claim, closing.number, theirs.get(closing.number), check)
@@ -266,6 +291,10 @@ def _facts_differ(
 
 def _value(outcome: RpcOutcome) -> object:
     return outcome.value if isinstance(outcome, Answer) else None
+
+
+def _values(outcomes: Mapping[str, RpcOutcome]) -> dict[str, object]:
+    return {key: _value(outcome) for key, outcome in outcomes.items()}
 
 
 def _change_differs(

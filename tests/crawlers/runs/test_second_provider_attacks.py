@@ -14,11 +14,15 @@ import pytest
 from eth_abi import encode
 from eth_utils import keccak
 
+from crawlers.chain.calls import TRANSFER_TOPIC, address_topic
 from crawlers.models import CHAIN, FINALIZED, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
+from donations.refund_models import Refund
+from dws_project.config_values import StableCoin
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.crawlers.runs import test_second_provider_lies
 from tests.crawlers.runs.test_second_provider import critical
 from tests.crawlers.runs.test_second_provider_lies import (
@@ -242,3 +246,91 @@ def test_a_primary_without_history_does_not_skip_a_donation_it_leaves_out(node, 
     held_critically(caplog, second, f"usdt transfer {tx}", "the check provider's block pays it")
     assert cursor_get(chain=CHAIN, label=FINALIZED).value < block
     assert not Donation.objects.exists()
+
+
+STRAY = ACCOUNTS[4]
+
+
+def with_dai(node, settings) -> str:
+    """A stray token (DWS_STRAY_TOKENS): owed back to whoever sends it."""
+    dai = node.deploy("TestStableCoin", ["string", "string"], ["DAI (test)", "DAI"])
+    settings.CONFIG = configured(
+        settings.CONFIG, stray_tokens=(StableCoin("dai", dai, 6),), start_block=node.head() + 1
+    )
+    node.mint(dai, STRAY, 50 * USDT)
+    return dai
+
+
+def invent_transfer_log(proxy, dai: str, sender: str, recipient: str, in_tx: str, receipt: dict) -> None:
+    """The primary's eth_getLogs answers about the block of `receipt` gain a 50 DAI Transfer in transaction `in_tx`."""
+    log = {
+        "address": dai,
+        "topics": [TRANSFER_TOPIC, address_topic(sender), address_topic(recipient)],
+        "data": "0x" + format(50 * USDT, "064x"),
+        "blockNumber": receipt["blockNumber"],
+        "blockHash": receipt["blockHash"],
+        "transactionHash": in_tx,
+        "transactionIndex": receipt["transactionIndex"],
+        "logIndex": "0x0",
+        "removed": False,
+    }
+
+    def spans(params: list) -> bool:
+        query = params[0] if params and isinstance(params[0], dict) else {}
+        block = int(receipt["blockNumber"], 16)
+        return int(query.get("fromBlock", "0x0"), 16) <= block <= int(query.get("toBlock", "0x0"), 16)
+
+    proxy.arm("eth_getLogs", "rewrite", count=None, when=spans, rewrite=lambda logs, _params: [*logs, log])
+
+
+def test_a_refund_payout_only_the_primary_shows_leaves_the_refund_owed(node, lying, settings, caplog):
+    """A stray coin sent to us is owed back; a primary that adds a Transfer of it from us to its sender to
+    its logs of a later block (a stranger's transaction there) had the refund marked paid, with the coin
+    still at the address: a stray token is outside the balance proof, so no balance shows it either."""
+    dai = with_dai(node, settings)
+    node.transfer_token(dai, STRAY, DONATION_ADDRESS, 50 * USDT)
+    node.mine(2)
+    assert crawl(FINALIZED).held is None
+    assert Refund.objects.get().status == "owed"
+    stranger = node.send_eth(ACCOUNTS[1], ACCOUNTS[2], ETHER)
+    node.mine(2)
+    invent_transfer_log(lying, dai, DONATION_ADDRESS, STRAY, stranger, node.receipt(stranger))
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    held_critically(caplog, result, f"dai payout {stranger}", "no such Transfer in its receipt")
+    assert Refund.objects.get().status == "owed"
+
+
+def test_a_stray_arrival_only_the_primary_shows_owes_nothing(node, lying, settings, caplog):
+    """A primary that adds a Transfer of a stray token to us to its logs had a refund of a coin that never
+    arrived owed to the sender it names (the operator's next Safe batch would pay it)."""
+    dai = with_dai(node, settings)
+    stranger = node.send_eth(ACCOUNTS[1], ACCOUNTS[2], ETHER)
+    node.mine(2)
+    invent_transfer_log(lying, dai, ACCOUNTS[6], DONATION_ADDRESS, stranger, node.receipt(stranger))
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    held_critically(caplog, result, f"dai stray transfer {stranger} log 0", "no such log")
+    assert not Refund.objects.exists()
+
+
+def test_real_strays_and_payouts_both_providers_show_are_recorded(node, lying, settings, caplog):
+    """No false alarm: a stray coin in and paid back, and ETH the address sends, both providers show."""
+    dai = with_dai(node, settings)
+    node.transfer_token(dai, STRAY, DONATION_ADDRESS, 50 * USDT)
+    node.mine(2)
+    owed = crawl(FINALIZED)
+    node.transfer_token(dai, DONATION_ADDRESS, STRAY, 50 * USDT)
+    node.send_eth(DONATION_ADDRESS, ACCOUNTS[3], ETHER)
+    node.mine(2)
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    assert (owed.held, result.held) == (None, None)
+    assert critical(caplog) == []
+    assert Refund.objects.get().status == "paid"
