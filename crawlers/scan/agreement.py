@@ -40,8 +40,9 @@ What the range writes to the refund register is shown by the check provider's re
 marked paid), which no balance compared here would show.
 
 Where the primary proved nothing about the range (it keeps no state there, or says so), or found an
-unexplained inflow in a block, the check provider reads and proves those blocks itself
-(crawlers/scan/second_reading.py): a transfer it finds that ours does not is a disagreement.
+unexplained inflow or the address's own money arriving in a block, the check provider reads and proves
+those blocks itself (crawlers/scan/second_reading.py): a transfer it finds that ours does not is a
+disagreement.
 
 A check provider that does not answer (a time-out, a null, an error) is no evidence: the range waits.
 An answer that differs is a `Disagreement` naming both answers: the run holds the chain on it.

@@ -36,6 +36,7 @@ from tests.crawlers.runs.test_second_provider_lies import (
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
 USDT = 10**6
+US = DONATION_ADDRESS.lower()
 
 lying = test_second_provider_lies.lying  # the primary: the proxy, armed by each test; the check provider: the node
 
@@ -334,3 +335,52 @@ def test_real_strays_and_payouts_both_providers_show_are_recorded(node, lying, s
     assert (owed.held, result.held) == (None, None)
     assert critical(caplog) == []
     assert Refund.objects.get().status == "paid"
+
+
+def test_internal_eth_a_primary_passes_off_as_our_own_money_holds_the_chain(node, lying, caplog):
+    """ETH reaching the address inside a call the address made itself is its own money, not a donation: a
+    primary whose trace nests a donor's frame under an invented call from the address had the donation
+    recorded as an own movement (the balances close on it), nothing credited."""
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    tx = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(2)
+
+    def ours(call: dict) -> dict:
+        return {
+            **call,
+            "calls": [{"type": "CALL", "from": US, "to": relay.lower(), "value": "0x0", "calls": call["calls"]}],
+        }
+
+    lying.arm(
+        "debug_traceBlockByNumber",
+        "rewrite",
+        count=None,
+        when=in_block(block),
+        rewrite=lambda result, _params: [
+            {**item, "result": ours(item["result"])} if item.get("txHash") == tx else item for item in result
+        ],
+    )
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    held_critically(caplog, result, f"eth transfer {tx} frame 0", "the check provider's block pays it")
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value < block
+
+
+def test_our_own_money_both_providers_show_is_a_movement_as_before(node, lying, caplog):
+    """No false alarm: ETH the address sends through a relay back to itself is its own money to both."""
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    node.send({"from": DONATION_ADDRESS, "to": relay, "value": hex(ETHER), "data": data})
+    node.mine(2)
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    assert result.held is None
+    assert critical(caplog) == []
+    assert any("the donation address's own money" in r.getMessage() for r in caplog.records)
+    assert not Donation.objects.exists()
