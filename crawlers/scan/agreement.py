@@ -19,6 +19,8 @@ The range is recorded only when the check provider's answers show the same thing
   left out of a range (dropped from a log answer or from a block body, with its balances bent to match
   after it, or before it: each range's proof asks the primary for its opening afresh) shows here;
 * no code at either edge where the primary proved the range as a plain account (by its balances alone);
+* for ETH paid by an internal call, the check provider's trace of the transaction showing the frame from
+  that donor (a balance shows the amount, not whose it is);
 * each crediting block moving the balances as the primary's proof says it did: ETH that never arrived
   (an invented call frame, with the balances bent to match) shows here; so does each block with an
   unexplained inflow, which the check provider also reads and proves itself (crawlers/scan/second_reading.py:
@@ -204,6 +206,10 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     if verdict is not None:
         return verdict
     verdict = _shown_by_transactions(check, chain, stateless) if stateless else None
+    if verdict is not None:
+        return verdict
+    compared = {id(b) for b in stateless}
+    verdict = _donors_shown(check, chain, [b for b in claim.blocks if id(b) not in compared])
     if verdict is not None:
         return verdict
     if not isinstance(claim.ledger, SpanLedger) and theirs.get(closing.number) is not None:
@@ -394,13 +400,38 @@ def _shown_by_transactions(check: RpcClient, chain: ChainSettings, blocks: Seque
     return None
 
 
-def _frame_shown(check: RpcClient, chain: ChainSettings, transfer: Transfer) -> Verdict:
+def _donors_shown(check: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock]) -> Verdict:
+    """ETH paid by an internal call, in a block whose balance change was compared: the change shows its
+    amount, not whose it is (a primary naming another sender for a real frame moves no balance), so the
+    check provider's trace of its transaction must show the frame from that donor. A check provider that
+    gives no traces leaves the donor to the primary alone (a WARNING)."""
+    for block in blocks:
+        for transfer in block.transfers:
+            if transfer.trace_address is not None:
+                verdict = _frame_shown(check, chain, transfer, required=False)
+                if verdict is not None:
+                    return verdict
+    return None
+
+
+def _frame_shown(check: RpcClient, chain: ChainSettings, transfer: Transfer, *, required: bool = True) -> Verdict:
+    """The check provider's trace of the transfer's transaction shows its frame (path, donor, amount).
+    Without traces: no evidence (the range waits) where `required`, else a WARNING."""
     number = transfer.block_number
     try:
         frames = traces.transaction_trace(check, chain, transfer.tx_hash)
     except NoEvidenceError as exc:
         return exc.outcome
     except traces.TracesUnavailable as exc:
+        if not required:
+            logger.warning(
+                "check provider %s gives no call trace of %s (%s): the donor of its internal ETH rests on the "
+                "primary alone (its amount was compared)",
+                check.origin,
+                transfer.tx_hash,
+                exc,
+            )
+            return None
         return NoEvidence(
             "debug_traceTransaction",
             "error",

@@ -384,3 +384,39 @@ def test_our_own_money_both_providers_show_is_a_movement_as_before(node, lying, 
     assert critical(caplog) == []
     assert any("the donation address's own money" in r.getMessage() for r in caplog.records)
     assert not Donation.objects.exists()
+
+
+@pytest.mark.parametrize("renames", [True, False], ids=["renaming-the-donor", "honest"])
+def test_internal_eth_credited_to_another_donor_holds_the_chain(node, lying, caplog, renames):
+    """A primary whose trace names another sender for a real internal frame (the same amount, so every
+    balance agrees) had the donation's tokens credited to the address it named; an honest one's is confirmed."""
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    tx = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(2)
+    impostor = ACCOUNTS[6].lower()
+
+    def renamed(call: dict) -> dict:
+        return {**call, "calls": [{**frame, "from": impostor} for frame in call["calls"]]}
+
+    if renames:
+        lying.arm(
+            "debug_traceBlockByNumber",
+            "rewrite",
+            count=None,
+            when=in_block(block),
+            rewrite=lambda result, _params: [
+                {**item, "result": renamed(item["result"])} if item.get("txHash") == tx else item for item in result
+            ],
+        )
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    if not renames:
+        assert result.held is None
+        assert Donation.objects.get(status="confirmed").address == relay.lower()
+        return
+    held_critically(caplog, result, f"eth transfer {tx} frame 0", impostor, "no such frame in its trace")
+    assert not Donation.objects.filter(status="confirmed").exists()
