@@ -15,10 +15,10 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from crawlers.chain.calls import TRANSFER_TOPIC, address_topic
-from crawlers.models import CHAIN, FINALIZED, UnexplainedInflow
+from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
-from donations.models import Donation
+from donations.models import Donation, DonationStats
 from donations.refund_models import Refund
 from dws_project.config_values import StableCoin
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
@@ -420,3 +420,41 @@ def test_internal_eth_credited_to_another_donor_holds_the_chain(node, lying, cap
         return
     held_critically(caplog, result, f"eth transfer {tx} frame 0", impostor, "no such frame in its trace")
     assert not Donation.objects.filter(status="confirmed").exists()
+
+
+def test_a_row_the_latest_crawler_recorded_from_a_lie_is_confirmed_as_the_finalized_block_shows(node, lying, caplog):
+    """The latest crawler reads the primary alone (nothing is confirmed from it); the finalized crawler then
+    found the row at the transfer's identity in the same block and confirmed the row as it stood: a primary
+    that told the latest crawler 50 ETH (balances bent to match) for a real 1 ETH donation, and the truth to
+    the finalized crawler, had 50 ETH confirmed (100,000,000 tokens)."""
+    node.mine(1)
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+
+    def inflated(result: Any, _params: list) -> Any:
+        bent = [
+            {**t, "value": hex(50 * ETHER)} if isinstance(t, dict) and t["hash"] == tx else t
+            for t in result["transactions"]
+        ]
+        return {**result, "transactions": bent}
+
+    lying.arm("eth_getBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=inflated)
+    lying.arm(
+        "eth_getTransactionByHash",
+        "rewrite",
+        count=None,
+        rewrite=lambda t, _p: {**t, "value": hex(50 * ETHER)} if t and t.get("hash") == tx else t,
+    )
+    bend_eth_balance(lying, node, since=block, by=49 * ETHER)
+    assert crawl(LATEST).inserted == 1
+    assert Donation.objects.get().amount == 50
+    lying.disarm()
+    node.mine(2)
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    assert result.held is None
+    donation = Donation.objects.get()
+    assert (donation.status, donation.amount) == ("confirmed", 1)
+    assert DonationStats.objects.get().tokens == donation.tokens == 2_000_000  # 1 ETH at 2,000 USD, 0.001 a token
