@@ -14,7 +14,8 @@ recorded, one batch asks the check provider for:
 
 The range is recorded only when the check provider's answers show the same thing:
 
-* the same block hashes, and every transaction credited or failed in its block's own list;
+* the same block hashes and times (the time prices an ETH donation), and every transaction credited or
+  failed in its block's own list;
 * the opening and closing balances the primary's balance proof started and ended at: a transfer the primary
   left out of a range (dropped from a log answer or from a block body, with its balances bent to match
   after it, or before it: each range's proof asks the primary for its opening afresh) shows here;
@@ -62,7 +63,7 @@ from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, R
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.authorizations import address_mode
 from crawlers.decode.balances import Balances, StateUnavailable, balances_from, balances_in_batch
-from crawlers.decode.blocks import BlockHeader, block_carries
+from crawlers.decode.blocks import BlockHeader, block_carries, header_of
 from crawlers.decode.frames import shows_frame
 from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
@@ -225,19 +226,24 @@ def _missing(outcomes: Sequence[RpcOutcome]) -> NoEvidence | None:
 
 
 def _headers_differ(claim: RangeClaim, headers: Mapping[int, RpcOutcome]) -> Verdict:
-    """The same hash at every height asked, and each credited or failed transaction in its block's list."""
+    """The same hash and time at every height asked (the time prices an ETH donation, and a primary's answer
+    can carry another time under the true hash), and each credited or failed transaction in its block's list."""
     missing = _missing(list(headers.values()))
     if missing is not None:
         return missing
-    ours = {b.header.number: b.header.hash for b in claim.blocks}
+    ours = {b.header.number: b.header for b in claim.blocks}
     if claim.closing is not None:
-        ours[claim.closing.number] = claim.closing.hash
+        ours[claim.closing.number] = claim.closing
     bodies: dict[int, dict] = {}
     for number, outcome in headers.items():
         header = outcome.value if isinstance(outcome, Answer) else None
-        found = str(header.get("hash") or "").lower() if isinstance(header, dict) else None
-        if found != ours[number]:
-            return Disagreement(number, f"block hash: {ours_and_theirs(ours[number], found)}")
+        theirs = header_of(header)
+        found = theirs.hash if theirs is not None else None
+        if found != ours[number].hash:
+            return Disagreement(number, f"block hash: {ours_and_theirs(ours[number].hash, found)}")
+        if theirs is not None and theirs.time != ours[number].time:
+            times = ours_and_theirs(ours[number].time.isoformat(), theirs.time.isoformat())
+            return Disagreement(number, f"block time: {times}")
         bodies[number] = header if isinstance(header, dict) else {}
     for block in claim.blocks:
         number = block.header.number

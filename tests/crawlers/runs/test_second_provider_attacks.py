@@ -8,6 +8,7 @@ the check provider is the node itself.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -21,8 +22,10 @@ from crawlers.runs.crawl import crawl
 from donations.models import Donation, DonationStats
 from donations.refund_models import Refund
 from dws_project.config_values import StableCoin
+from prices.models import Price
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.configs import configured
+from tests.crawlers.conftest import ETH_USD
 from tests.crawlers.runs import test_second_provider_lies
 from tests.crawlers.runs.test_second_provider import critical
 from tests.crawlers.runs.test_second_provider_lies import (
@@ -458,3 +461,32 @@ def test_a_row_the_latest_crawler_recorded_from_a_lie_is_confirmed_as_the_finali
     donation = Donation.objects.get()
     assert (donation.status, donation.amount) == ("confirmed", 1)
     assert DonationStats.objects.get().tokens == donation.tokens == 2_000_000  # 1 ETH at 2,000 USD, 0.001 a token
+
+
+def test_a_crediting_block_moved_in_time_to_a_dearer_minute_holds_the_chain(node, lying, caplog):
+    """An ETH donation is priced at its block's minute; the check provider compared the block's hash, not
+    its time: a primary that dated the block 20 minutes later, where ETH was dearer, had it credited at that
+    minute's price (twice the tokens here)."""
+    node.mine(1)
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(2)
+    real = int(node.block(block)["timestamp"], 16)
+    later = real + 20 * 60
+    minute = datetime.fromtimestamp(later, UTC).replace(second=0)
+    Price.objects.filter(
+        created_at__gte=minute - timedelta(minutes=2), created_at__lte=minute + timedelta(minutes=2)
+    ).update(price=2 * ETH_USD)
+    lying.arm(
+        "eth_getBlockByNumber",
+        "rewrite",
+        count=None,
+        when=in_block(block),
+        rewrite=lambda result, _params: {**result, "timestamp": hex(later)},
+    )
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    held_critically(caplog, result, f"block {block}: block time")
+    assert not Donation.objects.filter(status="confirmed").exists()
