@@ -12,8 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from eth_abi import encode
-from eth_utils import keccak
 
 from crawlers.chain.calls import TRANSFER_TOPIC, address_topic
 from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
@@ -32,8 +30,11 @@ from tests.crawlers.runs.test_second_provider_lies import (
     bend_coin_balance,
     bend_eth_balance,
     block_of,
+    drop_from_body,
+    eth_donation,
     held_critically,
     in_block,
+    rewrite_trace,
 )
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -70,16 +71,8 @@ def test_a_transfer_hidden_by_a_bent_opening_balance_holds_the_chain(node, lying
 
 
 def test_an_eth_donation_hidden_by_a_bent_opening_balance_holds_the_chain(node, lying, caplog):
-    node.mine(1)
-    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
-
-    def dropped(result: Any, _params: list) -> Any:
-        kept = [t for t in result["transactions"] if (t["hash"] if isinstance(t, dict) else t) != tx]
-        return {**result, "transactions": kept}
-
-    lying.arm("eth_getBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=dropped)
+    tx, block = eth_donation(node)
+    drop_from_body(lying, block, tx)
     bend_eth_balance(lying, node, since=0, by=ETHER, until=block)
 
     with caplog.at_level(logging.INFO):
@@ -93,16 +86,8 @@ def test_an_eth_donation_hidden_by_a_bent_opening_balance_holds_the_chain(node, 
 def test_an_eth_donation_dropped_from_a_body_and_its_trace_is_no_unexplained_inflow(node, lying, caplog):
     """Balances true, the donation's transaction left out of its block body and the block's trace: the
     proof finds ETH it cannot explain and records it as an unexplained inflow, which the check did not look at."""
-    node.mine(1)
-    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
-
-    def dropped(result: Any, _params: list) -> Any:
-        kept = [t for t in result["transactions"] if (t["hash"] if isinstance(t, dict) else t) != tx]
-        return {**result, "transactions": kept}
-
-    lying.arm("eth_getBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=dropped)
+    tx, block = eth_donation(node)
+    drop_from_body(lying, block, tx)
     lying.arm(
         "debug_traceBlockByNumber",
         "rewrite",
@@ -150,13 +135,11 @@ def test_a_coin_donation_dropped_from_the_logs_and_the_bloom_is_no_unexplained_i
 
 
 def test_an_unexplained_inflow_both_providers_show_is_recorded_as_before(node, lying, caplog):
-    """No false alarm: a coin balance grown without a Transfer log (a rebase; here the coin's storage written
-    directly) is an unexplained inflow to the check provider's own reading too."""
-    token = node.coins["usdc"]
-    slot = "0x" + keccak(encode(["address", "uint256"], [DONATION_ADDRESS, 3])).hex()
-    before = node.token_balance(token, DONATION_ADDRESS)
+    """No false alarm: ETH that reaches the address with no transaction or call (here its balance set
+    directly, as a withdrawal or a self-destruct would) is an unexplained inflow to the check provider's
+    own reading too."""
     node.mine(1)
-    node.rpc("anvil_setStorageAt", token, slot, "0x" + (before + 7 * USDT).to_bytes(32, "big").hex())
+    node.set_balance(DONATION_ADDRESS, int(node.rpc("eth_getBalance", DONATION_ADDRESS, "latest"), 16) + 7 * ETHER)
     node.mine(3)
 
     with caplog.at_level(logging.INFO):
@@ -165,18 +148,14 @@ def test_an_unexplained_inflow_both_providers_show_is_recorded_as_before(node, l
     assert result.held is None
     assert critical(caplog) == []
     assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
-    assert UnexplainedInflow.objects.get().amount_raw == 7 * USDT
+    assert UnexplainedInflow.objects.get().amount_raw == 7 * ETHER
 
 
 def test_internal_eth_a_primary_without_traces_cannot_see_holds_where_the_check_provider_sees_it(node, lying, caplog):
     """A primary that gives no call traces (or leaves a frame out of them) files ETH paid by an internal call
     as an unexplained inflow; a check provider whose own reading shows the donation holds the chain (with
     DWS_TRACE=off neither looks for internal ETH, and it is an unexplained inflow as before)."""
-    relay = node.deploy("EthRelay")
-    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
-    tx = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
+    _, tx, block = relayed_donation(node)
     lying.refuse_traces()
 
     with caplog.at_level(logging.INFO):
@@ -191,16 +170,9 @@ def test_a_donation_moved_into_a_later_unexplained_inflow_holds_the_chain(node, 
     """The donation's transaction left out of its block body and the balances bent down until the next
     block, where they rise back unexplained: the check provider's own reading of that block finds nothing
     there, but its balances did not move there (the block's change is compared, as a crediting block's)."""
+    tx, block = eth_donation(node)
     node.mine(1)
-    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(3)
-
-    def dropped(result: Any, _params: list) -> Any:
-        kept = [t for t in result["transactions"] if (t["hash"] if isinstance(t, dict) else t) != tx]
-        return {**result, "transactions": kept}
-
-    lying.arm("eth_getBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=dropped)
+    drop_from_body(lying, block, tx)
     bend_eth_balance(lying, node, since=block, by=-ETHER, until=block + 1)
 
     with caplog.at_level(logging.INFO):
@@ -253,6 +225,16 @@ def test_a_primary_without_history_does_not_skip_a_donation_it_leaves_out(node, 
 
 
 STRAY = ACCOUNTS[4]
+
+
+def relayed_donation(node) -> tuple[str, str, int]:
+    """3 ETH paid to the address by a contract's internal call, finalized: the contract, transaction, block."""
+    relay = node.deploy("EthRelay")
+    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
+    tx = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(2)
+    return relay, tx, block
 
 
 def with_dai(node, settings) -> str:
@@ -344,11 +326,7 @@ def test_internal_eth_a_primary_passes_off_as_our_own_money_holds_the_chain(node
     """ETH reaching the address inside a call the address made itself is its own money, not a donation: a
     primary whose trace nests a donor's frame under an invented call from the address had the donation
     recorded as an own movement (the balances close on it), nothing credited."""
-    relay = node.deploy("EthRelay")
-    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
-    tx = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
+    relay, tx, block = relayed_donation(node)
 
     def ours(call: dict) -> dict:
         return {
@@ -356,15 +334,7 @@ def test_internal_eth_a_primary_passes_off_as_our_own_money_holds_the_chain(node
             "calls": [{"type": "CALL", "from": US, "to": relay.lower(), "value": "0x0", "calls": call["calls"]}],
         }
 
-    lying.arm(
-        "debug_traceBlockByNumber",
-        "rewrite",
-        count=None,
-        when=in_block(block),
-        rewrite=lambda result, _params: [
-            {**item, "result": ours(item["result"])} if item.get("txHash") == tx else item for item in result
-        ],
-    )
+    rewrite_trace(lying, block, tx, ours)
 
     with caplog.at_level(logging.INFO):
         result = crawl(FINALIZED)
@@ -393,26 +363,14 @@ def test_our_own_money_both_providers_show_is_a_movement_as_before(node, lying, 
 def test_internal_eth_credited_to_another_donor_holds_the_chain(node, lying, caplog, renames):
     """A primary whose trace names another sender for a real internal frame (the same amount, so every
     balance agrees) had the donation's tokens credited to the address it named; an honest one's is confirmed."""
-    relay = node.deploy("EthRelay")
-    data = node.call_data("relay(address)", ["address"], [DONATION_ADDRESS])
-    tx = node.send({"from": ACCOUNTS[4], "to": relay, "value": hex(3 * ETHER), "data": data})
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
+    relay, tx, block = relayed_donation(node)
     impostor = ACCOUNTS[6].lower()
 
     def renamed(call: dict) -> dict:
         return {**call, "calls": [{**frame, "from": impostor} for frame in call["calls"]]}
 
     if renames:
-        lying.arm(
-            "debug_traceBlockByNumber",
-            "rewrite",
-            count=None,
-            when=in_block(block),
-            rewrite=lambda result, _params: [
-                {**item, "result": renamed(item["result"])} if item.get("txHash") == tx else item for item in result
-            ],
-        )
+        rewrite_trace(lying, block, tx, renamed)
 
     with caplog.at_level(logging.INFO):
         result = crawl(FINALIZED)

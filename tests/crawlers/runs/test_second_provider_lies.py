@@ -83,6 +83,34 @@ def in_block(number: int) -> Callable[[list], bool]:
     return lambda params: bool(params) and isinstance(params[0], str) and params[0] == hex(number)
 
 
+def eth_donation(node: Anvil) -> tuple[str, int]:
+    """A 1 ETH donation in a block after an empty one, finalized: its transaction and block."""
+    node.mine(1)
+    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(2)
+    return tx, block
+
+
+def drop_from_body(proxy: RpcProxy, block: int, tx: str) -> None:
+    """The primary's answers about block `block` leave transaction `tx` out of its body."""
+
+    def dropped(result: Any, _params: list) -> Any:
+        kept = [t for t in result["transactions"] if (t["hash"] if isinstance(t, dict) else t) != tx]
+        return {**result, "transactions": kept}
+
+    proxy.arm("eth_getBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=dropped)
+
+
+def rewrite_trace(proxy: RpcProxy, block: int, tx: str, change: Callable[[dict], dict]) -> None:
+    """The primary's call trace of block `block` has transaction `tx`'s call tree passed through `change`."""
+
+    def changed(result: Any, _params: list) -> Any:
+        return [{**item, "result": change(item["result"])} if item.get("txHash") == tx else item for item in result]
+
+    proxy.arm("debug_traceBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=changed)
+
+
 def held_critically(caplog, result, *parts: str) -> str:
     """The run held with a CRITICAL line naming both answers; returns the line."""
     assert result.held is not None
@@ -131,15 +159,7 @@ def test_an_invented_trace_frame_with_a_balance_to_match_confirms_nothing(node, 
         "output": "0x",
     }
 
-    def invented(result: Any, _params: list) -> Any:
-        return [
-            {**item, "result": {**item["result"], "calls": [*(item["result"].get("calls") or []), frame]}}
-            if item.get("txHash") == stranger
-            else item
-            for item in result
-        ]
-
-    lying.arm("debug_traceBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=invented)
+    rewrite_trace(lying, block, stranger, lambda call: {**call, "calls": [*(call.get("calls") or []), frame]})
     bend_eth_balance(lying, node, since=block, by=50 * ETHER)
 
     with caplog.at_level(logging.INFO):
@@ -177,16 +197,8 @@ def test_a_coin_transfer_dropped_from_the_logs_holds_the_chain(node, lying, capl
 
 
 def test_a_transaction_dropped_from_a_body_holds_the_chain(node, lying, caplog):
-    node.mine(1)
-    tx = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
-
-    def dropped(result: Any, _params: list) -> Any:
-        kept = [t for t in result["transactions"] if (t["hash"] if isinstance(t, dict) else t) != tx]
-        return {**result, "transactions": kept}
-
-    lying.arm("eth_getBlockByNumber", "rewrite", count=None, when=in_block(block), rewrite=dropped)
+    tx, block = eth_donation(node)
+    drop_from_body(lying, block, tx)
     bend_eth_balance(lying, node, since=block, by=-ETHER)
 
     with caplog.at_level(logging.INFO):
