@@ -31,10 +31,12 @@ from tests.crawlers.runs.test_second_provider_lies import (
     bend_eth_balance,
     block_of,
     drop_from_body,
+    drop_logs_of,
     eth_donation,
     held_critically,
     in_block,
     rewrite_trace,
+    usdt_donation,
 )
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -49,17 +51,8 @@ def test_a_transfer_hidden_by_a_bent_opening_balance_holds_the_chain(node, lying
     """The range's opening balances come from the primary alone: dropping a coin donation's log and adding
     its amount to every balance before its block closes the range's identity (opening = closing), and the
     closing balance the check provider compares is the true one. The donation was skipped, the cursor past it."""
-    usdt = node.coins["usdt"]
-    node.mint(usdt, ACCOUNTS[2], 100 * USDT)
-    tx = node.transfer_token(usdt, ACCOUNTS[2], DONATION_ADDRESS, 40 * USDT)
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
-    lying.arm(
-        "eth_getLogs",
-        "rewrite",
-        count=None,
-        rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") != tx],
-    )
+    usdt, tx, block = usdt_donation(node)
+    drop_logs_of(lying, tx)
     bend_coin_balance(lying, node, usdt, since=0, by=40 * USDT, until=block)  # every block before it: +40
 
     with caplog.at_level(logging.INFO):
@@ -107,17 +100,8 @@ def test_an_eth_donation_dropped_from_a_body_and_its_trace_is_no_unexplained_inf
 def test_a_coin_donation_dropped_from_the_logs_and_the_bloom_is_no_unexplained_inflow(node, lying, caplog):
     """The coin's variant: its Transfer left out of the logs and the block's logsBloom cleared, so the proof
     takes the rise for a coin moving our balance itself (an unexplained inflow) instead of retrying the logs."""
-    usdt = node.coins["usdt"]
-    node.mint(usdt, ACCOUNTS[2], 100 * USDT)
-    tx = node.transfer_token(usdt, ACCOUNTS[2], DONATION_ADDRESS, 40 * USDT)
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
-    lying.arm(
-        "eth_getLogs",
-        "rewrite",
-        count=None,
-        rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") != tx],
-    )
+    _, tx, block = usdt_donation(node)
+    drop_logs_of(lying, tx)
     lying.arm(
         "eth_getBlockByNumber",
         "rewrite",
@@ -203,12 +187,7 @@ def test_a_primary_without_history_does_not_skip_a_donation_it_leaves_out(node, 
     for method in ("eth_getBalance", "eth_getTransactionCount", "eth_call", "eth_getCode"):
         lying.arm(method, "error", count=None, when=old, message="missing trie node 0xabc (path )")
     if drops:
-        lying.arm(
-            "eth_getLogs",
-            "rewrite",
-            count=None,
-            rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") != tx],
-        )
+        drop_logs_of(lying, tx)
 
     with caplog.at_level(logging.INFO):
         first, second = crawl(FINALIZED), crawl(FINALIZED)

@@ -92,6 +92,26 @@ def eth_donation(node: Anvil) -> tuple[str, int]:
     return tx, block
 
 
+def usdt_donation(node: Anvil) -> tuple[str, str, int]:
+    """A 40 USDT donation, finalized: the coin's contract, the transaction, its block."""
+    usdt = node.coins["usdt"]
+    node.mint(usdt, ACCOUNTS[2], 100 * USDT)
+    tx = node.transfer_token(usdt, ACCOUNTS[2], DONATION_ADDRESS, 40 * USDT)
+    block = int(node.receipt(tx)["blockNumber"], 16)
+    node.mine(2)
+    return usdt, tx, block
+
+
+def drop_logs_of(proxy: RpcProxy, tx: str) -> None:
+    """The primary's eth_getLogs answers leave out transaction `tx`'s logs."""
+    proxy.arm(
+        "eth_getLogs",
+        "rewrite",
+        count=None,
+        rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") != tx],
+    )
+
+
 def drop_from_body(proxy: RpcProxy, block: int, tx: str) -> None:
     """The primary's answers about block `block` leave transaction `tx` out of its body."""
 
@@ -176,17 +196,8 @@ def test_an_invented_trace_frame_with_a_balance_to_match_confirms_nothing(node, 
 
 
 def test_a_coin_transfer_dropped_from_the_logs_holds_the_chain(node, lying, caplog):
-    usdt = node.coins["usdt"]
-    node.mint(usdt, ACCOUNTS[2], 100 * USDT)
-    tx = node.transfer_token(usdt, ACCOUNTS[2], DONATION_ADDRESS, 40 * USDT)
-    block = int(node.receipt(tx)["blockNumber"], 16)
-    node.mine(2)
-    lying.arm(
-        "eth_getLogs",
-        "rewrite",
-        count=None,
-        rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") != tx],
-    )
+    usdt, tx, block = usdt_donation(node)
+    drop_logs_of(lying, tx)
     bend_coin_balance(lying, node, usdt, since=block, by=-40 * USDT)
 
     with caplog.at_level(logging.INFO):
