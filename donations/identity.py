@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import QuerySet
 
@@ -38,6 +39,12 @@ def same_transfer(row: Donation, transfer: Transfer) -> bool:
         and row.amount == transfer.amount
         and row.trace_address == transfer.trace_address
     )
+
+
+def records_as_seen(row: Donation, transfer: Transfer, block_time: datetime) -> bool:
+    """Whether a row records this transfer as a block shows it: the same transfer, at that block's time (the
+    time prices it). A row the latest crawler wrote from a provider that said otherwise does not."""
+    return same_transfer(row, transfer) and row.block_time == block_time
 
 
 def find_at_identity(chain: str, transfer: Transfer, *, lock: bool) -> Donation | None:

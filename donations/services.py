@@ -27,7 +27,7 @@ from decimal import Decimal
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from donations.identity import find_at_identity, sighting_match, transactions_rows
+from donations.identity import find_at_identity, records_as_seen, sighting_match, transactions_rows
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
 from donations.refunds import refund_cancel_for_failed, refund_owe_donation
 from donations.rules import donation_tokens, sale_state
@@ -96,6 +96,16 @@ def _new_row(sighting: Sighting, priced: Priced) -> Donation:
         block_hash=t.block_hash,
         block_time=sighting.block_time,
     )
+
+
+def _record_as_seen(donation: Donation, sighting: Sighting, priced: Priced) -> None:
+    """A row recorded anew from a sighting of its identity that shows another transfer (donor, asset, amount)
+    or another time: it takes the sighting's transfer, block, minute's ETH price and `priced` tokens."""
+    donation.address = sighting.transfer.donor
+    donation.asset = sighting.transfer.asset
+    donation.amount = sighting.transfer.amount
+    donation.save(update_fields=["address", "asset", "amount", "modified_at"])
+    _move_to(donation, sighting, priced)
 
 
 def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
@@ -307,6 +317,28 @@ def finalized_block_record(
         )
         if outcome == DonationOutcome.INSERTED:
             result.inserted += 1
+        if (
+            donation.status == DonationStatus.UNCONFIRMED
+            and donation.block_hash == sighting.transfer.block_hash
+            and not records_as_seen(donation, sighting.transfer, sighting.block_time)
+        ):
+            # The latest crawler's row says otherwise than the finalized block (its provider alone told it):
+            # what is confirmed is the transfer as the finalized block shows it, priced from that block.
+            logger.warning(
+                "donation %s as recorded from the latest block (%s %s from %s at %s) is not what finalized block "
+                "%d shows (%s %s from %s at %s); recorded from the finalized block",
+                donation.tx_hash,
+                donation.amount,
+                donation.asset,
+                donation.address,
+                donation.block_time.isoformat(),
+                sighting.transfer.block_number,
+                sighting.transfer.amount,
+                sighting.transfer.asset,
+                sighting.transfer.donor,
+                sighting.block_time.isoformat(),
+            )
+            _record_as_seen(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers).token_price))
         if donation.status == DonationStatus.FAILED:
             # Positive evidence (the transfer in a finalized block) outweighs an earlier absence; the row
             # is recorded from this sighting (its block, that minute's price, the tier now), not its old one.

@@ -27,6 +27,7 @@ from crawlers.record.strays import foreign_counts_record, strays_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.own import open_mints
 from crawlers.scan.results import BlockHeld, ScannedBlock
+from donations.identity import records_as_seen
 from donations.models import Donation, DonationStatus
 from donations.refunds import refund_payouts_record
 from donations.replaced import donations_mark_block_replaced
@@ -150,21 +151,23 @@ def _set_aside(writer: _Writer, block: ScannedBlock, sightings: Sequence[Sightin
 
 
 def _recorded_here(
-    chain: str, transfers: Sequence[Transfer], *, failed_too: bool = False
+    chain: str, transfers: Sequence[Transfer], *, final_at: datetime | None = None
 ) -> dict[DonationKey, Donation]:
     """The rows already recorded from this very block for these transfers, by identity, in one query
-    (the rest need a price). `failed_too`: a failed row counts as not recorded, since the finalized
-    crawler records it anew from this sighting."""
+    (the rest need a price). `final_at` (the finalized crawler's: the block's time): a failed row counts as
+    not recorded, nor one that records another transfer or time than this block shows (the latest crawler's
+    provider said otherwise): the finalized crawler records those anew from this sighting."""
     if not transfers:
         return {}
     rows = Donation.objects.filter(chain=chain, tx_hash__in={t.tx_hash for t in transfers})
-    if failed_too:
+    if final_at is not None:
         rows = rows.exclude(status=DonationStatus.FAILED)
     here = {(donation_key(r), r.block_hash): r for r in rows}
     return {
-        donation_key(t): here[(donation_key(t), t.block_hash)]
+        donation_key(t): row
         for t in transfers
-        if (donation_key(t), t.block_hash) in here
+        if (row := here.get((donation_key(t), t.block_hash))) is not None
+        and (final_at is None or records_as_seen(row, t, final_at))
     }
 
 
@@ -197,7 +200,7 @@ def _write_final(writer: _Writer, block: ScannedBlock) -> tuple[int, int, int]:
     if not block.transfers and not block.reverted:
         return 0, 0, 0
     # Rows already seen in this block keep how they were priced; only new sightings need a price.
-    recorded = _recorded_here(writer.chain.name, block.transfers, failed_too=True)
+    recorded = _recorded_here(writer.chain.name, block.transfers, final_at=block.header.time)
     new = [t for t in block.transfers if donation_key(t) not in recorded]
     priced = {donation_key(s.transfer): s for s in _set_aside(writer, block, _sightings(writer, block, new))}
     sightings = [

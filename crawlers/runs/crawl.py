@@ -218,7 +218,9 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
                 return result
             if final_check is not None:
                 closing = reach or (blocks[-1].header if blocks else None)
-                claim = RangeClaim(found.planned.start - 1, blocks, closing, proof, found.codes, job.run)
+                claim = RangeClaim(
+                    found.planned.start - 1, blocks, closing, proof, found.codes, job.run, foreign=found.foreign
+                )
                 if not agreed(final_check, client, job.chain, claim, result):
                     return result
             level = _record(

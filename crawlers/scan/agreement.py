@@ -4,21 +4,28 @@ Nothing is confirmed that the check provider's own answers do not show. Before a
 recorded, one batch asks the check provider for:
 
 * the header of the range's closing block (the one the cursor moves to) and of every block that credits
-  or fails something: its hash, and its list of transactions;
-* the donation address's balances (ETH, nonce, each coin) at the closing block and around every crediting
-  block (before and after it: on a busy chain one block's "after" is the next one's "before", asked once),
-  and the address's code at the block before the range and at the closing block;
+  or fails something or holds an unexplained inflow: its hash, and its list of transactions;
+* the donation address's balances (ETH, nonce, each coin) at the block before the range, at the closing
+  block and around every crediting block and every block with an unexplained inflow (before and after
+  it: on a busy chain one block's "after" is the next one's "before", asked once), and the address's code
+  at the block before the range and at the closing block;
 * the receipt of every transaction credited or failed, and the transaction object of every top-level
   ETH transfer.
 
 The range is recorded only when the check provider's answers show the same thing:
 
-* the same block hashes, and every transaction credited or failed in its block's own list;
-* the closing balances the primary's balance proof ended at: a transfer the primary left out of a range
-  (dropped from a log answer or from a block body, with its balances bent to match) shows here;
+* the same block hashes and times (the time prices an ETH donation), and every transaction credited or
+  failed in its block's own list;
+* the opening and closing balances the primary's balance proof started and ended at: a transfer the primary
+  left out of a range (dropped from a log answer or from a block body, with its balances bent to match
+  after it, or before it: each range's proof asks the primary for its opening afresh) shows here;
 * no code at either edge where the primary proved the range as a plain account (by its balances alone);
+* for ETH paid by an internal call, the check provider's trace of the transaction showing the frame from
+  that donor (a balance shows the amount, not whose it is);
 * each crediting block moving the balances as the primary's proof says it did: ETH that never arrived
-  (an invented call frame, with the balances bent to match) shows here;
+  (an invented call frame, with the balances bent to match) shows here; so does each block with an
+  unexplained inflow, which the check provider also reads and proves itself (crawlers/scan/second_reading.py:
+  a donation the primary left out with its balances true is filed as one);
 * for each transfer, a successful receipt in that block and, for a coin, the Transfer log at that index
   of that contract paying the donation address from the donor, of that amount; for a top-level ETH
   transfer, the same sender, recipient and value; for a transaction the primary reports reverted, a
@@ -28,8 +35,17 @@ Where the check provider keeps no state for a block (learnt by its behaviour, as
 crawlers/scan/history.py; a first refusal waits), its balances and code cannot be compared there: a
 crediting block is then shown by its transactions instead, in a second batch (each credited transaction's
 object, in that block) and, for ETH paid by an internal call, the transaction's call trace showing the
-frame (path, donor, amount); closing balances it cannot give are not compared (a WARNING says so: what
+frame (path, donor, amount); opening and closing balances it cannot give are not compared (a WARNING says so: what
 the range left out then rests on the primary's proof alone), nor its code at an edge it has no state for.
+
+What the range writes to the refund register is shown by the check provider's receipts too
+(crawlers/scan/register_facts.py): each stray coin arriving (a refund owed) and each payout (a refund
+marked paid), which no balance compared here would show.
+
+Where the primary proved nothing about the range (it keeps no state there, or says so), or found an
+unexplained inflow or the address's own money arriving in a block, the check provider reads and proves
+those blocks itself (crawlers/scan/second_reading.py): a transfer it finds that ours does not is a
+disagreement.
 
 A check provider that does not answer (a time-out, a null, an error) is no evidence: the range waits.
 An answer that differs is a `Disagreement` naming both answers: the run holds the chain on it.
@@ -42,17 +58,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from crawlers.chain.calls import balance_calls, code_call, header_call, receipt_calls, transaction_calls
+from crawlers.chain.logs import ForeignLogs
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.authorizations import address_mode
 from crawlers.decode.balances import Balances, StateUnavailable, balances_from, balances_in_batch
-from crawlers.decode.blocks import BlockHeader, block_carries
+from crawlers.decode.blocks import BlockHeader, block_carries, header_of
 from crawlers.decode.frames import shows_frame
 from crawlers.scan import history, traces
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
+from crawlers.scan.register_facts import frame_payouts_shown, register_differs, register_hashes, strays_of
 from crawlers.scan.results import ScannedBlock
+from crawlers.scan.second_reading import range_shown, unexplained_shown
 from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
 from crawlers.scan.with_code import PLAIN, mode_of
+from donations.refund_values import StrayTransfer
 from donations.sightings import Transfer, amount_scale
 from dws_project.chain_settings import ChainSettings
 
@@ -80,6 +100,7 @@ class RangeClaim:
     ledger: SpanLedger | UnprovenSpan | None  # the balance proof's account of the range
     codes: Mapping[int, str]  # the donation address's code as the primary gave it, by block
     run: str = ""  # the crawler run asking (crawlers/scan/history.py tells a refusal's first sighting by it)
+    foreign: ForeignLogs | None = None  # the range's logs of other tokens (its stray arrivals: refunds owed)
 
     def balances_at(self, number: int) -> dict[str, int] | None:
         """The balances the primary's proof holds at the end of block `number`, or None where it holds none."""
@@ -87,6 +108,9 @@ class RangeClaim:
             return self.ledger.balances_at(number)
         if isinstance(self.ledger, UnprovenSpan) and self.ledger.closing is not None and self.ledger.end == number:
             return dict(self.ledger.closing)
+        unproven = self.ledger if isinstance(self.ledger, UnprovenSpan) else None
+        if unproven is not None and unproven.opening is not None and unproven.first == number + 1:
+            return dict(unproven.opening)
         return None
 
     def change_in(self, number: int) -> dict[str, int] | None:
@@ -102,6 +126,7 @@ class _Asked:
     """The batch's calls, in order, and where each part's answers start."""
 
     calls: list[Call]
+    strays: list[StrayTransfer]
     headers: list[int]
     balances: list[int]  # blocks whose balances are asked (balances_in_batch answers each)
     edges: list[int]  # blocks whose code is asked
@@ -111,16 +136,31 @@ class _Asked:
 
 def _asked(chain: ChainSettings, claim: RangeClaim, closing: BlockHeader) -> _Asked:
     blocks = claim.blocks
-    crediting = [b.header.number for b in blocks if b.transfers]
-    headers = sorted({b.header.number for b in blocks if b.transfers or b.reverted} | {closing.number})
-    balances = sorted({closing.number} | {n for b in crediting if b > 0 for n in (b - 1, b)})
+    # A block with an unexplained inflow or a payout too: its change must be the check provider's.
+    crediting = [b.header.number for b in blocks if _moved(b)]
+    headers = sorted({b.header.number for b in blocks if _moved(b) or b.reverted} | {closing.number})
+    # The opening too: each range's proof asks the primary for it afresh, and a primary that added a left-out
+    # transfer to every balance before it would close the range's identity with the true closing balances.
+    opening = {claim.opening} if claim.opening >= 0 and claim.balances_at(claim.opening) is not None else set()
+    balances = sorted({closing.number} | opening | {n for b in crediting if b > 0 for n in (b - 1, b)})
     edges = sorted({e for e in (claim.opening, closing.number) if e >= 0})
-    receipts = sorted({t.tx_hash for b in blocks for t in b.transfers} | {h for b in blocks for h in b.reverted})
-    eth_txs = sorted({t.tx_hash for b in blocks for t in b.transfers if t.log_index is None and not t.trace_address})
+    strays = strays_of(chain, claim.foreign, closing.number)
+    register_receipts, register_txs = register_hashes(blocks, strays)
+    receipts = sorted(
+        {t.tx_hash for b in blocks for t in b.transfers} | {h for b in blocks for h in b.reverted} | register_receipts
+    )
+    eth_txs = sorted(
+        {t.tx_hash for b in blocks for t in b.transfers if t.log_index is None and not t.trace_address} | register_txs
+    )
     calls = [header_call(n) for n in headers] + [c for n in balances for c in balance_calls(chain, n)]
     calls += [code_call(chain.donation_address, e) for e in edges] + receipt_calls(receipts)
     calls += transaction_calls(eth_txs)
-    return _Asked(calls, headers, balances, edges, receipts, eth_txs)
+    return _Asked(calls, strays, headers, balances, edges, receipts, eth_txs)
+
+
+def _moved(block: ScannedBlock) -> bool:
+    """Whether the proof says the block moved money: a credit, an unexplained inflow, a payout."""
+    return bool(block.transfers or block.unexplained or block.payouts)
 
 
 def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Verdict:
@@ -150,14 +190,35 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     stateless: list[ScannedBlock] = []
     for block in claim.blocks:
         verdict = _facts_differ(chain, block, receipts, transactions)
-        if verdict is None and block.transfers:
+        if verdict is None and _moved(block):
             verdict = _change_differs(claim, block, theirs, stateless)
         if verdict is not None:
             return verdict
-    verdict = _closing_differs(claim, closing, theirs.get(closing.number), check) or _code_differs(claim, codes)
+    register = register_differs(
+        chain, claim.blocks, asked.strays, _values(receipts), _values(transactions)
+    ) or frame_payouts_shown(check, chain, claim.blocks)
+    if register is not None:
+        return Disagreement(*register) if isinstance(register, tuple) else register
+    verdict = (
+        _edge_differs(claim, claim.opening, theirs.get(claim.opening), check)
+        or _edge_differs(claim, closing.number, theirs.get(closing.number), check)
+        or _code_differs(claim, codes)
+    )
     if verdict is not None:
         return verdict
-    return _shown_by_transactions(check, chain, stateless) if stateless else None
+    verdict = _shown_by_transactions(check, chain, stateless) if stateless else None
+    if verdict is not None:
+        return verdict
+    compared = {id(b) for b in stateless}
+    verdict = _donors_shown(check, chain, [b for b in claim.blocks if id(b) not in compared])
+    if verdict is not None:
+        return verdict
+    if not isinstance(claim.ledger, SpanLedger) and theirs.get(closing.number) is not None:
+        # The primary proved nothing about the range (no state, or says so): the check provider's reading.
+        shown = range_shown(check, chain, claim.blocks, claim.opening + 1, closing.number, claim.run)
+    else:
+        shown = unexplained_shown(check, chain, claim.blocks, claim.run)
+    return Disagreement(*shown) if isinstance(shown, tuple) else shown
 
 
 def _missing(outcomes: Sequence[RpcOutcome]) -> NoEvidence | None:
@@ -165,19 +226,24 @@ def _missing(outcomes: Sequence[RpcOutcome]) -> NoEvidence | None:
 
 
 def _headers_differ(claim: RangeClaim, headers: Mapping[int, RpcOutcome]) -> Verdict:
-    """The same hash at every height asked, and each credited or failed transaction in its block's list."""
+    """The same hash and time at every height asked (the time prices an ETH donation, and a primary's answer
+    can carry another time under the true hash), and each credited or failed transaction in its block's list."""
     missing = _missing(list(headers.values()))
     if missing is not None:
         return missing
-    ours = {b.header.number: b.header.hash for b in claim.blocks}
+    ours = {b.header.number: b.header for b in claim.blocks}
     if claim.closing is not None:
-        ours[claim.closing.number] = claim.closing.hash
+        ours[claim.closing.number] = claim.closing
     bodies: dict[int, dict] = {}
     for number, outcome in headers.items():
         header = outcome.value if isinstance(outcome, Answer) else None
-        found = str(header.get("hash") or "").lower() if isinstance(header, dict) else None
-        if found != ours[number]:
-            return Disagreement(number, f"block hash: {ours_and_theirs(ours[number], found)}")
+        theirs = header_of(header)
+        found = theirs.hash if theirs is not None else None
+        if found != ours[number].hash:
+            return Disagreement(number, f"block hash: {ours_and_theirs(ours[number].hash, found)}")
+        if theirs is not None and theirs.time != ours[number].time:
+            times = ours_and_theirs(ours[number].time.isoformat(), theirs.time.isoformat())
+            return Disagreement(number, f"block time: {times}")
         bodies[number] = header if isinstance(header, dict) else {}
     for block in claim.blocks:
         number = block.header.number
@@ -240,6 +306,10 @@ def _value(outcome: RpcOutcome) -> object:
     return outcome.value if isinstance(outcome, Answer) else None
 
 
+def _values(outcomes: Mapping[str, RpcOutcome]) -> dict[str, object]:
+    return {key: _value(outcome) for key, outcome in outcomes.items()}
+
+
 def _change_differs(
     claim: RangeClaim, block: ScannedBlock, theirs: Mapping[int, Balances | None], stateless: list[ScannedBlock]
 ) -> Disagreement | None:
@@ -263,20 +333,21 @@ def _change_differs(
     )
 
 
-def _closing_differs(
-    claim: RangeClaim, closing: BlockHeader, theirs: Balances | None, check: RpcClient
-) -> Disagreement | None:
-    ours = claim.balances_at(closing.number)
-    if theirs is None:
+def _edge_differs(claim: RangeClaim, edge: int, theirs: Balances | None, check: RpcClient) -> Disagreement | None:
+    """The balances the primary's proof holds at one edge of the range (the block before it, its closing
+    block) against the check provider's there (an edge asked: one it keeps state for)."""
+    ours, closing = claim.balances_at(edge), edge != claim.opening
+    last = claim.closing.number if claim.closing is not None else edge
+    if theirs is None and (closing or ours is not None):
         logger.warning(
-            "check provider %s keeps no state for block %d: the closing balances of blocks %d..%d are not compared",
+            "check provider %s keeps no state for block %d: the %s balances of blocks %d..%d are not compared",
             check.origin,
-            closing.number,
+            edge,
+            "closing" if closing else "opening",
             claim.opening + 1,
-            closing.number,
+            last,
         )
-        return None
-    if ours is None:
+    if theirs is None or ours is None:
         return None
     differs = [
         f"{asset}: {ours_and_theirs(ours.get(asset), value)}"
@@ -285,8 +356,8 @@ def _closing_differs(
     ]
     if not differs:
         return None
-    after = f"the donation address's balances after blocks {claim.opening + 1}..{closing.number} (raw units): "
-    return Disagreement(closing.number, after + "; ".join(differs))
+    where = f"the donation address's balances {'after' if closing else 'before'} blocks {claim.opening + 1}..{last}"
+    return Disagreement(edge, f"{where} (raw units): " + "; ".join(differs))
 
 
 def _code_differs(claim: RangeClaim, codes: Mapping[int, RpcOutcome]) -> Disagreement | None:
@@ -335,13 +406,38 @@ def _shown_by_transactions(check: RpcClient, chain: ChainSettings, blocks: Seque
     return None
 
 
-def _frame_shown(check: RpcClient, chain: ChainSettings, transfer: Transfer) -> Verdict:
+def _donors_shown(check: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock]) -> Verdict:
+    """ETH paid by an internal call, in a block whose balance change was compared: the change shows its
+    amount, not whose it is (a primary naming another sender for a real frame moves no balance), so the
+    check provider's trace of its transaction must show the frame from that donor. A check provider that
+    gives no traces leaves the donor to the primary alone (a WARNING)."""
+    for block in blocks:
+        for transfer in block.transfers:
+            if transfer.trace_address is not None:
+                verdict = _frame_shown(check, chain, transfer, required=False)
+                if verdict is not None:
+                    return verdict
+    return None
+
+
+def _frame_shown(check: RpcClient, chain: ChainSettings, transfer: Transfer, *, required: bool = True) -> Verdict:
+    """The check provider's trace of the transfer's transaction shows its frame (path, donor, amount).
+    Without traces: no evidence (the range waits) where `required`, else a WARNING."""
     number = transfer.block_number
     try:
         frames = traces.transaction_trace(check, chain, transfer.tx_hash)
     except NoEvidenceError as exc:
         return exc.outcome
     except traces.TracesUnavailable as exc:
+        if not required:
+            logger.warning(
+                "check provider %s gives no call trace of %s (%s): the donor of its internal ETH rests on the "
+                "primary alone (its amount was compared)",
+                check.origin,
+                transfer.tx_hash,
+                exc,
+            )
+            return None
         return NoEvidence(
             "debug_traceTransaction",
             "error",

@@ -68,10 +68,10 @@ def test_both_providers_agreeing_confirm_and_the_check_costs_one_batch_per_range
     assert {d.tx_hash: d.status for d in Donation.objects.all()} == {eth: "confirmed", usdt: "confirmed"}
     assert_ledger_invariants()
     # One request for the tips, one batch for the range: the block's header (the range closes on it), the
-    # donation address's balances (ETH, nonce, two coins) before and after it, its code at both edges of
-    # the range, two receipts, the ETH transaction.
+    # donation address's balances (ETH, nonce, two coins) before the range, before and after the block, its
+    # code at both edges of the range, two receipts, the ETH transaction.
     assert len(check.seen) == 2
-    balances = ["eth_getBalance", "eth_getTransactionCount", "eth_call", "eth_call"] * 2
+    balances = ["eth_getBalance", "eth_getTransactionCount", "eth_call", "eth_call"] * 3
     assert sorted(check.seen[1].methods) == sorted(
         ["eth_getBlockByNumber", *balances, "eth_getCode", "eth_getCode"]
         + ["eth_getTransactionReceipt"] * 2
