@@ -397,6 +397,7 @@ def _settle_block(
         except traces.TracesUnavailable as exc:
             logger.warning("balance proof: block %d: no call traces (%s)", number, exc)
             block.add_unexplained(ETH, raw)
+            block.traces_refused = True
             continue
         found = traced_block.donations
         # The address's own ETH (back in its own transactions, bridged from L1 by itself), and dust frames,

@@ -81,6 +81,8 @@ class ScannedBlock:
     payouts: list[Payout] = field(default_factory=list)
     # Of a traced block, the transactions whose trace alone is past DWS_RPC_MAX_ANSWER_MB (not in `flows`).
     untraced: list[str] = field(default_factory=list)
+    # Our provider gave no call traces for the block: ETH paid by an internal call is in its unexplained inflow.
+    traces_refused: bool = False
 
     def add_unexplained(self, asset: str, raw: int, why: str = "") -> None:
         """Note `raw` units of `asset` no transfer accounts for (added to what the asset has already), and why."""
