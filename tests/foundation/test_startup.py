@@ -5,11 +5,13 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+import requests
 
 from tests.processes import DB_PASSWORD, ROOT, base_environment, leaked_secrets, run_manage
 
@@ -173,8 +175,12 @@ def throwaway_redis(tmp_path) -> Iterator[Callable[[str], str]]:
         server.wait(timeout=10)
 
 
-def run_web(env: dict[str, str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    """Start the web process as deploy/start-web does (gunicorn, preloaded) and let it run a moment."""
+def run_web(
+    env: dict[str, str], timeout: float = 30, *, until_serving: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """Start the web process as deploy/start-web does (gunicorn, preloaded) and let it run a moment; with
+    `until_serving`, until it answers /live (or exits), then stop it: a loaded machine may take longer than
+    any fixed moment to start it, and a SIGTERM before its handlers are in place kills it instead."""
     port = closed_port()
     env = env | {"DWS_WEB_HOST": "127.0.0.1", "DWS_WEB_PORT": str(port), "DWS_WEB_WORKERS": "1"}
     server = subprocess.Popen(
@@ -185,8 +191,16 @@ def run_web(env: dict[str, str], timeout: float = 30) -> subprocess.CompletedPro
         stderr=subprocess.PIPE,
         text=True,
     )
+    if until_serving:
+        deadline = time.monotonic() + 90
+        while server.poll() is None and time.monotonic() < deadline:
+            try:
+                if requests.get(f"http://127.0.0.1:{port}/live", timeout=2).ok:
+                    break
+            except requests.RequestException:
+                time.sleep(0.2)
     try:
-        out, err = server.communicate(timeout=timeout)
+        out, err = server.communicate(timeout=0.5 if until_serving else timeout)
     except subprocess.TimeoutExpired:
         server.terminate()
         out, err = server.communicate(timeout=30)
@@ -209,7 +223,7 @@ def test_the_web_process_refuses_a_redis_that_may_evict_its_keys(throwaway_redis
 def test_the_web_process_starts_on_a_redis_that_keeps_its_keys(throwaway_redis, policy: str) -> None:
     env = base_environment() | {"REDIS_URL": throwaway_redis(policy)}
 
-    result = run_web(env, timeout=8)  # still serving when the test stops it
+    result = run_web(env, until_serving=True)  # serving when the test stops it
 
     assert result.returncode == 0, result.stderr  # stopped by the test (SIGTERM), not by a check
     assert "may evict" not in result.stderr

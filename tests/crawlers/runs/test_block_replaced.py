@@ -40,9 +40,9 @@ def test_a_pending_donation_whose_block_was_replaced_says_so_and_leaves_the_pend
 
     # mined again: recorded in its new block, the mark gone, pending again until confirmed
     node.rpc("eth_sendRawTransaction", signed)
-    crawl(LATEST)
+    seen = crawl(LATEST)
     row.refresh_from_db()
-    assert row.block_replaced_at is None
+    assert row.block_replaced_at is None, (seen.held, seen.cursor, row.block_number, node.receipt(tx)["blockNumber"])
     assert row.block_hash == node.receipt(tx)["blockHash"]
     assert client.get("/donation/data").json()["pending_donations"] == 1
     node.mine(3)
