@@ -8,7 +8,8 @@ of about PART_ROWS rows, and stores them in PostgreSQL, where every web process 
 (with an ETag, Last-Modified and byte ranges). Every change to what the file lists is noted by
 `proof_csv_changed` in the transaction that makes it (a donation confirmed, or a confirmed one failed), so
 the task rebuilds exactly the parts holding those blocks; donations confirmed past a chain's last part
-start new ones. Rows leave in (chain, block_number, id) order; PostgreSQL renders the amounts
+start new ones. Each run also compares every stored part's row count with the confirmed donations in its
+blocks and rebuilds one that differs (a confirmation that noted nothing is in the file by the next run). Rows leave in (chain, block_number, id) order; PostgreSQL renders the amounts
 (NUMERIC::text keeps the column's scale, never an exponent) and the times.
 """
 
@@ -155,8 +156,11 @@ def _refresh_chain(chain: str, part_rows: int) -> int:
             .filter(chain=chain)
             .values_list("id", "block_number")
         )
-        blocks = sorted({block for _, block in changes})
         parts = list(_current(chain).select_for_update().order_by("first_block"))
+        # A part that does not hold what the database confirms in its blocks is built again, whatever was
+        # noted: a confirmation that noted no change (a worker on older code, an operator's SQL) is in the
+        # file by the next run, not only once another change touches its part.
+        blocks = sorted({block for _, block in changes} | {part.first_block for part in _disagreeing(chain)})
         last = parts[-1] if parts else None
         # The tail: from the last part when it can take more rows, else from the block after it.
         if last is not None and last.rows < part_rows:
@@ -178,6 +182,24 @@ def _refresh_chain(chain: str, part_rows: int) -> int:
     if built:
         logger.info("proof CSV: %d part(s) of %s built", built, chain)
     return built
+
+
+# Each current part of a chain whose row count is not the count of confirmed donations in its blocks (a
+# confirmed row never changes, so a count that matches is the same rows); one index range per part.
+_DISAGREEING_SQL = """
+    SELECT p.id FROM proof_csv_part AS p
+    WHERE p.chain = %s AND p.superseded_at IS NULL AND p.rows <> (
+        SELECT count(*) FROM donation AS d
+        WHERE d.chain = p.chain AND d.status = 'confirmed' AND d.block_number BETWEEN p.first_block AND p.last_block
+    )
+"""
+
+
+def _disagreeing(chain: str) -> QuerySet[ProofCsvPart]:
+    with connection.cursor() as cursor:
+        cursor.execute(_DISAGREEING_SQL, [chain])
+        ids = [row[0] for row in cursor.fetchall()]
+    return ProofCsvPart.objects.filter(id__in=ids)
 
 
 def _current(chain: str) -> QuerySet[ProofCsvPart]:

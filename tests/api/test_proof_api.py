@@ -19,7 +19,7 @@ from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from donations.export import confirmed_donation_lines, proof_csv_refresh
 from donations.judging import donations_confirm
-from donations.models import DonationStatus
+from donations.models import Donation, DonationStatus
 from donations.services import finalized_block_record
 from dws_project.redis_client import get_redis
 from tests.api.support import make_donation
@@ -456,6 +456,25 @@ def test_a_chain_the_first_build_did_not_reach_is_built_by_the_next_run(api, dow
     proof_csv_refresh()
 
     assert rollup.tx_hash.encode() in stored_file(api)
+    assert stored_file(api) == records_file()
+
+
+def test_a_part_that_disagrees_with_the_confirmed_donations_is_built_again(api, downloads):
+    """A confirmation that noted no change (a worker still on the code before the stored file, during a rolling
+    deploy; a row an operator confirmed by SQL) left its part without the row for good: nothing compared the
+    stored parts with the database. Each run now checks every current part's row count against the confirmed
+    donations in its blocks and builds a part that differs again."""
+    for i, block in enumerate((5, 6, 7, 8)):
+        donation(block, "1", tx="0x" + format(i, "064x"))
+    proof_csv_refresh(part_rows=2)
+    unnoted = donation(6, "3", tx="0x" + "e" * 64)  # confirmed into a built part, no change noted
+    failed = Donation.objects.get(tx_hash="0x" + format(3, "064x"))
+    Donation.objects.filter(pk=failed.pk).update(status=DonationStatus.FAILED)  # and one failed, unnoted
+
+    proof_csv_refresh(part_rows=2)
+
+    assert unnoted.tx_hash.encode() in stored_file(api)
+    assert failed.tx_hash.encode() not in stored_file(api)
     assert stored_file(api) == records_file()
 
 
