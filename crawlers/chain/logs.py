@@ -4,18 +4,26 @@ span is within what the provider accepts, else through `RpcClient.get_logs`, whi
 The filter to us asks every contract (crawlers/chain/calls.py `transfer_log_contracts`): the donation coins'
 logs are split from the rest here, once, so the balance proof and the detection see exactly the coins' logs,
 and the rest (`ForeignLogs`: coins the sale does not take, spam; the stray tokens leaving us) goes to the
-refund register's decoding (crawlers/decode/strays.py)."""
+refund register's decoding (crawlers/decode/strays.py).
+
+Anyone can emit a Transfer event naming the donation address from a contract of their own, with as much
+data as gas buys: one block's answer to the every-contract filter can be past DWS_RPC_MAX_ANSWER_MB
+however far `get_logs` halves the span. Such a range is asked again for the contracts whose logs decide
+something (the donation coins and the stray tokens): the rest are only counted (crawlers/decode/strays.py),
+and a stranger's log must never hold the chain."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from crawlers.chain.calls import transfer_filters, transfer_log_calls, transfer_log_contracts
-from crawlers.chain.outcomes import Answer, RpcOutcome
+from crawlers.chain.outcomes import TOO_LARGE, Answer, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
 from dws_project.chain_settings import ChainSettings
 
+logger = logging.getLogger("dws.crawlers")
 # The logs of the coins' Transfers (to us, from us), as the node answered them.
 TransferLogs = tuple[list[dict], list[dict]]
 
@@ -84,10 +92,34 @@ def range_logs(client: RpcClient, chain: ChainSettings, start: int, last: int) -
         if answered is not None:
             return answered
     to_us, from_us = (
-        client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last)
+        _logs_that_fit(client, chain, contracts, topics, start, last)
         for contracts, topics in zip(transfer_log_contracts(chain), transfer_filters(chain), strict=True)
     )
     return split_logs(chain, to_us, from_us)
+
+
+def _logs_that_fit(
+    client: RpcClient, chain: ChainSettings, contracts: list[str] | None, topics: list, start: int, last: int
+) -> list[dict]:
+    """One filter's logs over start..last; a filter of every contract (`contracts` None) past the answer cap
+    even for one block is asked again for the coins' and stray tokens' contracts alone (none: no log of
+    another contract decides anything)."""
+    try:
+        return client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last)
+    except NoEvidenceError as exc:
+        if exc.outcome.kind != TOO_LARGE or contracts is not None:
+            raise
+    deciding = [c.contract for c in (*chain.stable_coins, *chain.stray_tokens)]
+    logger.warning(
+        "blocks %d..%d of %s: the Transfer logs at the donation address of every contract are past "
+        "DWS_RPC_MAX_ANSWER_MB even for one block (anyone can emit a large one); asking the %d coin and stray "
+        "token contract(s) alone: the other contracts' Transfers in these blocks are not counted",
+        start,
+        last,
+        chain.name,
+        len(deciding),
+    )
+    return client.get_logs(addresses=deciding, topics=topics, from_block=start, to_block=last) if deciding else []
 
 
 def transfer_logs(client: RpcClient, chain: ChainSettings, start: int, last: int) -> TransferLogs:

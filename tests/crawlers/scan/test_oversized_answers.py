@@ -10,7 +10,10 @@ At the smallest answer cap (DWS_RPC_MAX_ANSWER_MB=1), on the session anvil:
   the cursor moves on (a donation after it is credited as usual);
 * log bombs (tests/contracts/LogBomb.sol: a coin donation with a ~300 KB log beside it) checked with a
   second provider: the receipts batch the cross-check asks is over the cap, each receipt alone is not,
-  and the batch is asked again in smaller parts.
+  and the batch is asked again in smaller parts;
+* a stranger's contract emitting a Transfer event that names the donation address with ~1.4 MB of data
+  (anyone can emit one: the filter to us asks every contract, for the coins the sale does not take): the
+  logs of that one block are past the cap, and only the contracts whose logs decide something are asked.
 """
 
 from __future__ import annotations
@@ -42,6 +45,15 @@ def small_cap(settings, node):
     with RpcProxy(node.url) as provider:
         settings.CONFIG = configured(settings.CONFIG, rpc_url=provider.url("/rpc"), rpc_max_answer_bytes=MIB)
         yield provider
+
+
+TRANSFER_TOPIC = "ddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
+
+
+def transfer_event_bomb(node, at: str) -> None:
+    """Code at `at` that emits Transfer(caller, the donation address) with as many zero bytes of data as its
+    calldata's first word says: PUSH20 us, CALLER, PUSH32 Transfer, PUSH1 0 CALLDATALOAD, PUSH1 0, LOG3."""
+    node.set_code(at, "0x73" + DONATION_ADDRESS[2:] + "33" + "7f" + TRANSFER_TOPIC + "600035" + "6000" + "a3" + "00")
 
 
 def bomb(node, bomb_address: str, *, pays: int = 0) -> dict:
@@ -136,3 +148,30 @@ def test_log_bombs_in_donations_checked_by_a_second_provider_are_confirmed(node,
     assert {d.tx_hash: d.address for d in Donation.objects.filter(status="confirmed")} == dict(
         zip(paid, bombs, strict=True)
     )
+
+
+def test_a_transfer_event_past_the_cap_naming_the_address_holds_nothing(node, small_cap):
+    """Both crawlers held on the block for ever ('no Transfer logs for blocks ...: too-large'): get_logs halved
+    the span down to the one block and gave up (found by attack32; this test failed so). The coins' and the
+    stray tokens' logs are asked alone for such a range: the donations beside the bomb are credited."""
+    spam = "0x" + "be" * 20
+    transfer_event_bomb(node, spam)
+    node.mint(node.coins["usdc"], ACCOUNTS[2], 30 * USDT)
+    words = "0x" + (1_400_000).to_bytes(32, "big").hex()
+    with node.one_block():
+        bombed = node.send({"from": ACCOUNTS[3], "to": spam, "data": words, "gas": hex(25_000_000)})
+        usdc = node.transfer_token(node.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 30 * USDT)
+        eth = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+    assert node.receipt(bombed)["status"] == "0x1"
+    node.mine(2)
+
+    assert crawl(LATEST).held is None
+    final = crawl(FINALIZED)
+
+    assert final.held is None
+    assert {d.tx_hash: (d.amount, d.status) for d in Donation.objects.all()} == {
+        usdc: (Decimal(30), "confirmed"),
+        eth: (Decimal(1), "confirmed"),
+    }
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+    assert not UnexplainedInflow.objects.exists()
