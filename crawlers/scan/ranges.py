@@ -14,13 +14,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from crawlers.chain.block_store import block_well_formed, fetch_blocks_with
 from crawlers.chain.calls import receipt_calls
 from crawlers.chain.files import debug_dump
 from crawlers.chain.logs import RangeLogs, range_logs
-from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
+from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, too_large
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_block_number
 from crawlers.decode.authorizations import authorizations_by
@@ -32,6 +33,8 @@ from crawlers.scan.payouts import account_payouts
 from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
+
+logger = logging.getLogger("dws.crawlers")
 
 RANGE_BLOCKS = 50  # blocks fetched per batch: one round trip for the blocks, one for the logs
 
@@ -141,7 +144,9 @@ def _depositors(
 ) -> tuple[dict[tuple[str, int], str], BlockHeld | None]:
     """Who deposited each coin minted to the address (crawlers/decode/mints.py), read from its transaction's
     receipt; and a hold at the first mint whose receipt is no evidence or of another block (whether it is a
-    donation is not known without it: the blocks from there are not handed on)."""
+    donation is not known without it: the blocks from there are not handed on). A receipt past the answer cap
+    even alone (anyone can add a megabyte log to a transaction that mints to the address) names nobody: the
+    mint is an open question for the operator, never a hold for good."""
     logs_by_tx: dict[str, list[dict]] = {}
     held = None
     for mint in mints:
@@ -149,6 +154,16 @@ def _depositors(
         outcome = receipts[tx]
         receipt = outcome.value if isinstance(outcome, Answer) else None
         block = scanned.get(number)
+        if too_large(outcome) and block is not None:
+            if tx not in block.unread_receipts:
+                block.unread_receipts.append(tx)
+                logger.warning(
+                    "block %d: the receipt of tx %s, which minted a coin to the donation address, is past "
+                    "DWS_RPC_MAX_ANSWER_MB even alone: the mint is an unexplained inflow",
+                    number,
+                    tx,
+                )
+            continue
         if (
             not isinstance(receipt, dict)
             or block is None

@@ -81,6 +81,9 @@ class ScannedBlock:
     payouts: list[Payout] = field(default_factory=list)
     # Of a traced block, the transactions whose trace alone is past DWS_RPC_MAX_ANSWER_MB (not in `flows`).
     untraced: list[str] = field(default_factory=list)
+    # Transactions that minted a coin to the address whose receipt alone is past DWS_RPC_MAX_ANSWER_MB: whose
+    # mint it is cannot be read (crawlers/scan/own.py `open_mints` says so in the inflow's reason).
+    unread_receipts: list[str] = field(default_factory=list)
 
     def add_unexplained(self, asset: str, raw: int, why: str = "") -> None:
         """Note `raw` units of `asset` no transfer accounts for (added to what the asset has already), and why."""
