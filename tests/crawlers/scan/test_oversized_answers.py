@@ -212,3 +212,50 @@ def test_a_mint_whose_receipt_is_past_the_cap_is_an_unexplained_inflow_and_holds
     assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     report = reconcile(int(node.receipt(minted)["blockNumber"], 16), node.finalized())
     assert report.discrepancies == report.awaiting_operator
+
+
+def test_donations_whose_own_receipt_is_past_the_cap_are_confirmed_with_a_second_provider(node, small_cap, settings):
+    """The check provider compares every credited transaction's receipt, and a donation's own receipt is past the
+    cap when its transaction carries a log of a megabyte (a coin paid by LogBomb; ETH relayed by a Safe's batch
+    beside a log bomb): the finalized crawler waited for the check provider for ever ('eth_getTransactionReceipt:
+    too-large ...; waiting'), and nothing after it was confirmed (found by attack32; this test failed so). The
+    check is shown the same facts by smaller answers: the coin's Transfer log in its block, the ETH's frame in
+    its call trace."""
+    with RpcProxy(node.url) as check:
+        settings.CONFIG = configured(settings.CONFIG, rpc_check_url=check.url("/check"))
+        log_bomb, relayer = node.deploy("LogBomb"), node.deploy("EthRelay")
+        safe = node.deploy("BatchSafe", ["address"], [ACCOUNTS[6]])
+        node.mint(node.coins["usdt"], log_bomb, 10 * USDT)
+        node.send_eth(ACCOUNTS[6], safe, ETHER)
+        junk = ["address", "address", "uint256", "uint256"]
+        coin = node.send(
+            node.token_tx(
+                log_bomb,
+                ACCOUNTS[4],
+                "pay(address,address,uint256,uint256)",
+                junk,
+                [node.coins["usdt"], DONATION_ADDRESS, 10 * USDT, 1_100_000],
+            )
+            | {"gas": hex(29_000_000)}
+        )
+        relayed = {"to": relayer, "value": ETHER, "data": relay(node, relayer, ETHER)["data"]}
+        noise = node.call_data(
+            "pay(address,address,uint256,uint256)", junk, [node.coins["usdt"], ACCOUNTS[8], 0, 1_100_000]
+        )
+        batch = node.call_data(
+            "multiSend(bytes)", ["bytes"], [multisend([relayed, {"to": log_bomb, "value": 0, "data": noise}])]
+        )
+        eth = node.send({"from": ACCOUNTS[6], "to": safe, "data": batch, "gas": hex(29_000_000)})
+        assert (node.receipt(coin)["status"], node.receipt(eth)["status"]) == ("0x1", "0x1")
+        after = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+        node.mine(2)
+
+        assert crawl(LATEST).held is None
+        final = crawl(FINALIZED)
+
+    assert final.held is None
+    assert {d.tx_hash: (d.address, d.amount, d.status) for d in Donation.objects.all()} == {
+        coin: (log_bomb, Decimal(10), "confirmed"),
+        eth: (relayer, Decimal(1), "confirmed"),
+        after: (ACCOUNTS[2], Decimal(1), "confirmed"),
+    }
