@@ -10,7 +10,10 @@ Anyone can emit a Transfer event naming the donation address from a contract of 
 data as gas buys: one block's answer to the every-contract filter can be past DWS_RPC_MAX_ANSWER_MB
 however far `get_logs` halves the span. Such a range is asked again for the contracts whose logs decide
 something (the donation coins and the stray tokens): the rest are only counted (crawlers/decode/strays.py),
-and a stranger's log must never hold the chain."""
+and a stranger's log must never hold the chain. Where even one coin's Transfer logs of one block are past
+the cap (thousands of zero-value transfers to the address in one block), that coin's logs of that block
+are not read (`RangeLogs.unread`): the balance proof records what the balances say it brought there as an
+unexplained inflow, with the reason (crawlers/scan/proof.py), and the cursor moves on."""
 
 from __future__ import annotations
 
@@ -49,6 +52,8 @@ class RangeLogs:
 
     coins: TransferLogs
     foreign: ForeignLogs = field(default_factory=ForeignLogs)
+    # Blocks whose Transfer logs of these coins (by asset) are past the answer cap even alone: not in `coins`.
+    unread: dict[int, frozenset[str]] = field(default_factory=dict)
 
 
 NO_LOGS = RangeLogs(([], []))
@@ -91,35 +96,65 @@ def range_logs(client: RpcClient, chain: ChainSettings, start: int, last: int) -
         answered = answered_logs(chain, outcomes)
         if answered is not None:
             return answered
+    unread: dict[int, set[str]] = {}
     to_us, from_us = (
-        _logs_that_fit(client, chain, contracts, topics, start, last)
+        _logs_that_fit(client, chain, contracts, topics, start, last, unread)
         for contracts, topics in zip(transfer_log_contracts(chain), transfer_filters(chain), strict=True)
     )
-    return split_logs(chain, to_us, from_us)
+    found = split_logs(chain, to_us, from_us)
+    if not unread:
+        return found
+    assets = {coin.contract: coin.asset for coin in chain.stable_coins}
+    named = {n: frozenset(assets[c] for c in contracts if c in assets) for n, contracts in unread.items()}
+    return RangeLogs(found.coins, found.foreign, {n: a for n, a in named.items() if a})
 
 
 def _logs_that_fit(
-    client: RpcClient, chain: ChainSettings, contracts: list[str] | None, topics: list, start: int, last: int
+    client: RpcClient,
+    chain: ChainSettings,
+    contracts: list[str] | None,
+    topics: list,
+    start: int,
+    last: int,
+    unread: dict[int, set[str]],
 ) -> list[dict]:
-    """One filter's logs over start..last; a filter of every contract (`contracts` None) past the answer cap
-    even for one block is asked again for the coins' and stray tokens' contracts alone (none: no log of
-    another contract decides anything)."""
+    """One filter's logs over start..last, split until each answer fits (see the module doc): a filter of every
+    contract (`contracts` None) is asked again for the coins' and stray tokens' contracts alone (none: no log
+    of another contract decides anything); then by halves of the range, then contract by contract; one
+    contract's logs of one block past the cap are left out and noted in `unread` (block -> contracts)."""
     try:
         return client.get_logs(addresses=contracts, topics=topics, from_block=start, to_block=last)
     except NoEvidenceError as exc:
-        if exc.outcome.kind != TOO_LARGE or contracts is not None:
+        if exc.outcome.kind != TOO_LARGE:
             raise
-    deciding = [c.contract for c in (*chain.stable_coins, *chain.stray_tokens)]
-    logger.warning(
-        "blocks %d..%d of %s: the Transfer logs at the donation address of every contract are past "
-        "DWS_RPC_MAX_ANSWER_MB even for one block (anyone can emit a large one); asking the %d coin and stray "
-        "token contract(s) alone: the other contracts' Transfers in these blocks are not counted",
+    if contracts is None:
+        deciding = [c.contract for c in (*chain.stable_coins, *chain.stray_tokens)]
+        logger.warning(
+            "blocks %d..%d of %s: the Transfer logs at the donation address of every contract are past "
+            "DWS_RPC_MAX_ANSWER_MB even for one block (anyone can emit a large one); asking the %d coin and stray "
+            "token contract(s) alone: the other contracts' Transfers in these blocks are not counted",
+            start,
+            last,
+            chain.name,
+            len(deciding),
+        )
+        return _logs_that_fit(client, chain, deciding, topics, start, last, unread) if deciding else []
+    if start < last:
+        middle = (start + last) // 2
+        return _logs_that_fit(client, chain, contracts, topics, start, middle, unread) + _logs_that_fit(
+            client, chain, contracts, topics, middle + 1, last, unread
+        )
+    if len(contracts) > 1:
+        return [log for c in contracts for log in _logs_that_fit(client, chain, [c], topics, start, last, unread)]
+    unread.setdefault(start, set()).add(contracts[0])
+    logger.error(
+        "block %d of %s: the Transfer logs of %s at the donation address are past DWS_RPC_MAX_ANSWER_MB even alone: "
+        "not read; what the balances say that coin brought in the block is an unexplained inflow",
         start,
-        last,
         chain.name,
-        len(deciding),
+        contracts[0],
     )
-    return client.get_logs(addresses=deciding, topics=topics, from_block=start, to_block=last) if deciding else []
+    return []
 
 
 def transfer_logs(client: RpcClient, chain: ChainSettings, start: int, last: int) -> TransferLogs:

@@ -67,7 +67,7 @@ def read_range(
 
     if logs is not None:  # the sparse path asked them for the whole range: keep those of the blocks read
         to_us, from_us = ([log for log in found if log_block_number(log) <= last] for found in logs.coins)
-        foreign = logs.foreign.through(last)
+        foreign, unread = logs.foreign.through(last), logs.unread
     else:
         try:
             found_logs = range_logs(client, chain, start, last)
@@ -75,7 +75,10 @@ def read_range(
             return RangeRead(
                 [], BlockHeld(start, f"no Transfer logs for blocks {start}..{last} ({exc})"), extra_outcomes
             )
-        (to_us, from_us), foreign = found_logs.coins, found_logs.foreign
+        (to_us, from_us), foreign, unread = found_logs.coins, found_logs.foreign, found_logs.unread
+    for number, assets in unread.items():
+        if number in scanned:
+            scanned[number].unread_logs = assets
     signed = {move.tx_hash for move in moves if move.sender == chain.donation_address}
     mints = coin_mints(to_us, chain.stable_coins, chain.donation_address)
     receipts = _receipts(client, chain, {m.tx_hash for m in moves} | {_tx(log) for log in mints})
