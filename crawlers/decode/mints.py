@@ -180,7 +180,7 @@ def mint_depositor(mint: dict, transaction_logs: Iterable[dict], recipient: str)
         (
             log
             for log in transaction_logs
-            if isinstance(log, dict) and str(log.get("transactionHash") or "").lower() == tx and _index(log) > after
+            if str(log.get("transactionHash") or "").lower() == tx and _index(log) > after
         ),
         key=_index,
     )
