@@ -297,3 +297,34 @@ def test_a_block_whose_coin_logs_alone_are_past_the_cap_is_an_unexplained_inflow
     assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
     report = reconcile(block, node.finalized())
     assert report.discrepancies == report.awaiting_operator
+
+
+def test_a_block_whose_body_is_past_the_cap_holds_nothing(node, small_cap):
+    """Anyone can fill a block with calldata (600 KB of zero bytes: some 6M gas): the block with its transactions
+    is past the cap even alone, and both crawlers held on it for ever ('no block from the provider (too-large
+    ...)'; found by attack32, this test failed so). It is read in parts: its header with the transactions'
+    hashes, then each transaction by its place in the block; one still past the cap stands as its hash alone,
+    nobody's transfer, and what it did at the address the balances show: ETH it paid is traced, and past the
+    cap there too, an unexplained inflow saying why."""
+    fat = "0x" + "00" * 600_000
+    node.mint(node.coins["usdc"], ACCOUNTS[2], 30 * USDT)
+    with node.one_block():
+        stuffed = node.send({"from": ACCOUNTS[3], "to": ACCOUNTS[4], "data": fat, "gas": hex(25_000_000)})
+        eth = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
+        usdc = node.transfer_token(node.coins["usdc"], ACCOUNTS[2], DONATION_ADDRESS, 30 * USDT)
+    paying = node.send(
+        {"from": ACCOUNTS[5], "to": DONATION_ADDRESS, "value": hex(2 * ETHER), "data": fat, "gas": hex(25_000_000)}
+    )
+    assert (node.receipt(stuffed)["status"], node.receipt(paying)["status"]) == ("0x1", "0x1")
+    node.mine(2)
+
+    assert crawl(LATEST).held is None
+    final = crawl(FINALIZED)
+
+    assert final.held is None
+    assert {d.tx_hash: d.status for d in Donation.objects.all()} == {eth: "confirmed", usdc: "confirmed"}
+    inflow = UnexplainedInflow.objects.get()
+    assert (inflow.asset, int(inflow.amount_raw), inflow.status) == ("eth", 2 * ETHER, "open")
+    assert inflow.block_number == int(node.receipt(paying)["blockNumber"], 16)
+    assert paying in inflow.reason
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
