@@ -328,3 +328,38 @@ def test_a_block_whose_body_is_past_the_cap_holds_nothing(node, small_cap):
     assert inflow.block_number == int(node.receipt(paying)["blockNumber"], 16)
     assert paying in inflow.reason
     assert cursor_get(chain=CHAIN, label=FINALIZED).value == node.finalized()
+
+
+def test_reconcile_through_a_provider_whose_answer_is_past_the_cap_where_ours_was_not_freezes_nothing(
+    node, small_cap, settings
+):
+    """Two providers encode the same logs at different lengths (fields one adds, the other leaves out): a stranger
+    can send as many transfers to the address in one block as fit under the cap at the crawlers' provider and not
+    at the check provider, which reconcile reads. The crawlers credited the block's donation; reconcile could not
+    read the coin's logs there, took the arrival for an unexplained inflow nobody recorded, called it drift and
+    froze the sale (found by attack32; this test failed so). What reconcile could not read is not checked, not
+    drift."""
+    usdc, spammer = node.coins["usdc"], ACCOUNTS[6]
+    safe = node.deploy("BatchSafe", ["address"], [spammer])
+    zero = node.call_data("transfer(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, 0])
+    batch = node.call_data("multiSend(bytes)", ["bytes"], [multisend([{"to": usdc, "value": 0, "data": zero}] * 1_000)])
+    node.mint(usdc, ACCOUNTS[2], 30 * USDT)
+    first = node.head() + 1
+    with node.one_block():
+        node.send({"from": spammer, "to": safe, "data": batch, "gas": hex(25_000_000)})
+        donated = node.transfer_token(usdc, ACCOUNTS[2], DONATION_ADDRESS, 30 * USDT)
+    node.mine(2)
+    assert crawl(LATEST).held is None
+    assert crawl(FINALIZED).held is None
+    assert Donation.objects.get(tx_hash=donated).status == "confirmed"
+
+    def wordier(logs, params):  # another provider's encoding: each log 500 bytes longer
+        return [{**log, "extra": "0" * 500} for log in logs] if isinstance(logs, list) else logs
+
+    with RpcProxy(node.url) as check:
+        check.arm("eth_getLogs", "rewrite", count=None, rewrite=wordier)
+        settings.CONFIG = configured(settings.CONFIG, rpc_check_url=check.url("/check"))
+        report = reconcile(first, node.finalized())
+
+    assert DonationStats.objects.get().status == "open"
+    assert report.discrepancies == report.unchecked + report.awaiting_operator
