@@ -83,7 +83,7 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-__version__ = "2.1.0"
+__version__ = "2.2.0"
 
 MATCHES, MISMATCH, BAD_ARGUMENTS, INCOMPLETE, UNREADABLE = 0, 1, 2, 3, 4
 TRANSFER_TOPIC = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
@@ -779,11 +779,13 @@ def _eth_frames(root: dict, us: str) -> list[tuple[dict, list[int], str, bool]]:
 # A Transfer from the zero address has no sender, but Circle's CCTP names one: its MessageTransmitter's
 # receiveMessage mints to the burn message's mintRecipient, then emits MessageReceived(..., messageBody),
 # whose burn message names the depositor (messageSender). A mint followed in its transaction's logs by a known
-# transmitter's MessageReceived (the first after it) naming the address and exactly the amount minted (v2:
-# amount - feeExecuted) is messageSender's donation, whoever relayed the message: anyone holding the public
-# attestation may, the sale's own address too, so relaying it makes nobody's money the sale's. messageSender being
-# the address makes it its own money; a mint no message names a depositor for is its own where it signed the
-# transaction or called out in it; any other mint must be an unexplained inflow.
+# transmitter's MessageReceived (the first after it, with no other mint to the address between them: one
+# message, one mint) sent by a source domain's TokenMessenger (anyone can send a message of their own, with any
+# body) naming the address and exactly the amount minted (v2: amount - feeExecuted) is messageSender's
+# donation, whoever relayed the message: anyone holding the public attestation may, the sale's own address too,
+# so relaying it makes nobody's money the sale's. messageSender being the address makes it its own money; a mint
+# no message names a depositor for is its own where it signed the transaction or called out in it; any other
+# mint must be an unexplained inflow.
 # Burn message: version uint32 at 0, burnToken at 4, mintRecipient at 36, amount at 68, messageSender at 100
 # (v1: exactly 132 bytes; v2 adds maxFee at 132, feeExecuted at 164, expirationBlock at 196, hookData).
 
@@ -801,8 +803,43 @@ CCTP_TRANSMITTERS = frozenset(
         "0xe737e5cebeeba77efe34d4aa090756590b1ce275",  # v2, every testnet
     }
 )
+# Who sends a burn (MessageReceived's `sender`): each source domain's TokenMessenger, v1 (False) and v2 (True).
+CCTP_TOKEN_MESSENGERS = {
+    False: frozenset(
+        {
+            "0x000000000000000000000000bd3fa81b58ba92a82136038b25adec7066af3155",  # v1 Ethereum
+            "0x0000000000000000000000006b25532e1060ce10cc3b0a99e5683b91bfde6982",  # v1 Avalanche
+            "0x0000000000000000000000002b4069517957735be00cee0fadae88a26365528f",  # v1 OP Mainnet
+            "0x00000000000000000000000019330d10d9cc8751218eaf51e8885d058642e08a",  # v1 Arbitrum
+            "0x0000000000000000000000001682ae6375c4e4a97e4b583bc394c861a46d8962",  # v1 Base
+            "0x0000000000000000000000009daf8c91aefae50b9c0e69629d3f6ca40ca3b3fe",  # v1 Polygon PoS
+            "0x0000000000000000000000004e744b28e787c3ad0e810ed65a24461d4ac5a762",  # v1 Unichain
+            "0x0000000000000000000000009f3b8679c73c2fef8b59b4f3444d4e156fb70aa5",  # v1 Sepolia and its rollups
+            "0xa65fc943419a5ad590042fd67c9791fd015acf53a54cc823edb8ff81b9ed722e",  # v1 Solana
+        }
+    ),
+    True: frozenset(
+        {
+            "0x00000000000000000000000028b5a0e9c621a5badaa536219b3a228c8168cf5d",  # v2, every EVM mainnet
+            "0x0000000000000000000000008fe6b999dc680ccfdd5bf7eb0974218be2542daa",  # v2, every EVM testnet
+            "0xa65fc81d0fefa8860cb3b83f089b0224be8a6687b7ae49f594c0b9b4d7e93893",  # v2 Solana
+        }
+    ),
+}
 MESSAGE_RECEIVED_V1 = "0x58200b4c34ae05ee816d710053fff3fb75af4395915d3d2a771b24aa10e3cc5d"
 MESSAGE_RECEIVED_V2 = "0xff48c13eda96b1cceacc6b9edeedc9e9db9d6226afbc30146b720c19d3addb1c"
+
+
+def _mints_to(log: dict, recipient: str) -> bool:
+    """`log` is a Transfer from the zero address to `recipient`, of any contract."""
+    topics = [str(t).lower() for t in log.get("topics") or []]
+    return (
+        len(topics) == 3
+        and topics[0] == TRANSFER_TOPIC
+        and topics[1] == "0x" + "0" * 64
+        and topics[2][-40:] == recipient[2:]
+        and not log.get("removed")
+    )
 
 
 def _burn_message(body: bytes, v2: bool) -> tuple[str, int, str] | None:
@@ -825,7 +862,8 @@ def _log_index(log: dict) -> int:
 def mint_depositor(mint: dict, logs: list[Any], recipient: str) -> str | None:
     """Who deposited what the Transfer `mint` (from the zero address to `recipient`) brought, by the first
     MessageReceived of a known CCTP transmitter after it among its transaction's `logs`; None: no such message,
-    or one that does not name `recipient` and exactly the amount minted."""
+    another mint to `recipient` before it (the message is that one's), or one that is not a TokenMessenger's
+    burn naming `recipient` and exactly the amount minted."""
     tx, after = str(mint.get("transactionHash") or "").lower(), _log_index(mint)
     following = sorted(
         (
@@ -834,24 +872,34 @@ def mint_depositor(mint: dict, logs: list[Any], recipient: str) -> str | None:
             if isinstance(log, dict)
             and str(log.get("transactionHash") or "").lower() == tx
             and _log_index(log) > after >= 0
-            and str(log.get("address") or "").lower() in CCTP_TRANSMITTERS
-            and [str(t).lower() for t in log.get("topics") or []][:1] in ([MESSAGE_RECEIVED_V1], [MESSAGE_RECEIVED_V2])
             and not log.get("removed")
         ),
         key=_log_index,
     )
-    if not following:
+    first = None
+    for log in following:
+        if _mints_to(log, recipient):
+            return None
+        topics = [str(t).lower() for t in log.get("topics") or []][:1]
+        if str(log.get("address") or "").lower() in CCTP_TRANSMITTERS and topics in (
+            [MESSAGE_RECEIVED_V1],
+            [MESSAGE_RECEIVED_V2],
+        ):
+            first = log
+            break
+    if first is None:
         return None
-    first = following[0]
     try:
         data = bytes.fromhex(str(first.get("data") or "0x")[2:])
     except ValueError:
+        return None
+    v2 = str(first["topics"][0]).lower() == MESSAGE_RECEIVED_V2
+    if "0x" + data[32:64].hex() not in CCTP_TOKEN_MESSENGERS[v2]:
         return None
     offset = int.from_bytes(data[64:96], "big")
     size = int.from_bytes(data[offset : offset + 32], "big") if offset + 32 <= len(data) else -1
     if size < 0 or offset + 32 + size > len(data):
         return None
-    v2 = str(first["topics"][0]).lower() == MESSAGE_RECEIVED_V2
     burn = _burn_message(data[offset + 32 : offset + 32 + size], v2)
     if burn is None or burn[0] != recipient or burn[1] != int(str(mint.get("data") or "0x0"), 16):
         return None

@@ -9,8 +9,9 @@ of about PART_ROWS rows, and stores them in PostgreSQL, where every web process 
 `proof_csv_changed` in the transaction that makes it (a donation confirmed, or a confirmed one failed), so
 the task rebuilds exactly the parts holding those blocks; donations confirmed past a chain's last part
 start new ones. Each run also compares every stored part's row count with the confirmed donations in its
-blocks and rebuilds one that differs (a confirmation that noted nothing is in the file by the next run). Rows leave in (chain, block_number, id) order; PostgreSQL renders the amounts
-(NUMERIC::text keeps the column's scale, never an exponent) and the times.
+blocks and rebuilds one that differs (a confirmation that noted nothing is in the file by the next run).
+Rows leave in (chain, block_number, id) order; PostgreSQL renders the amounts (NUMERIC::text keeps the
+column's scale, never an exponent) and the times.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from django.db import models
 from django.db.models import BinaryField, F, Func, Q, Value
 from django.db.models.functions import Cast, Lower, Now
 
-from donations.sightings import AMOUNT_DECIMALS, AMOUNT_DIGITS, USD_DECIMALS, USD_DIGITS
+from donations.sightings import AMOUNT_DECIMALS, AMOUNT_DIGITS, USD_DECIMALS, USD_DIGITS, USD_TOTAL_DIGITS
 from dws_project.chain_settings import FIRST_CHAIN
 from dws_project.fields import PostgresEnumField
 from dws_project.touch import TouchingManager
@@ -138,7 +138,9 @@ class Donation(models.Model):
 class DonationStats(models.Model):
     """The campaign: exactly one row, created by a migration and locked by every crediting write."""
 
-    total = models.DecimalField(max_digits=14, decimal_places=2, default=Decimal("0"), db_default=Decimal("0"))
+    total = models.DecimalField(
+        max_digits=USD_TOTAL_DIGITS, decimal_places=USD_DECIMALS, default=Decimal("0"), db_default=Decimal("0")
+    )
     tokens = models.BigIntegerField(default=0, db_default=0)
     status = PostgresEnumField(
         enum_name="donation_stats_status_enum",
@@ -178,7 +180,9 @@ class UserData(models.Model):
     """Per-donor totals, always equal to the sums of the address's confirmed donations."""
 
     address = models.CharField(max_length=42)
-    total = models.DecimalField(max_digits=12, decimal_places=2, default=Decimal("0"), db_default=Decimal("0"))
+    total = models.DecimalField(
+        max_digits=USD_TOTAL_DIGITS, decimal_places=USD_DECIMALS, default=Decimal("0"), db_default=Decimal("0")
+    )
     tokens = models.BigIntegerField(default=0, db_default=0)
     staked = models.BigIntegerField(default=0, db_default=0)
     reward = models.BigIntegerField(default=0, db_default=0)

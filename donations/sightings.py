@@ -27,6 +27,10 @@ from dws_project.config_values import SaleTier
 ETH_AMOUNT_SCALE = 8
 AMOUNT_DIGITS, AMOUNT_DECIMALS = 20, 10  # donation.amount (NUMERIC(20,10)): a coin's amount is written at it
 USD_DIGITS, USD_DECIMALS = 12, 2  # donation.usd_amount (NUMERIC(12,2))
+# donation_stats.total and user_data.total: a sum of usd_amounts, each below 10^10, so it has room for 10^12
+# of the largest rows a donation can hold (a narrower total overflowed on a sum of rows that each fit, and
+# the block writing it failed on every run).
+USD_TOTAL_DIGITS = 24
 BIGINT_LIMIT = 2**63  # donation.tokens and donation.log_index (bigint) hold less than this
 
 DonationKey = tuple[str, int | None, str | None]

@@ -13,6 +13,10 @@ from tests.chain import Anvil, selector
 V1_TRANSMITTER = "0x0a992d191deec32afe36203ad87d7d289a738f81"
 V2_TRANSMITTER = "0x81d40f21f12a8f0e3252bccb954d722d4c464b64"
 SOURCE_DOMAIN = 6  # Base, say: where the depositor burnt
+# Who sends a burn message on the source domain: its TokenMessenger (v1: Base's; v2: one address everywhere).
+# Anyone can send a CCTP message of their own with any body (sendMessage); only these send burns.
+V1_TOKEN_MESSENGER = "0x1682ae6375c4e4a97e4b583bc394c861a46d8962"
+V2_TOKEN_MESSENGER = "0x28b5a0e9c621a5badaa536219b3a228c8168cf5d"
 
 
 def install_transmitters(anvil: Anvil, coin: str) -> None:
@@ -38,20 +42,25 @@ def burn_message(*, v2: bool, recipient: str, amount: int, depositor: str, fee: 
     return body
 
 
-def message(body: bytes, *, v2: bool, nonce: int = 7) -> bytes:
+def message(body: bytes, *, v2: bool, nonce: int = 7, sender: str | None = None) -> bytes:
+    """A CCTP message carrying `body`, sent by the source domain's TokenMessenger (a burn) unless `sender`
+    names another (a message anyone sends, whatever its body says)."""
+    sender = sender or (V2_TOKEN_MESSENGER if v2 else V1_TOKEN_MESSENGER)
     head = (1 if v2 else 0).to_bytes(4, "big") + SOURCE_DOMAIN.to_bytes(4, "big") + (0).to_bytes(4, "big")
     head += _word(nonce) if v2 else nonce.to_bytes(8, "big")
-    head += _word("0x" + "cd" * 20) + _word("0x" + "ef" * 20) + _word(0)  # sender, recipient, destinationCaller
+    head += _word(sender) + _word("0x" + "ef" * 20) + _word(0)  # sender, recipient, destinationCaller
     if v2:
         head += (1000).to_bytes(4, "big") + (2000).to_bytes(4, "big")  # finality thresholds
     return head + body
 
 
-def receive_call(*, v2: bool, recipient: str, amount: int, depositor: str, fee: int = 0) -> dict[str, Any]:
+def receive_call(
+    *, v2: bool, recipient: str, amount: int, depositor: str, fee: int = 0, sender: str | None = None
+) -> dict[str, Any]:
     """The call that relays a burn of `amount` by `depositor` to `recipient`: receiveMessage(message,
-    attestation) to the version's transmitter (`to`, `data`)."""
+    attestation) to the version's transmitter (`to`, `data`); `sender`: see `message`."""
     body = burn_message(v2=v2, recipient=recipient, amount=amount, depositor=depositor, fee=fee)
-    args = [message(body, v2=v2), b"\x01" * 65]
+    args = [message(body, v2=v2, sender=sender), b"\x01" * 65]
     data = "0x" + (selector("receiveMessage(bytes,bytes)") + encode(["bytes", "bytes"], args)).hex()
     return {"to": V2_TRANSMITTER if v2 else V1_TRANSMITTER, "data": data}
 

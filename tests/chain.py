@@ -328,5 +328,16 @@ def authorize_7702(anvil: Anvil, delegate: str, *, sponsor: str = DEPLOYER) -> s
     return anvil.send(tx)
 
 
+def multisend(transactions: Sequence[dict[str, Any]]) -> bytes:
+    """MultiSend's packed encoding of calls ({"to", "value", "data"}): what tests/contracts/BatchSafe.sol (and a
+    Safe's MultiSendCallOnly) executes in one transaction."""
+    packed = b""
+    for tx in transactions:
+        data = bytes.fromhex(tx["data"].removeprefix("0x"))
+        packed += b"\x00" + bytes.fromhex(tx["to"][2:]) + int(tx["value"]).to_bytes(32, "big")
+        packed += len(data).to_bytes(32, "big") + data
+    return packed
+
+
 def checksum(address: str) -> str:
     return to_checksum_address(address)

@@ -8,9 +8,14 @@ depositor (`messageSender`, the account that burnt on the source chain), whoever
 
 * a mint of a configured coin to the donation address, followed in its transaction's logs by a
   `MessageReceived` event of a known CCTP MessageTransmitter (v1 or v2) -- the first such event after
-  it, the one the minting call emits -- whose burn message names the donation address as `mintRecipient`
-  and exactly the minted amount (v2: `amount - feeExecuted`), is the depositor's: a donation from
-  `messageSender`, credited like any other on this chain (its identity stays the Transfer log's);
+  it, the one the minting call emits, with no other mint to the address between them -- sent by a source
+  domain's TokenMessenger (a burn message; anyone can send a CCTP message of their own, with any body),
+  whose burn message names the donation address as `mintRecipient` and exactly the minted amount (v2:
+  `amount - feeExecuted`), is the depositor's: a donation from `messageSender`, credited like any other on
+  this chain (its identity stays the Transfer log's). One message names the depositor of one mint, the
+  one just before it: in Circle's receiveMessage nothing but the mint's own events (and v2's fee mint to
+  another recipient) comes between the mint and its MessageReceived, so a mint further back in the same
+  transaction (a stranger's batch: another minter's coins, then his own claim) is not that message's;
 * the depositor being the donation address itself (the sale moving its own USDC between chains) makes it
   the address's own money, a movement `bridged by the address`; so does a mint in a transaction the
   address signed or called out in (crawlers/decode/transfers.py, crawlers/scan/own.py);
@@ -25,7 +30,9 @@ bytes32 address must have its high 12 bytes zero. The events (non-indexed data A
 v1 `MessageReceived(address indexed caller, uint32 sourceDomain, uint64 indexed nonce, bytes32 sender,
 bytes messageBody)`, v2 `MessageReceived(address indexed caller, uint32 sourceDomain, bytes32 indexed
 nonce, bytes32 sender, uint32 indexed finalityThresholdExecuted, bytes messageBody)`: data is
-(sourceDomain, sender, offset, length, body) either way.
+(sourceDomain, sender, offset, length, body) either way. `sender` is who sent the message on the source domain: for
+a burn, that domain's TokenMessenger (`CCTP_TOKEN_MESSENGERS`; a domain not listed there leaves its
+deposits open questions for the operator, never credited to whom a body names).
 
 The public verifier (deploy/verify_proof.py) applies the same rule.
 """
@@ -35,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from crawlers.chain.calls import TRANSFER_TOPIC
 from crawlers.decode.amounts import log_amount
 
 # Circle's CCTP MessageTransmitter contracts (lower case): v1 per chain, v2 at one address on every EVM chain
@@ -53,6 +61,31 @@ CCTP_TRANSMITTERS = frozenset(
         "0xe737e5cebeeba77efe34d4aa090756590b1ce275",  # v2, every testnet
     }
 )
+# Who sends a burn message (the MessageReceived event's `sender`, bytes32): each source domain's Circle
+# TokenMessenger, v1 per chain (EVM addresses left-padded; Solana's TokenMessengerMinter program), v2 at one
+# address on every EVM chain (Solana's v2 program). Any other sender's message is not a burn, whatever its body.
+CCTP_TOKEN_MESSENGERS = {
+    False: frozenset(
+        {
+            "0x000000000000000000000000bd3fa81b58ba92a82136038b25adec7066af3155",  # v1 Ethereum
+            "0x0000000000000000000000006b25532e1060ce10cc3b0a99e5683b91bfde6982",  # v1 Avalanche
+            "0x0000000000000000000000002b4069517957735be00cee0fadae88a26365528f",  # v1 OP Mainnet
+            "0x00000000000000000000000019330d10d9cc8751218eaf51e8885d058642e08a",  # v1 Arbitrum
+            "0x0000000000000000000000001682ae6375c4e4a97e4b583bc394c861a46d8962",  # v1 Base
+            "0x0000000000000000000000009daf8c91aefae50b9c0e69629d3f6ca40ca3b3fe",  # v1 Polygon PoS
+            "0x0000000000000000000000004e744b28e787c3ad0e810ed65a24461d4ac5a762",  # v1 Unichain
+            "0x0000000000000000000000009f3b8679c73c2fef8b59b4f3444d4e156fb70aa5",  # v1 Sepolia and its rollups
+            "0xa65fc943419a5ad590042fd67c9791fd015acf53a54cc823edb8ff81b9ed722e",  # v1 Solana (CCTPiPYP...)
+        }
+    ),
+    True: frozenset(
+        {
+            "0x00000000000000000000000028b5a0e9c621a5badaa536219b3a228c8168cf5d",  # v2, every EVM mainnet
+            "0x0000000000000000000000008fe6b999dc680ccfdd5bf7eb0974218be2542daa",  # v2, every EVM testnet
+            "0xa65fc81d0fefa8860cb3b83f089b0224be8a6687b7ae49f594c0b9b4d7e93893",  # v2 Solana (CCTPV2vP...)
+        }
+    ),
+}
 MESSAGE_RECEIVED_V1 = "0x58200b4c34ae05ee816d710053fff3fb75af4395915d3d2a771b24aa10e3cc5d"
 MESSAGE_RECEIVED_V2 = "0xff48c13eda96b1cceacc6b9edeedc9e9db9d6226afbc30146b720c19d3addb1c"
 _V1_BODY = 132
@@ -93,21 +126,36 @@ def burn_message(body: bytes, *, v2: bool) -> BurnMessage | None:
 
 
 def _received_body(log: dict) -> BurnMessage | None:
-    """The burn message of a known transmitter's MessageReceived event, or None."""
+    """The burn message of a known transmitter's MessageReceived event sent by a TokenMessenger, or None."""
     topics = [str(t).lower() for t in log.get("topics") or []]
     if str(log.get("address") or "").lower() not in CCTP_TRANSMITTERS or not topics or log.get("removed"):
         return None
     if topics[0] not in (MESSAGE_RECEIVED_V1, MESSAGE_RECEIVED_V2):
         return None
+    v2 = topics[0] == MESSAGE_RECEIVED_V2
     try:
         data = bytes.fromhex(str(log.get("data") or "0x")[2:])
     except ValueError:
         return None
+    if "0x" + data[32:64].hex() not in CCTP_TOKEN_MESSENGERS[v2]:
+        return None  # a message of someone's own (sendMessage), not a burn: its body proves nothing
     offset = _word(data, 64)
     length = _word(data, offset) if offset + 32 <= len(data) else -1
     if length < 0 or offset + 32 + length > len(data):
         return None
-    return burn_message(data[offset + 32 : offset + 32 + length], v2=topics[0] == MESSAGE_RECEIVED_V2)
+    return burn_message(data[offset + 32 : offset + 32 + length], v2=v2)
+
+
+def _mints_to(log: dict, recipient: str) -> bool:
+    """`log` is a Transfer from the zero address to `recipient` (of any contract)."""
+    topics = [str(t).lower() for t in log.get("topics") or []]
+    return (
+        len(topics) == 3
+        and topics[0] == TRANSFER_TOPIC
+        and topics[1] == "0x" + "0" * 64
+        and topics[2][-40:] == recipient[2:]
+        and not log.get("removed")
+    )
 
 
 def _index(log: dict) -> int:
@@ -122,7 +170,8 @@ def mint_depositor(mint: dict, transaction_logs: Iterable[dict], recipient: str)
     """Who deposited the coin `mint` (a Transfer log from the zero address to `recipient`) brought: the
     `messageSender` of the CCTP burn message that minted it, read from the first MessageReceived event of a
     known transmitter after it in its transaction's logs (`transaction_logs`, its receipt's); None when
-    there is none or it does not name `recipient` and exactly the minted amount."""
+    there is none, another mint to `recipient` comes first (the message is that one's), or it is not a
+    TokenMessenger's burn naming `recipient` and exactly the minted amount."""
     tx = str(mint.get("transactionHash") or "").lower()
     after = _index(mint)
     if after < 0:
@@ -131,15 +180,17 @@ def mint_depositor(mint: dict, transaction_logs: Iterable[dict], recipient: str)
         (
             log
             for log in transaction_logs
-            if str(log.get("transactionHash") or "").lower() == tx
-            and _index(log) > after
-            and str(log.get("address") or "").lower() in CCTP_TRANSMITTERS
+            if str(log.get("transactionHash") or "").lower() == tx and _index(log) > after
         ),
         key=_index,
     )
     for log in following:
+        if _mints_to(log, recipient):
+            return None  # a mint nearer the next message: that message, if any, is this one's
         topics = [str(t).lower() for t in log.get("topics") or []]
-        if not topics or topics[0] not in (MESSAGE_RECEIVED_V1, MESSAGE_RECEIVED_V2):
+        if str(log.get("address") or "").lower() not in CCTP_TRANSMITTERS or not topics:
+            continue
+        if topics[0] not in (MESSAGE_RECEIVED_V1, MESSAGE_RECEIVED_V2):
             continue
         burn = _received_body(log)
         if burn is None or burn.mint_recipient != recipient or burn.minted != log_amount(mint):

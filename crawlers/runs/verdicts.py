@@ -10,6 +10,10 @@
 * An unconfirmed row proven but held by a pause (`donation.held_at`) is "pending" until the
   old-unconfirmed crawler has judged it (it confirms the pause's backlog first once the campaign is
   not paused), whether the pause was lifted by the admin or by SQL.
+* What reconcile's provider could not show because an answer was past DWS_RPC_MAX_ANSWER_MB even alone (a
+  coin's logs of a block, a mint's receipt, a transaction's call trace) is "not checked": another provider
+  may encode the same answer longer than the crawlers' did, so what they credited may not fit here, and a
+  stranger who sized his spam to fall between the two must not freeze the sale.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from decimal import Decimal
 from crawlers.chain.outcomes import NoEvidenceError
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import WEI_PER_ETH
+from crawlers.decode.transfers import MINTED
 from crawlers.scan.proof import COLUMN_UNIT_WEI
 from crawlers.scan.results import ScannedBlock
 from crawlers.scan.traces import TracesUnavailable, internal_eth_transfers
@@ -56,3 +61,16 @@ def accounted_for(raw_wei: int, rows: Sequence[Donation]) -> bool:
     stored rounded down to 8 decimals)."""
     recorded = sum(int(Decimal(row.amount) * WEI_PER_ETH) for row in rows)
     return bool(rows) and 0 <= raw_wei - recorded < COLUMN_UNIT_WEI * (len(rows) + 1)
+
+
+def past_the_cap(block: ScannedBlock) -> dict[str, str]:
+    """Per asset, why reconcile's provider could not show all of it in this block: answers past
+    DWS_RPC_MAX_ANSWER_MB even alone (a coin's logs, a mint's receipt, a transaction's call trace)."""
+    cap = "an answer past DWS_RPC_MAX_ANSWER_MB at this provider"
+    unread = {asset: f"{cap} (its Transfer logs in the block)" for asset in block.unread_logs}
+    for movement in block.own:
+        if movement.kind == MINTED and movement.tx_hash in block.unread_receipts:
+            unread.setdefault(movement.asset, f"{cap} (the receipt of {movement.tx_hash}, which minted it)")
+    if block.untraced:
+        unread.setdefault("eth", f"{cap} (the call trace of {', '.join(block.untraced[:3])})")
+    return unread

@@ -40,11 +40,16 @@ def open_mints(block: ScannedBlock) -> None:
     reconcile both apply it to every final block."""
     for movement in [m for m in block.own if m.kind == MINTED]:
         block.own.remove(movement)
+        why = (
+            "its receipt is past DWS_RPC_MAX_ANSWER_MB even alone, so no CCTP message in it can be read"
+            if movement.tx_hash in block.unread_receipts
+            else "not a CCTP mint from a known MessageTransmitter naming the address and this amount"
+        )
         block.add_unexplained(
             movement.asset,
             movement.raw,
             f"{movement.asset} minted to the donation address by transaction {movement.tx_hash} with no depositor "
-            "named (not a CCTP mint from a known MessageTransmitter naming the address and this amount)",
+            f"named ({why})",
         )
 
 

@@ -147,6 +147,7 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
         )
         without.codes = codes
         return without
+    _forget_skipped_authorizations(read.blocks, before, after)
     code_held = with_code.read_calls(client, chain, start, read.blocks, read.extra[2 * half :])
     if code_held is not None:
         return ProvenRange([], code_held)
@@ -159,6 +160,18 @@ def prove_range(client: RpcClient, chain: ChainSettings, start: int, end: int, m
         logger.info("balance proof: blocks %d..%d proven complete (%s)", *proven, mode.name)
     ledger = ledger_from_blocks(start, before.values, blocks, after.block, after.values)
     return ProvenRange(blocks, held or read.held, proven=proven, ledger=ledger, foreign=read.foreign, codes=codes)
+
+
+def _forget_skipped_authorizations(blocks: Sequence[ScannedBlock], before: Balances, after: Balances) -> None:
+    """EIP-7702 authorizations the address signed that the EVM skipped are no sign of delegated code: a signed
+    authorization is public once used, and anyone can put it in a type-4 transaction again, where its nonce is
+    past and nothing happens. Only one that was applied moves the address's nonce beyond the transactions it
+    sent; where none did in the range, its blocks' authorizations are dropped (a stranger's replay would
+    otherwise have the range read through traces, or held for good on a provider without them)."""
+    sent = sum(block.flows.get(NONCE, 0) for block in blocks)
+    if after.values[NONCE] - before.values[NONCE] <= sent:
+        for block in blocks:
+            block.authorized = 0
 
 
 def answered_codes(blocks: Sequence[int], outcomes: Sequence[RpcOutcome]) -> dict[int, str]:
@@ -369,6 +382,13 @@ def _settle_block(
         if asset == NONCE:
             continue
         if asset in coins:
+            if asset in block.unread_logs:  # anyone can make one block's logs of a coin larger than the cap
+                why = (
+                    f"the {asset} Transfer logs at the donation address in this block are past DWS_RPC_MAX_ANSWER_MB "
+                    "even alone (thousands of transfers): what the balances say arrived is recorded for the operator"
+                )
+                block.add_unexplained(asset, raw, why)
+                continue
             if bloom_may_hold_transfer(block.logs_bloom, coins[asset].contract, chain.donation_address):
                 moved = f"rose by {raw}" if raw > 0 else f"fell by {-raw}"
                 return (

@@ -14,13 +14,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from crawlers.chain.block_store import block_well_formed, fetch_blocks_with
 from crawlers.chain.calls import receipt_calls
 from crawlers.chain.files import debug_dump
 from crawlers.chain.logs import RangeLogs, range_logs
-from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
+from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, too_large
 from crawlers.chain.rpc import RpcClient
 from crawlers.decode.amounts import log_block_number
 from crawlers.decode.authorizations import authorizations_by
@@ -33,6 +34,8 @@ from crawlers.scan.results import BlockHeld, RangeRead, ReadMode, ScannedBlock
 from crawlers.scan.strays import account_strays
 from donations.sightings import amount_scale
 from dws_project.chain_settings import ChainSettings
+
+logger = logging.getLogger("dws.crawlers")
 
 RANGE_BLOCKS = 50  # blocks fetched per batch: one round trip for the blocks, one for the logs
 
@@ -66,7 +69,7 @@ def read_range(
 
     if logs is not None:  # the sparse path asked them for the whole range: keep those of the blocks read
         to_us, from_us = ([log for log in found if log_block_number(log) <= last] for found in logs.coins)
-        foreign = logs.foreign.through(last)
+        foreign, unread = logs.foreign.through(last), logs.unread
     else:
         try:
             found_logs = range_logs(client, chain, start, last)
@@ -74,7 +77,10 @@ def read_range(
             return RangeRead(
                 [], BlockHeld(start, f"no Transfer logs for blocks {start}..{last} ({exc})"), extra_outcomes
             )
-        (to_us, from_us), foreign = found_logs.coins, found_logs.foreign
+        (to_us, from_us), foreign, unread = found_logs.coins, found_logs.foreign, found_logs.unread
+    for number, assets in unread.items():
+        if number in scanned:
+            scanned[number].unread_logs = assets
     signed = {move.tx_hash for move in moves if move.sender == chain.donation_address}
     mints = coin_mints(to_us, chain.stable_coins, chain.donation_address)
     receipts = _receipts(client, chain, {m.tx_hash for m in moves} | {_tx(log) for log in mints})
@@ -151,7 +157,9 @@ def _depositors(
 ) -> tuple[dict[tuple[str, int], str], BlockHeld | None]:
     """Who deposited each coin minted to the address (crawlers/decode/mints.py), read from its transaction's
     receipt; and a hold at the first mint whose receipt is no evidence or of another block (whether it is a
-    donation is not known without it: the blocks from there are not handed on)."""
+    donation is not known without it: the blocks from there are not handed on). A receipt past the answer cap
+    even alone (anyone can add a megabyte log to a transaction that mints to the address) names nobody: the
+    mint is an open question for the operator, never a hold for good."""
     logs_by_tx: dict[str, list[dict]] = {}
     held = None
     for mint in mints:
@@ -159,6 +167,16 @@ def _depositors(
         outcome = receipts[tx]
         receipt = outcome.value if isinstance(outcome, Answer) else None
         block = scanned.get(number)
+        if too_large(outcome) and block is not None:
+            if tx not in block.unread_receipts:
+                block.unread_receipts.append(tx)
+                logger.warning(
+                    "block %d: the receipt of tx %s, which minted a coin to the donation address, is past "
+                    "DWS_RPC_MAX_ANSWER_MB even alone: the mint is an unexplained inflow",
+                    number,
+                    tx,
+                )
+            continue
         if (
             not isinstance(receipt, dict)
             or block is None

@@ -83,6 +83,12 @@ class ScannedBlock:
     untraced: list[str] = field(default_factory=list)
     # Our provider gave no call traces for the block: ETH paid by an internal call is in its unexplained inflow.
     traces_refused: bool = False
+    # Transactions that minted a coin to the address whose receipt alone is past DWS_RPC_MAX_ANSWER_MB: whose
+    # mint it is cannot be read (crawlers/scan/own.py `open_mints` says so in the inflow's reason).
+    unread_receipts: list[str] = field(default_factory=list)
+    # Coins (by asset) whose Transfer logs at the address in this block are past DWS_RPC_MAX_ANSWER_MB even alone
+    # (crawlers/chain/logs.py): not in `flows`; what the balances say they brought is an unexplained inflow.
+    unread_logs: frozenset[str] = frozenset()
 
     def add_unexplained(self, asset: str, raw: int, why: str = "") -> None:
         """Note `raw` units of `asset` no transfer accounts for (added to what the asset has already), and why."""

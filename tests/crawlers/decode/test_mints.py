@@ -9,7 +9,7 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from crawlers.decode.mints import MESSAGE_RECEIVED_V1, MESSAGE_RECEIVED_V2, burn_message, mint_depositor
-from tests.cctp import V1_TRANSMITTER, V2_TRANSMITTER
+from tests.cctp import V1_TOKEN_MESSENGER, V1_TRANSMITTER, V2_TOKEN_MESSENGER, V2_TRANSMITTER
 from tests.cctp import burn_message as burn_body
 
 US, DEPOSITOR, TX = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "aa" * 32
@@ -44,9 +44,12 @@ def mint(index: int, amount: int) -> dict:
     }
 
 
-def received(index: int, *, v2: bool, amount: int, recipient: str = US, address: str | None = None) -> dict:
+def received(
+    index: int, *, v2: bool, amount: int, recipient: str = US, address: str | None = None, sender: str | None = None
+) -> dict:
     body = burn_body(v2=v2, recipient=recipient, amount=amount, depositor=DEPOSITOR)
-    data = encode(["uint32", "bytes32", "bytes"], [6, b"\xcd" * 32, body])
+    sender = sender or (V2_TOKEN_MESSENGER if v2 else V1_TOKEN_MESSENGER)
+    data = encode(["uint32", "bytes32", "bytes"], [6, bytes.fromhex(sender[2:].rjust(64, "0")), body])
     return {
         "transactionHash": TX,
         "logIndex": hex(index),
@@ -67,3 +70,21 @@ def test_a_mint_is_the_depositors_only_when_the_message_after_it_names_it():
     # the first message after the mint is the one that minted it: a later one naming us does not count
     first_elsewhere = [mint(0, 9), received(1, v2=False, amount=9, recipient=DEPOSITOR), received(2, v2=True, amount=9)]
     assert mint_depositor(mint(0, 9), first_elsewhere, US) is None
+
+
+def test_one_message_names_the_depositor_of_the_one_mint_just_before_it():
+    """A stranger's transaction: a mint by another minter (an unknown bridge's claim he relayed), then his claim
+    of his own CCTP burn of the same amount. The message is the second mint's; read as the first's too, he
+    was credited twice for one burn (found by attack32)."""
+    logs = [mint(0, 9), mint(1, 9), received(2, v2=False, amount=9)]
+    assert mint_depositor(mint(0, 9), logs, US) is None
+    assert mint_depositor(mint(1, 9), logs, US) == DEPOSITOR
+
+
+def test_a_message_a_token_messenger_did_not_send_is_no_burn():
+    """Anyone can send a CCTP message with any body (sendMessage), and Circle's transmitter emits
+    MessageReceived for it: a burn-shaped body after a mint by another minter named its sender the depositor
+    of someone else's coins. Only a source domain's TokenMessenger sends burns."""
+    for v2 in (False, True):
+        generic = received(1, v2=v2, amount=9, sender="0x" + "cd" * 20)
+        assert mint_depositor(mint(0, 9), [mint(0, 9), generic], US) is None

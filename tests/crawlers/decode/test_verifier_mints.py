@@ -16,6 +16,8 @@ from tests.hostile_site import verifier_module
 US, DEPOSITOR, TX = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "aa" * 32
 V1_TRANSMITTER = "0x0a992d191deec32afe36203ad87d7d289a738f81"  # Circle's, on Ethereum
 V2_TRANSMITTER = "0x81d40f21f12a8f0e3252bccb954d722d4c464b64"  # Circle's, on every mainnet
+V1_TOKEN_MESSENGER = "0x1682ae6375c4e4a97e4b583bc394c861a46d8962"  # Circle's, on Base: who sends a v1 burn there
+V2_TOKEN_MESSENGER = "0x28b5a0e9c621a5badaa536219b3a228c8168cf5d"  # Circle's, on every mainnet
 TRANSFER = "0x" + keccak(text="Transfer(address,address,uint256)").hex()
 
 
@@ -44,9 +46,17 @@ def mint(index: int, amount: int) -> dict:
 
 
 def received(
-    index: int, *, v2: bool, amount: int, recipient: str = US, address: str | None = None, fee: int = 0
+    index: int,
+    *,
+    v2: bool,
+    amount: int,
+    recipient: str = US,
+    address: str | None = None,
+    fee: int = 0,
+    sender: str | None = None,
 ) -> dict:
     body = burn_body(v2=v2, recipient=recipient, amount=amount, depositor=DEPOSITOR, fee=fee)
+    default_sender = V2_TOKEN_MESSENGER if v2 else V1_TOKEN_MESSENGER
     signature = (
         "MessageReceived(address,uint32,bytes32,bytes32,uint32,bytes)"
         if v2
@@ -57,7 +67,7 @@ def received(
         "logIndex": hex(index),
         "address": address or (V2_TRANSMITTER if v2 else V1_TRANSMITTER),
         "topics": ["0x" + keccak(text=signature).hex()],
-        "data": "0x" + encode(["uint32", "bytes32", "bytes"], [6, b"\xcd" * 32, body]).hex(),
+        "data": "0x" + encode(["uint32", "bytes32", "bytes"], [6, word(sender or default_sender), body]).hex(),
     }
 
 
@@ -83,6 +93,27 @@ CASES = [
         id="the first message after it names another",
     ),
     pytest.param(mint(0, 9), [mint(0, 9)], None, id="no message: an unknown bridge"),
+    pytest.param(
+        mint(0, 9),
+        [mint(0, 9), mint(1, 9), received(2, v2=False, amount=9)],
+        None,
+        id="another mint nearer the message: it is that mint's",
+    ),
+    pytest.param(
+        mint(1, 9), [mint(0, 9), mint(1, 9), received(2, v2=False, amount=9)], DEPOSITOR, id="the mint just before"
+    ),
+    pytest.param(
+        mint(0, 9),
+        [mint(0, 9), received(1, v2=False, amount=9, sender="0x" + "cd" * 20)],
+        None,
+        id="v1: a message no TokenMessenger sent",
+    ),
+    pytest.param(
+        mint(0, 9),
+        [mint(0, 9), received(1, v2=True, amount=9, sender="0x" + "cd" * 20)],
+        None,
+        id="v2: a message no TokenMessenger sent",
+    ),
 ]
 
 
@@ -108,3 +139,4 @@ def test_a_burn_message_with_an_address_word_not_an_address_names_nobody():
 def test_the_crawler_and_the_verifier_read_a_mint_alike(minted, logs, depositor):
     assert mints.mint_depositor(minted, logs, US) == VERIFIER.mint_depositor(minted, logs, US) == depositor
     assert mints.CCTP_TRANSMITTERS == VERIFIER.CCTP_TRANSMITTERS
+    assert mints.CCTP_TOKEN_MESSENGERS == VERIFIER.CCTP_TOKEN_MESSENGERS

@@ -17,8 +17,8 @@ from crawlers.models import FINALIZED, LATEST, InternalMovement, UnexplainedInfl
 from crawlers.runs.crawl import crawl
 from crawlers.runs.reconcile import reconcile
 from donations.models import Donation, DonationStats
-from tests.cctp import install_transmitters, receive
-from tests.chain import ACCOUNTS, DONATION_ADDRESS
+from tests.cctp import install_transmitters, receive, receive_call
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, multisend
 from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
@@ -117,3 +117,36 @@ def test_a_check_provider_agrees_on_a_bridged_donation(node, cctp, settings):
 
     assert Donation.objects.get().status == "confirmed"
     assert Donation.objects.get().address == DEPOSITOR
+
+
+def test_one_cctp_message_credits_one_mint_however_many_a_strangers_transaction_holds(node, cctp):
+    """A stranger's one transaction (a Safe's batch): a mint of the same amount by another minter (an unknown
+    bridge's claim he relayed: someone else's coins), then his claim of his own CCTP burn. The message was read
+    as both mints': he was credited twice for one burn (found by attack32). It is the claim's mint's only; the
+    other is an open inflow for the operator."""
+    stranger, usdc = ACCOUNTS[6], node.coins["usdc"]
+    safe = node.deploy("BatchSafe", ["address"], [stranger])
+    unknown = {
+        "to": usdc,
+        "value": 0,
+        "data": node.call_data("mint(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, 5 * USDC]),
+    }
+    claim = receive_call(v2=False, recipient=DONATION_ADDRESS, amount=5 * USDC, depositor=stranger) | {"value": 0}
+    batch = node.call_data("multiSend(bytes)", ["bytes"], [multisend([unknown, claim])])
+    both = node.send({"from": stranger, "to": safe, "data": batch, "gas": hex(1_000_000)})
+    assert node.receipt(both)["status"] == "0x1"
+
+    crawl_final(node)
+
+    row = Donation.objects.get()
+    assert (row.tx_hash, row.log_index, row.address, row.amount, row.status) == (
+        both,
+        1,
+        stranger,
+        Decimal(5),
+        "confirmed",
+    )
+    inflow = UnexplainedInflow.objects.get()
+    assert (int(inflow.amount_raw), inflow.asset, inflow.status) == (5 * USDC, "usdc", "open")
+    assert both in inflow.reason
+    assert no_drift(node, cctp) == []

@@ -21,7 +21,7 @@ from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from donations.refund_models import Refund, UnmatchedPayout
 from dws_project.config_values import SaleTier, StableCoin
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, selector
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, multisend, selector
 from tests.configs import configured
 from tests.invariants import assert_ledger_invariants
 
@@ -35,16 +35,6 @@ SMALL_SALE = (SaleTier(5_000_000, Decimal("0.001")),)
 def install_batch_safe(node) -> None:
     template = node.deploy("BatchSafe", ["address"], [OWNER])
     node.set_code(DONATION_ADDRESS, node.rpc("eth_getCode", template, "latest"))
-
-
-def multisend(transactions: list[dict]) -> bytes:
-    """MultiSend's packed encoding of a Transaction Builder file's transactions (every one a call)."""
-    packed = b""
-    for tx in transactions:
-        data = bytes.fromhex(tx["data"].removeprefix("0x"))
-        packed += b"\x00" + bytes.fromhex(tx["to"][2:]) + int(tx["value"]).to_bytes(32, "big")
-        packed += len(data).to_bytes(32, "big") + data
-    return packed
 
 
 def finalized_crawl(node) -> None:

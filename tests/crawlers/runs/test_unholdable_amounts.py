@@ -20,8 +20,8 @@ from crawlers.models import CHAIN, FINALIZED, LATEST, UnexplainedInflow
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from crawlers.runs.reconcile import reconcile
-from donations.models import Donation, DonationStats
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from donations.models import Donation, DonationStats, UserData
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, multisend
 from tests.configs import configured
 from tests.rpc_proxy import RpcProxy
 
@@ -85,3 +85,37 @@ def test_a_log_index_past_32_bits_is_stored_as_it_is(node, settings):
 
     row = Donation.objects.get()
     assert (row.tx_hash, row.log_index, row.amount, row.status) == (usdt, 0xFFFFFFE2, Decimal("40"), "confirmed")
+
+
+def test_totals_past_the_old_columns_never_wedge_crediting(node):
+    """Each donation fits its row, but what they add up to did not fit the totals: user_data.total was
+    NUMERIC(12,2) (a donor's second 9.9-billion USDT donation overflowed it) and donation_stats.total
+    NUMERIC(14,2) (a hundred such donations): the finalized crawler's block write failed on every run ("numeric
+    field overflow"), holding that block and every donation after it, anyone's (found by attack32; this test
+    failed so). A coin's contract is not ours to trust: anyone may mint the test coin. The totals are wide
+    enough now for any number of donations the columns hold."""
+    donor, each, count = ACCOUNTS[6], 9_900_000_000 * USDT, 102  # 102 x 9.9e9 USD: past 10^12
+    safe = node.deploy("BatchSafe", ["address"], [donor])
+    node.mint(node.coins["usdt"], safe, count * each)
+    pay = node.call_data("transfer(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, each])
+    batch = multisend([{"to": node.coins["usdt"], "value": 0, "data": pay}] * count)
+    paid = node.send(
+        {
+            "from": donor,
+            "to": safe,
+            "data": node.call_data("multiSend(bytes)", ["bytes"], [batch]),
+            "gas": hex(8_000_000),
+        }
+    )
+    assert node.receipt(paid)["status"] == "0x1"
+    after = node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER)
+    node.mine(2)
+
+    assert crawl(LATEST).held is None
+    assert crawl(FINALIZED).held is None
+
+    assert Donation.objects.filter(tx_hash=paid, status="confirmed").count() == count
+    assert Donation.objects.get(tx_hash=after).status == "confirmed"
+    stats = DonationStats.objects.get()
+    assert stats.total == count * Decimal(9_900_000_000) + Donation.objects.get(tx_hash=after).usd_amount
+    assert UserData.objects.get(address=safe).total == count * Decimal(9_900_000_000)

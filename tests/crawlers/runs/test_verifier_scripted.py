@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 from eth_abi import encode
 
+from tests.cctp import V1_TOKEN_MESSENGER
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
 from tests.crawlers.runs.test_verifier_transport import CSV_HEADER, check, proof_page
 from tests.hostile_site import ScriptedSite
@@ -179,7 +180,8 @@ def test_a_donors_cctp_mint_relayed_by_the_sale_is_the_donors(node):
         ["address", "address", "uint256", "address"], [coin, DONATION_ADDRESS, 50 * USDC, donor]
     )
     mint = node.call_data("mint(address,uint256)", ["address", "uint256"], [DONATION_ADDRESS, 50 * USDC])
-    message = encode(["uint32", "bytes32", "bytes"], [6, b"\xcd" * 32, burn]).hex()
+    sender = bytes(12) + bytes.fromhex(V1_TOKEN_MESSENGER[2:])  # Base's TokenMessenger sent the burn
+    message = encode(["uint32", "bytes32", "bytes"], [6, sender, burn]).hex()
     relayed = node.send({"from": DONATION_ADDRESS, "to": V1_TRANSMITTER, "data": mint + message, "gas": hex(300_000)})
     assert node.receipt(relayed)["status"] == "0x1"
     node.mine(3)
