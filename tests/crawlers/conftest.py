@@ -21,6 +21,14 @@ from tests.rpc_proxy import RpcProxy
 ETH_USD = Decimal("2000")
 
 
+def _with_stable_coins(anvil: Anvil) -> None:
+    anvil.coins = deploy_stable_coins(anvil)
+
+
+def _with_rollup_coins(anvil: Anvil) -> None:
+    anvil.coins = deploy_rollup_coins(anvil)
+
+
 @pytest.fixture(scope="session")
 def chain() -> Iterator[Anvil]:
     with Anvil() as anvil:
@@ -29,13 +37,9 @@ def chain() -> Iterator[Anvil]:
 
 
 @pytest.fixture
-def node(chain: Anvil) -> Iterator[Anvil]:
-    snapshot = chain.snapshot()
-    try:
+def node(chain: Anvil, request) -> Iterator[Anvil]:
+    with chain.test_snapshot(request.node.nodeid, _with_stable_coins):
         yield chain
-    finally:
-        chain.set_automine(True)
-        chain.revert(snapshot)
 
 
 @pytest.fixture
@@ -83,13 +87,9 @@ def second_chain() -> Iterator[Anvil]:
 
 
 @pytest.fixture
-def rollup(second_chain: Anvil) -> Iterator[Anvil]:
-    snapshot = second_chain.snapshot()
-    try:
+def rollup(second_chain: Anvil, request) -> Iterator[Anvil]:
+    with second_chain.test_snapshot(request.node.nodeid, _with_rollup_coins):
         yield second_chain
-    finally:
-        second_chain.set_automine(True)
-        second_chain.revert(snapshot)
 
 
 @pytest.fixture
@@ -142,13 +142,9 @@ def op_chain() -> Iterator[Anvil]:
 
 
 @pytest.fixture
-def op_node(op_chain: Anvil) -> Iterator[Anvil]:
-    snapshot = op_chain.snapshot()
-    try:
+def op_node(op_chain: Anvil, request) -> Iterator[Anvil]:
+    with op_chain.test_snapshot(request.node.nodeid, _with_stable_coins):
         yield op_chain
-    finally:
-        op_chain.set_automine(True)
-        op_chain.revert(snapshot)
 
 
 @pytest.fixture
