@@ -210,7 +210,7 @@ class Anvil:
             self.set_automine(True)
             self.revert(snapshot)
             after = self._recent_blocks()
-            if after != before:
+            if after != before or not all(block and state for _, block, state in after):
                 broken = f"{test} left its session anvil unsound after the revert ({before} -> {after})"
                 warnings.warn(f"{broken}: started anew", stacklevel=2)
                 self.stop()
