@@ -95,6 +95,8 @@ def test_time_outs_and_dropped_connections(stack_factory):
 
 
 def test_reorgs_of_depth_1_to_5_at_random_points_with_random_re_mining(stack_factory, chaos_seed):
+    """About 20 s: five re-orgs, each waited through by the deployed worker processes until every donation
+    is settled again."""
     rng = random.Random(chaos_seed)
     stack = stack_factory()
     anvil = stack.anvil

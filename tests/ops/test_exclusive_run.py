@@ -54,6 +54,8 @@ def slow_provider(node) -> Iterator[RpcProxy]:
 def test_a_flushed_redis_lock_does_not_let_a_second_run_write_beside_the_first(
     node, slow_provider, tmp_path, eth_prices, crawl_config
 ):
+    """About 18 s: two real crawler processes, the first paced by a slow provider so that the second starts
+    while it writes."""
     start = node.head() + 1
     early = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     node.mine(1000)

@@ -25,6 +25,8 @@ def until_probe(kind: str, env: dict[str, str], returncode: int, timeout: float 
 
 
 def test_the_worker_probe_fails_while_the_worker_is_stopped_and_recovers(tmp_path):
+    """About 20 s: the heartbeat must go stale under SIGSTOP (its age is what the probe judges) and come back
+    after SIGCONT, with a real worker's start-up before it."""
     env = process_environment(DWS_HEARTBEAT_DIR=str(tmp_path / "heartbeat"))
     assert probe("worker", env).returncode == 1  # no worker yet: no heartbeat
     running = worker("probed", "celery", env, tmp_path)

@@ -90,6 +90,8 @@ def test_the_minute_price_runs_while_a_long_crawl_holds_the_crawler_queue(node, 
 def test_sigterm_stops_a_long_crawl_between_blocks_and_the_worker_exits(
     node, slow_provider, tmp_path, eth_prices, crawl_config
 ):
+    """About 35 s: a real worker must be mid-way through a catch-up long enough to be stopped between blocks
+    (the slow provider paces it), then exit within its grace period."""
     start = node.head() + 1
     early = node.send_eth(ACCOUNTS[1], DONATION_ADDRESS, ETHER)
     node.mine(CATCH_UP)

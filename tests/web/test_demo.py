@@ -107,6 +107,9 @@ def answers(url: str) -> bool:
 
 @pytest.mark.timeout(280)
 def test_the_readme_demo_next_to_make_run_gets_its_donations_confirmed(local_database, checkout) -> None:
+    """About 60 s, the suite's longest: it is the README's newcomer path end to end (`make run`'s two anvils,
+    worker, beat and web started as the script starts them, the demo's donations confirmed on both chains),
+    which no shorter test covers."""
     get_redis().flushdb()
     web_port = free_port()
     chain_port = free_port(range(web_port + 1, PORT_RANGE[-1] + 1))
