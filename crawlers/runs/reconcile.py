@@ -200,7 +200,7 @@ def _reconcile(
     report.transfers = len(on_chain)
 
     # The records side is judged on one snapshot: the rows, the pause, the totals and the open inflows as
-    # of one moment, whatever the crawlers commit meanwhile (donations/snapshot.py).
+    # of one moment, whatever the crawlers commit meanwhile (donations/ledger.py `ledger_snapshot`).
     with ledger_snapshot():
         _judge_records(report, chain, from_block, end, on_chain, reverted, own, inflows, unchecked, blind)
     ReconcileRun.objects.create(
