@@ -26,8 +26,14 @@ block that does not close on it is asked again pinned by hash, as every suspect 
 splits an interval into up to 8 parts, all of the level's in one post. Nothing here writes: the result
 says whether the whole range was proven.
 
-Never sparse (the caller scans in full): an address with code (a Safe, an EIP-7702 account can move
-value without its nonce), a provider without historical state, the genesis block, any answer short of
+A genuine Safe (crawlers/scan/safe.py: code we can check) is read so too, by its events: its execution
+blocks are cut out of the range (balances around each asked, each read in full and traced), and between
+them ETH can only arrive, so an interval is quiet when its ETH change is what its SafeReceived events
+announce (`moves` carries them as it carries the coins' logs); the blocks they name are read in full.
+
+Never sparse (the caller scans in full): any other address with code (a contract we cannot check, an
+EIP-7702 account can move value without its nonce), a Safe whose storage or trace_filter contradicts
+its events, a provider without historical state, the genesis block, any answer short of
 evidence (the full scan then holds or falls back exactly as before), and for the latest crawler a range
 beyond the finalized block (only the finalized chain guarantees the blocks in between build on the
 cursor, which the end header alone cannot show).

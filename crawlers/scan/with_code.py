@@ -11,9 +11,15 @@ the traces say, block by block, and the proof stands again. Top-level transactio
 detector's and the receipts' business. A provider that cannot trace such an address holds the range
 with that reason: never a guess.
 
+This is how a range read in full treats such an address. A genuine Safe (code we can check) is read the
+sparse way instead, by its events (crawlers/scan/safe.py, crawlers/scan/sparse.py), and only its execution
+blocks are traced here (`trace_blocks`); a range of it that is too busy to bisect, or whose events its
+storage contradicts, comes here like any contract's.
+
 The address's *mode* (`plain`, `contract`, `delegated`) comes from its code at the range's edges; it is
 logged once per process at the first range and again when it changes (a 7702 delegation can come
-later), and shown on /health with how its calls are found (`crawlers/selectors.py` reads it back).
+later), and shown on /health with how it is read ("contract, Safe 1.4.1: read by its events") and how its
+calls are found (`crawlers/selectors.py` reads it back).
 """
 
 from __future__ import annotations
