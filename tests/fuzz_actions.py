@@ -5,9 +5,9 @@ a short description (the failing seed's action list is printed from these). The 
 is a plain account, a Safe stand-in (tests/contracts/HandlerWallet.sol, its code installed before the
 crawlers' first block: read in full), a real Safe 1.4.1 (tests/safe_wallet.py: read by its events, with
 module executions and its owners' execTransaction) or an account that delegates to one by an EIP-7702
-authorization it signs mid-history (or sets and clears one inside a step). Issue 32 added call bombs and log bombs (answers past
-the fuzzer's small answer cap), CCTP mints (a donor's, the address's own, and a mint nobody is named for)
-and the 7702 set-and-clear; issue 37 the real Safe, module pay-outs and SELFDESTRUCT payments.
+authorization it signs mid-history (or sets and clears one inside a step). Issue 32 added call bombs and
+log bombs (answers past the fuzzer's small answer cap), CCTP mints (a donor's, the address's own, and a
+mint nobody is named for) and the 7702 set-and-clear; issue 37 the real Safe, module pay-outs and SELFDESTRUCT payments.
 """
 
 from __future__ import annotations
