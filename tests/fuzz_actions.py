@@ -52,8 +52,8 @@ class World:
         if not self.has_code:
             return self.anvil.send({"from": DONATION_ADDRESS, "to": to, "value": hex(wei), "data": data, "gas": GAS})
         if self.mode == "safe":
-            payload = exec_data(OWNER, to, wei, bytes.fromhex(data[2:]))
-            return self.anvil.send({"from": OWNER, "to": DONATION_ADDRESS, "data": payload, "gas": GAS})
+            signed = exec_data(OWNER, to, wei, bytes.fromhex(data[2:]))
+            return self.anvil.send({"from": OWNER, "to": DONATION_ADDRESS, "data": signed, "gas": GAS})
         payload = bytes.fromhex(data[2:])
         types = ["address", "uint256", "bytes"]
         return self.call(DONATION_ADDRESS, "execute(address,uint256,bytes)", types, [to, wei, payload], sender=OWNER)

@@ -116,15 +116,17 @@ def read_safe(
     start: int,
     end: int,
     codes: Sequence[RpcOutcome],
-    answers: Sequence[RpcOutcome] | None,
+    asked: Sequence[Call],
+    answers: Sequence[RpcOutcome],
 ) -> SafeRange | None:
-    """The Safe's evidence over start..end (`answers`: to `range_calls`, when they rode in the first batch),
-    or None: not a genuine Safe at both edges, or evidence short (the range is read in full)."""
+    """The Safe's evidence over start..end (`answers` to the calls `asked` in the first batch, when they
+    were `range_calls`), or None: not a genuine Safe at both edges, or evidence short (the range is read in
+    full)."""
     if not all(isinstance(c, Answer) and known_proxy(c.value) for c in codes):
         _believed.pop(chain.name, None)
         return None
     calls = range_calls(client, chain, start, end)
-    if answers is None or len(answers) != len(calls):
+    if list(asked) != calls or len(answers) != len(calls):
         answers = client.batch(calls)
     before, after = storage_at(start - 1, answers[:3]), storage_at(end, answers[3:6])
     if before is None or after is None or before.singleton is None or before.singleton != after.singleton:
@@ -136,7 +138,7 @@ def read_safe(
         return None
     _believed[chain.name] = before.singleton
     rest = answers[6:]
-    if logs_in_one_batch(client, chain, start, end):
+    if calls[6:7] and calls[6][0] == "eth_getLogs":
         logs, rest = rest[0], rest[1:]
         found = logs.value if isinstance(logs, Answer) and isinstance(logs.value, list) else None
     else:

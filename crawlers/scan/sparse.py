@@ -127,7 +127,8 @@ def scan_sparse(
         return None
     with_logs = logs_in_one_batch(client, chain, start, end)
     edges = len(edge_calls(chain, start, end))
-    outcomes = client.batch(sparse_first_batch(client, chain, start, end))
+    asked = sparse_first_batch(client, chain, start, end)
+    outcomes = client.batch(asked)
     try:
         before, after = edge_balances(chain, start, end, outcomes[:edges])
     except (StateUnavailable, NoEvidenceError):
@@ -138,7 +139,9 @@ def scan_sparse(
     if any(not isinstance(c, Answer) or c.value not in ("0x", "0x0", "") for c in (code_before, code)):
         # Code at the address at either edge (or no answer about it): its nonce proves nothing, unless it is
         # a Safe whose code we know, read by its events.
-        found_safe = safe.read_safe(client, chain, start, end, (code_before, code), outcomes[logs_end:])
+        found_safe = safe.read_safe(
+            client, chain, start, end, (code_before, code), asked[logs_end:], outcomes[logs_end:]
+        )
         if found_safe is None:
             return None
     else:
