@@ -23,10 +23,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crawlers.chain.calls import code_call
+from crawlers.chain.calls import balance_calls, code_call
 from crawlers.chain.logs import logs_in_one_batch
 from crawlers.chain.outcomes import Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome
 from crawlers.chain.rpc import RpcClient
+from crawlers.decode.balances import ETH, Balances, balances_from, balances_in_batch
 from crawlers.decode.safe import (
     EVENTS,
     KNOWN_PROXIES,
@@ -137,11 +138,11 @@ def read_safe(
         _believed.pop(chain.name, None)
         return None
     _believed[chain.name] = before.singleton
-    rest = answers[6:]
+    rest, found = answers[6:], None
     if calls[6:7] and calls[6][0] == "eth_getLogs":
         logs, rest = rest[0], rest[1:]
         found = logs.value if isinstance(logs, Answer) and isinstance(logs.value, list) else None
-    else:
+    if found is None:  # past the batch's span, or refused there: asked in the spans the provider takes
         found = _all_events(client, chain, start, end)
     events = safe_events(found, chain.donation_address) if found is not None else None
     if events is None or any(not start <= n <= end for n in events.named()):
@@ -209,6 +210,45 @@ def executions_proven(safe: SafeRange, opaque: Sequence[int]) -> str | None:
     if any(p.modules for p in points.values()) and safe.value_out is None:
         return "a module is enabled and trace_filter does not answer to show what the module executions moved"
     return None
+
+
+def cut_at_executions(
+    client: RpcClient, chain: ChainSettings, found: SafeRange, before: Balances, after: Balances, moves: dict
+) -> tuple[list[tuple[Balances, Balances]], dict[int, tuple[Balances, Balances]]] | str:
+    """A Safe's range cut at its executions: the intervals between them, where ETH can only arrive (each
+    quiet when its ETH change is what its SafeReceived events announce, which `moves` gains), and each
+    execution block with the balances around it (asked here, one batch with the Safe's storage there);
+    or why its executions are not all known (crawlers/scan/safe.py `executions_proven`)."""
+    executed = sorted(found.events.executed())
+    for number, wei in found.events.received.items():
+        if number not in executed:
+            moved = moves.setdefault(number, {})
+            moved[ETH] = moved.get(ETH, 0) + wei
+    at = {before.block: before, after.block: after}
+    points = sorted({p for e in executed for p in (e - 1, e)} - set(at))
+    if points:
+        size = balances_in_batch(chain)
+        calls = [call for p in points for call in balance_calls(chain, p) + storage_calls(chain, p)]
+        outcomes = client.batch(calls)
+        step = size + len(storage_calls(chain, 0))
+        for i, point in enumerate(points):
+            answers = outcomes[i * step : (i + 1) * step]
+            at[point] = balances_from(chain, point, answers[:size])
+            storage = storage_at(point, answers[size:])
+            if storage is None:
+                return f"no evidence of its storage at block {point}"
+            found.points[point] = storage
+    why = executions_proven(found, executed)
+    if why is not None:
+        return why
+    ordered = sorted(at)
+    intervals, opened = [], {}
+    for low, high in itertools.pairwise(ordered):
+        if high in executed and low == high - 1:
+            opened[high] = (at[low], at[high])
+        else:
+            intervals.append((at[low], at[high]))
+    return intervals, opened
 
 
 def logged_reason(chain: ChainSettings, start: int, end: int, why: str) -> None:

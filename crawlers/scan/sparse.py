@@ -42,7 +42,6 @@ cursor, which the end header alone cannot show).
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -169,7 +168,7 @@ def scan_sparse(
         opened: dict[int, tuple[Balances, Balances]] = {}
         if found_safe is not None:
             executed = sorted(found_safe.events.executed())
-            by_events = _safe_intervals(client, chain, found_safe, before, after, moves)
+            by_events = safe.cut_at_executions(client, chain, found_safe, before, after, moves)
             if isinstance(by_events, str):
                 safe.logged_reason(chain, start, end, by_events)
                 return None
@@ -186,7 +185,8 @@ def scan_sparse(
     if recorded_blocks is not None:
         named |= set(recorded_blocks(start, end))
     wanted = sorted(set(changed) | named)
-    # plain at both edges (read through the sparse path only then): what a check provider must show
+    # plain at both edges, or a Safe's proxy (read through the sparse path only then): what a check provider
+    # must show
     codes = {c_block: c.value for c_block, c in ((start - 1, code_before), (end, code)) if isinstance(c, Answer)}
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
@@ -410,42 +410,3 @@ def _read_proven(
             return proven, held
         proven += settled
     return proven, read.held
-
-
-def _safe_intervals(
-    client: RpcClient, chain: ChainSettings, found: safe.SafeRange, before: Balances, after: Balances, moves: dict
-) -> tuple[list[tuple[Balances, Balances]], dict[int, tuple[Balances, Balances]]] | str:
-    """A Safe's range cut at its executions: the intervals between them, where ETH can only arrive (each
-    quiet when its ETH change is what its SafeReceived events announce, which `moves` gains), and each
-    execution block with the balances around it (asked here, one batch with the Safe's storage there);
-    or why its executions are not all known (crawlers/scan/safe.py `executions_proven`)."""
-    executed = sorted(found.events.executed())
-    for number, wei in found.events.received.items():
-        if number not in executed:
-            moved = moves.setdefault(number, {})
-            moved[ETH] = moved.get(ETH, 0) + wei
-    at = {before.block: before, after.block: after}
-    points = sorted({p for e in executed for p in (e - 1, e)} - set(at))
-    if points:
-        size = balances_in_batch(chain)
-        calls = [call for p in points for call in balance_calls(chain, p) + safe.storage_calls(chain, p)]
-        outcomes = client.batch(calls)
-        step = size + len(safe.storage_calls(chain, 0))
-        for i, point in enumerate(points):
-            answers = outcomes[i * step : (i + 1) * step]
-            at[point] = balances_from(chain, point, answers[:size])
-            storage = safe.storage_at(point, answers[size:])
-            if storage is None:
-                return f"no evidence of its storage at block {point}"
-            found.points[point] = storage
-    why = safe.executions_proven(found, executed)
-    if why is not None:
-        return why
-    ordered = sorted(at)
-    intervals, opened = [], {}
-    for low, high in itertools.pairwise(ordered):
-        if high in executed and low == high - 1:
-            opened[high] = (at[low], at[high])
-        else:
-            intervals.append((at[low], at[high]))
-    return intervals, opened
