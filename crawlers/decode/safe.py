@@ -12,6 +12,8 @@ hashes come from the npm packages that publish the Safe deployments:
 
 What such a Safe's code can do with ETH, and the event that says so (docs/detection.md):
 
+* `setup()` runs once, by anyone, while the threshold (slot 4) is 0, with a delegatecall of the caller's
+  choosing: a Safe not yet set up is not trusted;
 * `receive()` (a call with value and no data, top level or internal) emits `SafeReceived(sender, value)`;
 * only `execTransaction` (`ExecutionSuccess`/`ExecutionFailure`, its storage nonce, slot 5, grows by one)
   and `execTransactionFromModule[ReturnData]` (`ExecutionFromModuleSuccess`/`Failure`, possible only while
@@ -36,11 +38,12 @@ EVENTS = (SAFE_RECEIVED, EXECUTION_SUCCESS, EXECUTION_FAILURE, MODULE_SUCCESS, M
 EXEC_TRANSACTION = (EXECUTION_SUCCESS, EXECUTION_FAILURE)
 
 SINGLETON_SLOT = "0x0"
+THRESHOLD_SLOT = "0x4"  # 0 until setup(), which anyone may call then, with a delegatecall of their choosing
 NONCE_SLOT = "0x5"  # the Safe's own transaction nonce (execTransaction), not the account's
 # modules[SENTINEL]: keccak(pad32(0x1) . pad32(1)); SENTINEL (0x1) there means no module is enabled
 MODULES_SLOT = "0xcc69885fda6bcc1a4ace058b4a62bf5e179ea78fd58a1ccd71c22cc9b688792f"
 SENTINEL = 1
-STORAGE_SLOTS = (SINGLETON_SLOT, NONCE_SLOT, MODULES_SLOT)
+STORAGE_SLOTS = (SINGLETON_SLOT, NONCE_SLOT, MODULES_SLOT, THRESHOLD_SLOT)
 VERSION_CALL = "0xffa1ad74"  # VERSION()
 
 KNOWN_PROXIES = {
@@ -80,20 +83,22 @@ def address_in(value: int) -> str | None:
 
 @dataclass(frozen=True)
 class SafeStorage:
-    """The Safe's own state at one block: its singleton, its execTransaction nonce, whether a module is enabled."""
+    """The Safe's own state at one block: its singleton, its execTransaction nonce, whether a module is enabled,
+    whether it was set up (a threshold)."""
 
     block: int
     singleton: str | None
     nonce: int
     modules: bool
+    set_up: bool
 
 
 def storage_from(block: int, values: Sequence[int | None]) -> SafeStorage | None:
     """The answers to the STORAGE_SLOTS at `block`, or None where one is not a storage word."""
     if len(values) != len(STORAGE_SLOTS) or any(v is None for v in values):
         return None
-    singleton, nonce, modules = (int(v or 0) for v in values)
-    return SafeStorage(block, address_in(singleton), nonce, modules not in (0, SENTINEL))
+    singleton, nonce, modules, threshold = (int(v or 0) for v in values)
+    return SafeStorage(block, address_in(singleton), nonce, modules not in (0, SENTINEL), threshold > 0)
 
 
 @dataclass

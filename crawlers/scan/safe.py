@@ -129,7 +129,8 @@ def read_safe(
     calls = range_calls(client, chain, start, end)
     if list(asked) != calls or len(answers) != len(calls):
         answers = client.batch(calls)
-    before, after = storage_at(start - 1, answers[:3]), storage_at(end, answers[3:6])
+    slots = len(STORAGE_SLOTS)
+    before, after = storage_at(start - 1, answers[:slots]), storage_at(end, answers[slots : 2 * slots])
     if before is None or after is None or before.singleton is None or before.singleton != after.singleton:
         _believed.pop(chain.name, None)
         return None  # a singleton changed inside the range (an execution did it): read in full
@@ -138,8 +139,8 @@ def read_safe(
         _believed.pop(chain.name, None)
         return None
     _believed[chain.name] = before.singleton
-    rest, found = answers[6:], None
-    if calls[6:7] and calls[6][0] == "eth_getLogs":
+    rest, found = answers[2 * slots :], None
+    if calls[2 * slots : 2 * slots + 1] and calls[2 * slots][0] == "eth_getLogs":
         logs, rest = rest[0], rest[1:]
         found = logs.value if isinstance(logs, Answer) and isinstance(logs.value, list) else None
     if found is None:  # past the batch's span, or refused there: asked in the spans the provider takes
@@ -199,6 +200,8 @@ def executions_proven(safe: SafeRange, opaque: Sequence[int]) -> str | None:
     points = {safe.before.block: safe.before, safe.after.block: safe.after, **safe.points}
     if any(p.singleton != safe.singleton for p in points.values()):
         return "its singleton changed inside the range"
+    if not all(p.set_up for p in points.values()):
+        return "it was not set up (anyone may call its setup() with a delegatecall of their own)"
     executed = set(opaque)
     ordered = sorted(points)
     for low, high in itertools.pairwise(ordered):
