@@ -14,6 +14,7 @@ from decimal import Decimal
 
 import pytest
 
+from crawlers.decode.safe import EXECUTION_FAILURE, MODULE_SUCCESS
 from crawlers.models import FINALIZED, UnexplainedInflow
 from crawlers.runs.crawl import crawl
 from crawlers.selectors import health_report
@@ -57,9 +58,11 @@ def test_a_safe_read_by_its_events_records_exactly_what_the_full_scan_records(no
     node.mine(30)
     enable_module(node, DONATION_ADDRESS, OWNER, MODULE)
     node.mine(10)
-    module_execute(node, DONATION_ADDRESS, MODULE, PAYEE, ETHER // 8)  # a module pays out: no signature, no nonce
+    paid = module_execute(node, DONATION_ADDRESS, MODULE, PAYEE, ETHER // 8)  # a module: no signature, no nonce
+    assert [log["topics"][0] for log in node.receipt(paid)["logs"]] == [MODULE_SUCCESS]
     node.mine(20)
-    execute(node, DONATION_ADDRESS, OWNER, PAYEE, 100 * ETHER, safe_tx_gas=50_000)  # more than it holds: fails
+    failed = execute(node, DONATION_ADDRESS, OWNER, usdt, 0, b"\xde\xad", safe_tx_gas=50_000)  # its call reverts
+    assert [log["topics"][0] for log in node.receipt(failed)["logs"]] == [EXECUTION_FAILURE]
     node.mine(20)
     pay_by_selfdestruct(node, ACCOUNTS[5], DONATION_ADDRESS, ETHER // 16, BOMB)  # no call, no event
     node.mine(20)
