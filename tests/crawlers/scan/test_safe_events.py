@@ -20,7 +20,9 @@ from crawlers.runs.crawl import crawl
 from crawlers.selectors import health_report
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, load_artifact
+from tests.configs import configured
 from tests.crawlers.scan.test_sparse import crawled
+from tests.rpc_proxy import RpcProxy
 from tests.safe_wallet import enable_module, execute, install_safe, module_execute, pay_by_selfdestruct
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -198,3 +200,24 @@ def test_a_provider_dropping_a_module_execution_costs_no_donation(node, proxy, c
         assert crawl(FINALIZED).held is None
     assert Donation.objects.filter(status="confirmed").count() == 3
     assert any("a module is enabled and trace_filter does not answer" in r.getMessage() for r in caplog.records)
+
+
+def test_a_check_provider_showing_other_code_than_the_safe_holds_the_chain(node, settings, caplog):
+    """The primary's Safe proxy code is what lets a range be read by the Safe's events: a check provider
+    (DWS_RPC_CHECK_URL) that shows other code at the address disagrees, and nothing is confirmed."""
+    install_safe(node, DONATION_ADDRESS, [OWNER])
+    node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    node.mine(20)
+    with RpcProxy(node.url) as check:
+
+        def other_code(code, params):
+            return "0x00" if str(params[0]).lower() == DONATION_ADDRESS else code
+
+        check.arm("eth_getCode", "rewrite", count=None, rewrite=other_code)
+        settings.CONFIG = configured(settings.CONFIG, rpc_check_url=check.url("/check"))
+        with caplog.at_level(logging.WARNING):
+            result = crawl(FINALIZED)
+
+    assert "providers disagree" in result.held
+    assert "ours says a SafeProxy 1.4.1" in result.held
+    assert not Donation.objects.filter(status="confirmed").exists()
