@@ -22,8 +22,9 @@ BENCH_PROFILE_DIR=DIR runs each `--once` run under cProfile (DIR/run-N.prof), fo
 at an older block are refused with "missing trie node"): the balance proof's fallback, every block read
 with its call traces. `--history on,off` runs the archive passes, then the same chain without history
 (at the first latency only; its traces asked of anvil once, then replayed).
---safe installs a Safe-like wallet's code at the donation address first (tests/contracts/SafeLikeWallet.sol):
-the cost of a donation address with code, whose calls are read from call traces (crawlers/scan/with_code.py).
+--safe makes the donation address a real Safe 1.4.1 first (tests/safe_wallet.py: its proxy and singleton code
+from @safe-global/safe-contracts), which the donations reach the same ways: the cost of a Safe read by its
+events (crawlers/scan/safe.py).
 --ponder blocks,logs then lets Ponder (bench/ponder/, bench/ponder_way.py) index the same chain through
 the same proxy: "blocks" reads every block to see ETH, "logs" reads only the coin's Transfer logs.
 
@@ -63,6 +64,7 @@ from crawlers.models import CHAIN  # noqa: E402
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, Anvil, deploy_stable_coins  # noqa: E402
 from tests.ops.processes import process_environment  # noqa: E402
 from tests.rpc_proxy import REPLAYABLE, RpcProxy  # noqa: E402
+from tests.safe_wallet import install_safe  # noqa: E402
 
 DONORS = ACCOUNTS[1:9]
 USDT = 10**6
@@ -332,7 +334,7 @@ def main() -> None:
     parser.add_argument(
         "--history", default="on", help="on, off (a provider without history, at the first latency only) or on,off"
     )
-    parser.add_argument("--safe", action="store_true", help="the donation address has code (a Safe-like wallet)")
+    parser.add_argument("--safe", action="store_true", help="the donation address is a real Safe 1.4.1")
     parser.add_argument("--ponder", default="", help="Ponder modes to run after ours: blocks,logs")
     parser.add_argument("--ponder-copies", type=int, default=64, help="RPC URL copies (Ponder's rate allowance)")
     parser.add_argument(
@@ -349,8 +351,7 @@ def main() -> None:
         with Anvil(extra_args=["--max-persisted-states", str(args.blocks + 1000)]) as anvil:
             anvil.coins = deploy_stable_coins(anvil)
             if args.safe:
-                template = anvil.deploy("SafeLikeWallet", ["address"], [ACCOUNTS[1]])
-                anvil.set_code(DONATION_ADDRESS, anvil.rpc("eth_getCode", template, "latest"))
+                install_safe(anvil, DONATION_ADDRESS, [ACCOUNTS[1]])
             print(f"building {args.blocks} blocks, {2 * args.donations} donations (seed {args.seed}) ...", flush=True)
             t0 = time.monotonic()
             start = anvil.head() + 1

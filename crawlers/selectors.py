@@ -114,7 +114,8 @@ def health_report(*, client: RpcClient | None = None, now: datetime | None = Non
         },
         "price_requests": {"open": open_requests.count(), "oldest_requested_at": _iso(oldest_request)},
         "completeness": first["completeness"],
-        # plain | contract | delegated, and how its calls are found (crawlers/scan/with_code.py)
+        # plain | contract | delegated, how it is read (a Safe: by its events) and how its calls are found
+        # (crawlers/scan/with_code.py)
         "donation_address": first["donation_address"],
         "unexplained_inflows": {
             "open": inflows.count(),

@@ -3,10 +3,11 @@
 Each action is a function of the world and a seeded `random.Random`; it sends its transactions and returns
 a short description (the failing seed's action list is printed from these). The world's donation address
 is a plain account, a Safe stand-in (tests/contracts/HandlerWallet.sol, its code installed before the
-crawlers' first block) or an account that delegates to one by an EIP-7702 authorization it signs
-mid-history (or sets and clears one inside a step). Issue 32 added call bombs and log bombs (answers past
-the fuzzer's small answer cap), CCTP mints (a donor's, the address's own, and a mint nobody is named for)
-and the 7702 set-and-clear.
+crawlers' first block: read in full), a real Safe 1.4.1 (tests/safe_wallet.py: read by its events, with
+module executions and its owners' execTransaction) or an account that delegates to one by an EIP-7702
+authorization it signs mid-history (or sets and clears one inside a step). Issue 32 added call bombs and
+log bombs (answers past the fuzzer's small answer cap), CCTP mints (a donor's, the address's own, and a
+mint nobody is named for) and the 7702 set-and-clear; issue 37 the real Safe, module pay-outs and SELFDESTRUCT payments.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from tests.cctp import install_transmitters, receive, receive_call
 from tests.chain import ACCOUNTS, DEPLOYER, DONATION_ADDRESS, Anvil, authorize_7702
+from tests.safe_wallet import enable_module, exec_data, install_safe, module_execute, pay_by_selfdestruct
 
 OWNER, PAYEE, HANDLER = ACCOUNTS[1], ACCOUNTS[6], ACCOUNTS[5]
 DONORS = ACCOUNTS[2:9]
@@ -29,10 +31,12 @@ JUNK = 50_000  # bytes of a log bomb's log: one receipt fits the cap, three or m
 @dataclass
 class World:
     anvil: Anvil
-    mode: str  # "account" | "contract" | "delegated"
+    mode: str  # "account" | "contract" | "delegated" | "safe" (a real Safe 1.4.1, read by its events)
     traces: bool = True  # False: the provider has no trace method (an address with code is held then, by design)
     contracts: dict[str, str] = field(default_factory=dict)
     log_bombs: list[str] = field(default_factory=list)
+    module: bool = False  # a real Safe's module is enabled
+    self_destructs: list[tuple[str, int]] = field(default_factory=list)  # (tx, wei) paid by a SELFDESTRUCT
 
     @property
     def has_code(self) -> bool:
@@ -43,9 +47,13 @@ class World:
         return self.anvil.send({"from": sender, "to": to, "value": hex(wei), "data": data, "gas": GAS})
 
     def own(self, to: str, wei: int, data: str = "0x") -> str:
-        """The donation address makes a call: it signs it (an account), or its owner has it execute one."""
+        """The donation address makes a call: it signs it (an account), or its owner has it execute one (a
+        real Safe: execTransaction, with the owner's pre-validated signature)."""
         if not self.has_code:
             return self.anvil.send({"from": DONATION_ADDRESS, "to": to, "value": hex(wei), "data": data, "gas": GAS})
+        if self.mode == "safe":
+            signed = exec_data(OWNER, to, wei, bytes.fromhex(data[2:]))
+            return self.anvil.send({"from": OWNER, "to": DONATION_ADDRESS, "data": signed, "gas": GAS})
         payload = bytes.fromhex(data[2:])
         types = ["address", "uint256", "bytes"]
         return self.call(DONATION_ADDRESS, "execute(address,uint256,bytes)", types, [to, wei, payload], sender=OWNER)
@@ -69,6 +77,8 @@ def set_up(anvil: Anvil, mode: str, traces: bool = True) -> World:
     anvil.mint(anvil.coins["usdt"], DONATION_ADDRESS, 10_000 * USDT)  # for its own coin movements
     if mode == "contract":
         anvil.set_code(DONATION_ADDRESS, anvil.rpc("eth_getCode", world.contracts["HandlerWallet"], "latest"))
+    if mode == "safe":
+        install_safe(anvil, DONATION_ADDRESS, [OWNER])
     return world
 
 
@@ -253,6 +263,29 @@ def pay_out(w: World, rng: random.Random) -> str:
     return f"pay_out_usdt({units})"
 
 
+def module_pay_out(w: World, rng: random.Random) -> str:
+    """A real Safe's module has it pay out (no signature, no nonce: only its event and the traces say so);
+    the module is enabled first by a Safe transaction to itself. Any other address: a pay-out."""
+    if w.mode != "safe":
+        return pay_out(w, rng)
+    enabled = "" if w.module else "enabled, "
+    if not w.module:
+        enable_module(w.anvil, DONATION_ADDRESS, OWNER, HANDLER)
+        w.module = True
+    wei = some_wei(rng) // 10
+    module_execute(w.anvil, DONATION_ADDRESS, HANDLER, PAYEE, wei)
+    return f"module_pay_out({enabled}{wei})"
+
+
+def self_destruct_payment(w: World, rng: random.Random) -> str:
+    """A contract's SELFDESTRUCT pays the address: no call frame, no event (a Safe's receive() does not
+    run); for every kind of address an unexplained inflow of its block, for the operator."""
+    wei = some_wei(rng) // 10
+    tx = pay_by_selfdestruct(w.anvil, rng.choice(DONORS), DONATION_ADDRESS, wei, "0x" + "5d" * 20)
+    w.self_destructs.append((tx, wei))
+    return f"self_destruct_payment({wei})"
+
+
 def delegate_7702(w: World, rng: random.Random) -> str:
     """The (plain account) donation address signs an EIP-7702 authorization to the Safe stand-in's code; a
     sponsor sends it. From then on its owner has it make its calls."""
@@ -268,7 +301,7 @@ def delegate_move_clear(w: World, rng: random.Random) -> str:
     by an internal call and its owner sends as much out again through the delegated code in the same block
     (no nonce move), and the delegation is cleared: both edges of the range look plain. An address delegated
     already moves the ETH through its delegate and clears it."""
-    if w.mode == "contract" or not w.traces:
+    if w.mode in ("contract", "safe") or not w.traces:
         return relayed_eth(w, rng)
     anvil, wei = w.anvil, some_wei(rng)
     if w.mode == "account":  # else delegated already (to the Safe stand-in): moved through it, then cleared
@@ -386,6 +419,8 @@ VOCABULARY: list[tuple[Action, int]] = [
     (self_transfer, 2),
     (out_and_back, 2),
     (pay_out, 2),
+    (module_pay_out, 1),
+    (self_destruct_payment, 1),
     (delegate_7702, 1),
     (delegate_move_clear, 1),
     (call_bomb, 1),

@@ -83,8 +83,10 @@ REPLAYABLE = frozenset(
         "eth_getTransactionCount",
         "eth_call",
         "eth_getCode",
+        "eth_getStorageAt",
         "debug_traceBlockByNumber",
         "trace_block",
+        "trace_filter",
     }
 )
 

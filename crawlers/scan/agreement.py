@@ -19,7 +19,8 @@ The range is recorded only when the check provider's answers show the same thing
 * the opening and closing balances the primary's balance proof started and ended at: a transfer the primary
   left out of a range (dropped from a log answer or from a block body, with its balances bent to match
   after it, or before it: each range's proof asks the primary for its opening afresh) shows here;
-* no code at either edge where the primary proved the range as a plain account (by its balances alone);
+* no code at either edge where the primary proved the range as a plain account (by its balances alone), and
+  the same Safe proxy code where the primary's was one (a Safe may be read by its events);
 * for ETH paid by an internal call, the check provider's trace of the transaction showing the frame from
   that donor (a balance shows the amount, not whose it is);
 * each crediting block moving the balances as the primary's proof says it did: ETH that never arrived
@@ -70,6 +71,7 @@ from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.receipt_stand_ins import receipt_stand_ins
 from crawlers.scan.register_facts import frame_payouts_shown, register_differs, register_hashes, strays_of
 from crawlers.scan.results import ScannedBlock
+from crawlers.scan.safe import known_proxy
 from crawlers.scan.second_reading import range_shown, unexplained_shown
 from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
 from crawlers.scan.with_code import PLAIN, mode_of
@@ -365,8 +367,20 @@ def _edge_differs(claim: RangeClaim, edge: int, theirs: Balances | None, check: 
 
 def _code_differs(claim: RangeClaim, codes: Mapping[int, RpcOutcome]) -> Disagreement | None:
     """Where the primary proved the range as a plain account (its balances alone), the check provider's
-    code at both edges must say plain too: with code, value can move in and out unseen by the balances."""
-    if not claim.codes or mode_of(list(claim.codes.values())) != PLAIN:
+    code at both edges must say plain too: with code, value can move in and out unseen by the balances.
+    Where the primary's code is a Safe's proxy (the range may have been read by the Safe's events,
+    crawlers/scan/safe.py), the check provider's must be that same code."""
+    ours = list(claim.codes.values())
+    if ours and all(known_proxy(code) for code in ours):
+        for number, outcome in codes.items():
+            if (code := str(_value(outcome) or "")) != claim.codes.get(number, ours[-1]):
+                return Disagreement(
+                    number,
+                    f"the donation address's code: ours says a {known_proxy(ours[-1])}, "
+                    f"the check provider says {address_mode(code)} ({code[:50]})",
+                )
+        return None
+    if not claim.codes or mode_of(ours) != PLAIN:
         return None  # with code, the primary read the address's calls from its traces: nothing to lose
     for number, outcome in codes.items():
         code = str(_value(outcome) or "")

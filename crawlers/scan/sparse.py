@@ -26,8 +26,14 @@ block that does not close on it is asked again pinned by hash, as every suspect 
 splits an interval into up to 8 parts, all of the level's in one post. Nothing here writes: the result
 says whether the whole range was proven.
 
-Never sparse (the caller scans in full): an address with code (a Safe, an EIP-7702 account can move
-value without its nonce), a provider without historical state, the genesis block, any answer short of
+A genuine Safe (crawlers/scan/safe.py: code we can check) is read so too, by its events: its execution
+blocks are cut out of the range (balances around each asked, each read in full and traced), and between
+them ETH can only arrive, so an interval is quiet when its ETH change is what its SafeReceived events
+announce (`moves` carries them as it carries the coins' logs); the blocks they name are read in full.
+
+Never sparse (the caller scans in full): any other address with code (a contract we cannot check, an
+EIP-7702 account can move value without its nonce), a Safe whose storage or trace_filter contradicts
+its events, a provider without historical state, the genesis block, any answer short of
 evidence (the full scan then holds or falls back exactly as before), and for the latest crawler a range
 beyond the finalized block (only the finalized chain guarantees the blocks in between build on the
 cursor, which the end header alone cannot show).
@@ -37,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from crawlers.chain.calls import balance_calls, code_call, edge_calls, header_call, transfer_log_calls
@@ -56,7 +62,7 @@ from crawlers.decode.balances import (
     split_points,
 )
 from crawlers.decode.blocks import BlockHeader, header_of
-from crawlers.scan import with_code
+from crawlers.scan import safe, with_code
 from crawlers.scan.ledger import SpanLedger, ledger_from_blocks
 from crawlers.scan.proof import balance_change, settle, settle_located, unexplained
 from crawlers.scan.ranges import read_range
@@ -99,7 +105,9 @@ def sparse_first_batch(client: RpcClient, chain: ChainSettings, start: int, end:
     us = chain.donation_address
     heads = [code_call(us, start - 1), code_call(us, end), header_call(start), header_call(end)]
     logs = transfer_log_calls(chain, start, end) if logs_in_one_batch(client, chain, start, end) else []
-    return edge_calls(chain, start, end) + heads + logs
+    # A Safe read by its events on the last range: its evidence rides along (crawlers/scan/safe.py).
+    evidence = safe.range_calls(client, chain, start, end) if safe.believed(chain) else []
+    return edge_calls(chain, start, end) + heads + logs + evidence
 
 
 def scan_sparse(
@@ -118,20 +126,30 @@ def scan_sparse(
         return None
     with_logs = logs_in_one_batch(client, chain, start, end)
     edges = len(edge_calls(chain, start, end))
-    outcomes = client.batch(sparse_first_batch(client, chain, start, end))
+    asked = sparse_first_batch(client, chain, start, end)
+    outcomes = client.batch(asked)
     try:
         before, after = edge_balances(chain, start, end, outcomes[:edges])
     except (StateUnavailable, NoEvidenceError):
         return None  # the full scan asks again, and holds or falls back as the proof requires
     code_before, code, first, last = outcomes[edges : edges + 4]
+    logs_end = edges + 4 + (2 if with_logs else 0)
+    found_safe = None
     if any(not isinstance(c, Answer) or c.value not in ("0x", "0x0", "") for c in (code_before, code)):
-        return None  # code at the address at either edge (or no answer about it): its nonce proves nothing
-    with_code.note_mode(chain, with_code.PLAIN, blocks=end - start + 1)
+        # Code at the address at either edge (or no answer about it): its nonce proves nothing, unless it is
+        # a Safe whose code we know, read by its events.
+        found_safe = safe.read_safe(
+            client, chain, start, end, (code_before, code), asked[logs_end:], outcomes[logs_end:]
+        )
+        if found_safe is None:
+            return None
+    else:
+        with_code.note_mode(chain, with_code.PLAIN, blocks=end - start + 1)
     first_header = header_of(first.value, start) if isinstance(first, Answer) else None
     end_header = header_of(last.value, end) if isinstance(last, Answer) else None
     if first_header is None or end_header is None:
         return None
-    logs = _logs(client, chain, start, end, outcomes[edges + 4 :] if with_logs else None)
+    logs = _logs(client, chain, start, end, outcomes[edges + 4 : logs_end] if with_logs else None)
     if logs is None:
         return None
     named = {log_block_number(log) for found in logs.coins for log in found}
@@ -144,8 +162,22 @@ def scan_sparse(
     if moves is None:
         return None
     coins_too = not _coins_close(chain, before, after, moves)
+    executed: list[int] = []
     try:
-        changed = _bisect(client, chain, before, after, moves, coins_too=coins_too)
+        intervals: list[tuple[Balances, Balances]] = [(before, after)]
+        opened: dict[int, tuple[Balances, Balances]] = {}
+        if found_safe is not None:
+            executed = sorted(found_safe.events.executed())
+            by_events = safe.cut_at_executions(client, chain, found_safe, before, after, moves)
+            if isinstance(by_events, str):
+                safe.logged_reason(chain, start, end, by_events)
+                return None
+            intervals, opened = by_events
+            named |= found_safe.events.named() | (found_safe.value_in or set())
+            with_code.note_mode(
+                chain, "contract", reading=found_safe.label, traced=len(executed), blocks=end - start + 1
+            )
+        changed = {**_bisect(client, chain, intervals, moves, coins_too=coins_too), **opened}
     except (StateUnavailable, NoEvidenceError):
         return None
     except _TooBusy:
@@ -153,7 +185,8 @@ def scan_sparse(
     if recorded_blocks is not None:
         named |= set(recorded_blocks(start, end))
     wanted = sorted(set(changed) | named)
-    # plain at both edges (read through the sparse path only then): what a check provider must show
+    # plain at both edges, or a Safe's proxy (read through the sparse path only then): what a check provider
+    # must show
     codes = {c_block: c.value for c_block, c in ((start - 1, code_before), (end, code)) if isinstance(c, Answer)}
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
@@ -168,7 +201,7 @@ def scan_sparse(
             codes=codes,
         )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
-    blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known)
+    blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known, traced=executed)
     if with_code.authorized_in(blocks):
         # The address signed an EIP-7702 authorization inside the range (its nonce moved there): between
         # it and a clear, delegated code can move ETH in and out without a nonce move, unseen by the
@@ -246,23 +279,31 @@ def _coins_close(chain: ChainSettings, before: Balances, after: Balances, moves:
 
 
 def _bisect(
-    client: RpcClient, chain: ChainSettings, before: Balances, after: Balances, moves: dict, *, coins_too: bool
+    client: RpcClient,
+    chain: ChainSettings,
+    intervals: list[tuple[Balances, Balances]],
+    moves: dict,
+    *,
+    coins_too: bool,
 ) -> dict[int, tuple[Balances, Balances]]:
-    """The blocks after `before` up to `after` where a balance or the nonce moved by other than what the
-    Transfer logs (`moves`, per block) explain (the coins only `coins_too`), each with the balances the
-    bisection holds before and after it (asked by number, as the range's edges are).
+    """The blocks inside `intervals` (each: the balances before its first block and at its last) where a
+    balance or the nonce moved by other than what `moves` (per block: the Transfer logs; for a Safe, the
+    ETH its SafeReceived events announce) explain (the coins only `coins_too`), each with the balances
+    the bisection holds before and after it (asked by number, as the range's edges are).
 
     A level splits each open interval into up to SPLIT_PARTS parts (crawlers/decode/balances.py
     `split_points`), every interval of the level in one batch: about a third of the levels halving
     needs, each a round trip, for more calls in each."""
+    if not intervals:
+        return {}
+    span = intervals[-1][1].block - intervals[0][0].block
     if not coins_too:
         chain = dataclasses.replace(chain, stable_coins=())
         keep = (ETH, NONCE)
-        before = Balances(before.block, {k: before.values[k] for k in keep})
-        after = Balances(after.block, {k: after.values[k] for k in keep})
+        intervals = [(_only(low, keep), _only(high, keep)) for low, high in intervals]
     changed: dict[int, tuple[Balances, Balances]] = {}
     size = balances_in_batch(chain)
-    level = [(before, after)]
+    level = list(intervals)
     while level:
         split: list[tuple[Balances, list[int], Balances]] = []
         for low, high in level:
@@ -274,7 +315,7 @@ def _bisect(
                 split.append((low, split_points(low.block, high.block), high))
         if not split:
             break
-        if len(split) > max(BUSY_INTERVALS, (after.block - before.block) // 16):
+        if len(split) > max(BUSY_INTERVALS, span // 16):
             raise _TooBusy  # a busy stretch: reading every block costs fewer calls than bisecting it
         outcomes = client.batch(
             [call for _, points, _ in split for point in points for call in balance_calls(chain, point)]
@@ -288,6 +329,10 @@ def _bisect(
                 bounds.append(balances_from(chain, point, outcomes[at : at + size]))
             level += list(zip(bounds, [*bounds[1:], high], strict=True))
     return dict(sorted(changed.items()))
+
+
+def _only(balances: Balances, keep: Sequence[str]) -> Balances:
+    return Balances(balances.block, {k: balances.values[k] for k in keep})
 
 
 def _known_changes(
@@ -315,8 +360,8 @@ def _known_changes(
         if number in changed:
             low, high = changed[number]
             change = balance_change(low, high)
-        else:
-            change = {ETH: 0, NONCE: 0}
+        else:  # a quiet interval: ETH only arrived there, by what its SafeReceived events say (a plain one: none)
+            change = {ETH: moves.get(number, {}).get(ETH, 0), NONCE: 0}
         if not coins_too:
             change.update({asset: moves.get(number, {}).get(asset, 0) for asset in coins})
         if all(asset in change for asset in (ETH, NONCE, *coins)):
@@ -333,13 +378,20 @@ def _read_proven(
     wanted: list[int],
     logs: RangeLogs,
     known: dict[int, dict[str, int]],
+    *,
+    traced: Sequence[int] = (),
 ) -> tuple[list[ScannedBlock], BlockHeld | None]:
     """The `wanted` blocks in full, each proven against its own balances (`known` changes, or asked with
     the bodies); stops at the first it cannot prove. A block that does not close on its known change is
-    asked again pinned by hash (crawlers/scan/proof.py `settle_located`), as every suspect block is."""
+    asked again pinned by hash (crawlers/scan/proof.py `settle_located`), as every suspect block is.
+    The `traced` blocks (a Safe's executions) have their call frames at the address read first."""
     asked = [n for n in wanted if n not in known]
     extra = [call for n in asked for call in edge_calls(chain, n, n)]
     read = read_range(client, chain, start, end, mode, extra=extra, numbers=wanted, logs=logs)
+    if traced:
+        untraced = with_code.trace_blocks(client, chain, [b for b in read.blocks if b.header.number in traced])
+        if untraced is not None:
+            return [b for b in read.blocks if b.header.number < untraced.number], untraced
     size = 2 * balances_in_batch(chain)
     pairs = {n: read.extra[i * size : (i + 1) * size] for i, n in enumerate(asked)}
     proven: list[ScannedBlock] = []

@@ -8,10 +8,11 @@ every worker), so each range does not ask again; without it, every block of a ra
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from redis.exceptions import RedisError
 
-from crawlers.chain.outcomes import TOO_LARGE, Call, NoEvidence, NoEvidenceError, require
+from crawlers.chain.outcomes import TOO_LARGE, Answer, Call, NoEvidence, NoEvidenceError, RpcOutcome, require
 from crawlers.chain.rpc import RpcClient
 from crawlers.scan.traces import is_refusal
 from dws_project.chain_settings import ChainSettings
@@ -80,3 +81,53 @@ def blocks_with_calls(client: RpcClient, chain: ChainSettings, hashes: dict[int,
                 raise NoEvidenceError(NoEvidence("trace_filter", "reorged", f"block {number} is another block now"))
             numbers.add(number)
     return sorted(numbers)
+
+
+def may_ask(client: RpcClient, chain: ChainSettings) -> bool:
+    """Whether trace_filter may be asked of this provider (DWS_TRACE allows it, no refusal remembered)."""
+    return chain.trace_mode in ("auto", "trace") and not _filter_refused(client)
+
+
+def value_blocks(
+    client: RpcClient, chain: ChainSettings, start: int, end: int, outcomes: Sequence[RpcOutcome]
+) -> tuple[set[int] | None, set[int] | None]:
+    """From the answers to the two filters over start..end (to the address, from it): the blocks where a
+    frame brought it value, and those where one took value from it (a call or a create with value, its
+    self-destruct); (None, None) where the provider did not answer both (a refusal is remembered, as
+    above). A Safe read by its events (crawlers/scan/safe.py) takes them as a second source."""
+    us = chain.donation_address
+    arrived: set[int] = set()
+    left: set[int] = set()
+    for outcome in outcomes:
+        if is_refusal(outcome):
+            _remember_filter_refused(client)
+        if not isinstance(outcome, Answer) or not isinstance(outcome.value, list):
+            return None, None
+        for item in outcome.value:
+            if not isinstance(item, dict) or not isinstance(action := item.get("action"), dict):
+                return None, None
+            number = item.get("blockNumber")
+            number = int(number, 16) if isinstance(number, str) else number
+            if not isinstance(number, int) or not start <= number <= end:
+                return None, None
+            kind, value = item.get("type"), _wei(action.get("value") or action.get("balance"))
+            if kind == "suicide":
+                if str(action.get("address") or "").lower() == us:
+                    left.add(number)
+                elif str(action.get("refundAddress") or "").lower() == us and value:
+                    arrived.add(number)
+                continue
+            if not value or action.get("callType") in ("delegatecall", "staticcall", "callcode"):
+                continue
+            if str(action.get("from") or "").lower() == us:
+                left.add(number)
+            elif str(action.get("to") or "").lower() == us:
+                arrived.add(number)
+    return arrived, left
+
+
+def _wei(value: object) -> int:
+    try:
+        return int(str(value), 16) if isinstance(value, str) else int(value or 0)  # type: ignore[call-overload]
+    except ValueError:
+        return 1  # not a quantity: taken as value, so its block is looked at

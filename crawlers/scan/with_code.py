@@ -11,9 +11,15 @@ the traces say, block by block, and the proof stands again. Top-level transactio
 detector's and the receipts' business. A provider that cannot trace such an address holds the range
 with that reason: never a guess.
 
+This is how a range read in full treats such an address. A genuine Safe (code we can check) is read the
+sparse way instead, by its events (crawlers/scan/safe.py, crawlers/scan/sparse.py), and only its execution
+blocks are traced here (`trace_blocks`); a range of it that is too busy to bisect, or whose events its
+storage contradicts, comes here like any contract's.
+
 The address's *mode* (`plain`, `contract`, `delegated`) comes from its code at the range's edges; it is
 logged once per process at the first range and again when it changes (a 7702 delegation can come
-later), and shown on /health with how its calls are found (`crawlers/selectors.py` reads it back).
+later), and shown on /health with how it is read ("contract, Safe 1.4.1: read by its events") and how its
+calls are found (`crawlers/selectors.py` reads it back).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from crawlers.decode.authorizations import address_mode
 from crawlers.decode.balances import ETH
 from crawlers.decode.frames import Frame, internal_transfers, own_coin_calls, own_frames
 from crawlers.decode.strays import frame_payouts
-from crawlers.scan import traces
+from crawlers.scan import safe, traces
 from crawlers.scan.own import drop_own_coin_transfers, drop_own_strays
 from crawlers.scan.results import BlockHeld, ScannedBlock
 from crawlers.scan.trace_filter import blocks_with_calls
@@ -42,6 +48,7 @@ from dws_project.redis_client import get_redis
 logger = logging.getLogger("dws.crawlers")
 
 PLAIN = "plain"
+CONTRACT = "contract"  # any other code (crawlers/decode/authorizations.py address_mode)
 DELEGATED = "delegated"  # crawlers/decode/authorizations.py address_mode's name for a 0xef0100 code
 BY_FILTER = "trace_filter"
 BY_BLOCK = "the traces of every block"
@@ -60,16 +67,45 @@ def mode_of(codes: Sequence[str]) -> str:
     return next((m for m in reversed(modes) if m != PLAIN), PLAIN)
 
 
+def describe_reading(mode: str, reading: str | None = None) -> str:
+    """How the address is read, in words: "plain: read by its balances", "contract, Safe 1.4.1: read by its
+    events", "contract: read in full through call traces"."""
+    if reading:
+        return f"{mode}, {reading}"
+    return f"{mode}: read by its balances" if mode == PLAIN else f"{mode}: read in full through call traces"
+
+
 def note_mode(
-    chain: ChainSettings, mode: str, *, found_by: str | None = None, traced: int = 0, blocks: int = 0
+    chain: ChainSettings,
+    mode: str,
+    *,
+    found_by: str | None = None,
+    traced: int = 0,
+    blocks: int = 0,
+    reading: str | None = None,
 ) -> None:
-    """Log the mode at the first range and on change; keep it (and how calls were found) for /health."""
-    if _logged.get(chain.name) != mode:
-        how = "" if mode == PLAIN else f"; its calls are read from call traces ({found_by or 'as the provider allows'})"
-        level = logging.INFO if mode == PLAIN else logging.WARNING
-        logger.log(level, "donation address %s on %s is %s%s", chain.donation_address, chain.name, mode, how)
-        _logged[chain.name] = mode
-    status = {"mode": mode, "calls_found_by": found_by, "last_range_blocks": blocks, "last_range_traced": traced}
+    """Log the mode at the first range and on change; keep it (and how calls were found) for /health.
+    `reading`: a genuine Safe read by its events (crawlers/scan/safe.py); a range of it read in full (too
+    busy to bisect) keeps that reading, so the line is not logged again for it."""
+    if reading is None and mode == CONTRACT:
+        reading = safe.reading_of(chain)
+    said = describe_reading(mode, reading)
+    if _logged.get(chain.name) != said:
+        if reading:
+            logger.info("donation address %s on %s is %s", chain.donation_address, chain.name, said)
+        else:
+            by = found_by or "as the provider allows"
+            how = "" if mode == PLAIN else f"; its calls are read from call traces ({by})"
+            level = logging.INFO if mode == PLAIN else logging.WARNING
+            logger.log(level, "donation address %s on %s is %s%s", chain.donation_address, chain.name, mode, how)
+        _logged[chain.name] = said
+    status = {
+        "mode": mode,
+        "reading": said,
+        "calls_found_by": found_by,
+        "last_range_blocks": blocks,
+        "last_range_traced": traced,
+    }
     try:
         get_redis().set(status_key(chain.name), json.dumps(status))
     except RedisError as exc:
@@ -160,17 +196,37 @@ def read_calls(
     has = f"has code ({kind})" if kind != PLAIN else f"signed an EIP-7702 authorization in block {signed[0]}"
     try:
         found_by, traced = model_calls(client, chain, blocks)
-    except NoEvidenceError as exc:
-        why = f"the donation address {has}: its calls are read from call traces, which gave no evidence"
-        return BlockHeld(start, f"{why} ({exc})")
-    except traces.TracesUnavailable as exc:
-        return BlockHeld(
-            start,
-            f"the donation address {has}: value can leave it by an internal call and hide in a net-zero "
-            f"balance, and the provider gives no call traces ({exc}); held, never guessed: point ETH_RPC_URL at a "
-            "provider that answers trace_block or debug_traceBlockByNumber",
-        )
+    except (NoEvidenceError, traces.TracesUnavailable) as exc:
+        return _untraced(start, has, exc)
     note_mode(chain, kind if kind != PLAIN else DELEGATED, found_by=found_by, traced=traced, blocks=len(blocks))
+    return None
+
+
+def _untraced(number: int, has: str, exc: Exception) -> BlockHeld:
+    """The hold where the calls of an address with code cannot be read from the traces."""
+    if isinstance(exc, NoEvidenceError):
+        why = f"the donation address {has}: its calls are read from call traces, which gave no evidence"
+        return BlockHeld(number, f"{why} ({exc})")
+    return BlockHeld(
+        number,
+        f"the donation address {has}: value can leave it by an internal call and hide in a net-zero "
+        f"balance, and the provider gives no call traces ({exc}); held, never guessed: point ETH_RPC_URL at a "
+        "provider that answers trace_block or debug_traceBlockByNumber",
+    )
+
+
+def trace_blocks(client: RpcClient, chain: ChainSettings, blocks: Sequence[ScannedBlock]) -> BlockHeld | None:
+    """A Safe's execution blocks read by its events (crawlers/scan/sparse.py): their call frames at the
+    address into their flows, as `model_calls` does for every block of a contract read in full; a hold at
+    the first that cannot be traced."""
+    for block in blocks:
+        number = block.header.number
+        try:
+            frames, unread = traces.traced_frames(client, chain, block_number=number, block_hash=block.header.hash)
+        except (NoEvidenceError, traces.TracesUnavailable) as exc:
+            return _untraced(number, f"is a Safe that executed a transaction in block {number}", exc)
+        account_frames(chain, block, frames)
+        block.untraced.extend(unread)
     return None
 
 

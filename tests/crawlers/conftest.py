@@ -62,10 +62,12 @@ def _fresh_worker_warnings() -> None:
     """Each test runs as a freshly started worker would: the warnings logged once per process (a provider
     without historical state) are logged again, whichever test met them first."""
     from crawlers.record import completeness
-    from crawlers.scan import with_code
+    from crawlers.scan import safe, with_code
 
     completeness._warned_unproven.clear()
     with_code._logged.clear()  # the donation address's mode is logged once per process
+    safe._believed.clear()  # and a Safe found there is remembered by the process
+    safe._singletons.clear()
 
 
 @pytest.fixture
