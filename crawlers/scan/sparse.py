@@ -388,15 +388,14 @@ def _read_proven(
     asked = [n for n in wanted if n not in known]
     extra = [call for n in asked for call in edge_calls(chain, n, n)]
     read = read_range(client, chain, start, end, mode, extra=extra, numbers=wanted, logs=logs)
-    if traced:
-        untraced = with_code.trace_blocks(client, chain, [b for b in read.blocks if b.header.number in traced])
-        if untraced is not None:
-            return [b for b in read.blocks if b.header.number < untraced.number], untraced
+    untraced = with_code.trace_blocks(client, chain, [b for b in read.blocks if b.header.number in traced])
     size = 2 * balances_in_batch(chain)
     pairs = {n: read.extra[i * size : (i + 1) * size] for i, n in enumerate(asked)}
     proven: list[ScannedBlock] = []
     for block in read.blocks:
         number = block.header.number
+        if untraced is not None and number >= untraced.number:
+            return proven, untraced  # the blocks before it are recorded proven, as any hold's are
         try:
             if number in known:
                 broken = unexplained([block], known[number])
