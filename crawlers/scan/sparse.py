@@ -94,6 +94,7 @@ class SparseScan:
     ledger: SpanLedger | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
     foreign: ForeignLogs = field(default_factory=ForeignLogs)  # the range's logs of coins the sale does not take
     codes: dict[int, str] = field(default_factory=dict)  # the address's code as read, by block (none: plain)
+    safe_claim: safe.SafeClaim | None = None  # a Safe read by its events: what the check provider must show
 
 
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
@@ -188,6 +189,7 @@ def scan_sparse(
     # plain at both edges, or a Safe's proxy (read through the sparse path only then): what a check provider
     # must show
     codes = {c_block: c.value for c_block, c in ((start - 1, code_before), (end, code)) if isinstance(c, Answer)}
+    claim = safe.claim_of(found_safe) if found_safe is not None else None
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
         return SparseScan(
@@ -199,6 +201,7 @@ def scan_sparse(
             ledger=ledger,
             foreign=logs.foreign,
             codes=codes,
+            safe_claim=claim,
         )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known, traced=executed)
@@ -220,6 +223,7 @@ def scan_sparse(
         ledger=ledger,
         foreign=logs.foreign,
         codes=codes,
+        safe_claim=claim,
     )
 
 

@@ -7,13 +7,21 @@ chain held.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
-from crawlers.models import FINALIZED
+from crawlers.decode.safe import NONCE_SLOT
+from crawlers.models import CHAIN, FINALIZED
+from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.configs import configured
 from tests.crawlers.scan.test_safe_events import relay
+from tests.rpc_proxy import RpcProxy
 from tests.safe_wallet import execute, install_safe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
@@ -40,3 +48,54 @@ def test_an_execution_block_the_provider_cannot_trace_costs_no_donation_before_i
     assert crawl(FINALIZED).held is None
 
     assert Donation.objects.get(tx_hash=relayed).status == "confirmed"
+
+
+@pytest.fixture
+def lying(node, settings) -> Iterator[RpcProxy]:
+    """The primary: a proxy in front of the node, armed by the test; the check provider: the node itself."""
+    with RpcProxy(node.url) as primary:
+        primary.arm("trace_*", "error", count=None, code=-32601, message="not found")  # debug traces, no trace_filter
+        settings.CONFIG = configured(settings.CONFIG, rpc_url=primary.url("/rpc"), rpc_check_url=node.url)
+        yield primary
+
+
+def test_a_primary_hiding_a_safes_net_zero_pair_with_its_nonce_bent_holds_the_chain(node, lying, caplog):
+    """The primary leaves out the Safe's logs of an internal donation and of a payout of the same amount, and
+    bends the Safe's transaction nonce (slot 5) to stand still: the range looks quiet to it, as a dropped pair
+    with the account nonce bent looks to a plain address's proof. The check provider's nonce must show it."""
+    install_safe(node, DONATION_ADDRESS, [OWNER])
+    node.mine(20)
+    assert crawl(FINALIZED).held is None
+    honest = relay(node, ACCOUNTS[2], ETHER)  # told truly: the check provider shows the same reading
+    node.mine(5)
+    execute(node, DONATION_ADDRESS, OWNER, PAYEE, ETHER // 2)
+    execute(node, DONATION_ADDRESS, OWNER, PAYEE, 0, safe_tx_gas=50_000)
+    node.mine(20)
+    assert crawl(FINALIZED).held is None
+    assert Donation.objects.get(tx_hash=honest).status == "confirmed"
+    nonce = int(node.rpc("eth_getStorageAt", DONATION_ADDRESS, NONCE_SLOT, "latest"), 16)
+    relayed = relay(node, ACCOUNTS[3], ETHER)
+    node.mine(5)
+    paid = execute(node, DONATION_ADDRESS, OWNER, PAYEE, ETHER)
+    node.mine(20)
+    hidden = {relayed, paid}
+    lying.arm(
+        "eth_getLogs",
+        "rewrite",
+        count=None,
+        rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") not in hidden],
+    )
+
+    def still(result: Any, params: list) -> Any:
+        ours = str(params[0]).lower() == DONATION_ADDRESS and int(params[1], 16) == int(NONCE_SLOT, 16)
+        return "0x" + format(nonce, "064x") if ours else result
+
+    lying.arm("eth_getStorageAt", "rewrite", count=None, rewrite=still)
+
+    with caplog.at_level(logging.INFO):
+        result = crawl(FINALIZED)
+
+    assert result.held is not None
+    assert "providers disagree" in result.held
+    assert "the Safe's transaction nonce" in result.held
+    assert cursor_get(chain=CHAIN, label=FINALIZED).value < int(node.receipt(relayed)["blockNumber"], 16)
