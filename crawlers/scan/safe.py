@@ -194,7 +194,8 @@ def executions_proven(safe: SafeRange, opaque: Sequence[int]) -> str | None:
     """Why the Safe's executions are not all among `opaque` (its execution blocks, read in full), or None.
 
     Between the points around them (the range's edges and each execution block's parent and itself), the
-    storage nonce must stand still (no execTransaction the logs left out), the singleton stay the one we
+    storage nonce must stand still (no execTransaction the logs left out) and move by one for each
+    execTransaction event across an execution block, the singleton stay the one we
     checked, and no module may be enabled unless trace_filter answered and saw no value leave the Safe
     outside an execution block."""
     points = {safe.before.block: safe.before, safe.after.block: safe.after, **safe.points}
@@ -208,6 +209,11 @@ def executions_proven(safe: SafeRange, opaque: Sequence[int]) -> str | None:
         inside = [n for n in executed if low < n <= high]
         if not inside and points[low].nonce != points[high].nonce:
             return f"its transaction nonce moved in blocks {low + 1}..{high} with no execution event there"
+        # Each execTransaction moves it by exactly one, failed or not; a delegatecall can write it (and log
+        # anything): then it no longer counts the executions, here or for a check provider.
+        told, moved = sum(safe.events.executions.get(n, 0) for n in inside), points[high].nonce - points[low].nonce
+        if inside and moved != told:
+            return f"its transaction nonce moved by {moved} in blocks {low + 1}..{high}, which log {told} execution(s)"
     if safe.value_out is not None and (left := sorted(safe.value_out - executed)):
         return f"trace_filter shows value leaving it in block {left[0]}, which has no execution event"
     if any(p.modules for p in points.values()) and safe.value_out is None:

@@ -12,17 +12,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from eth_abi import encode
 
 from crawlers.decode.safe import NONCE_SLOT
 from crawlers.models import CHAIN, FINALIZED
 from crawlers.record.cursors import cursor_get
 from crawlers.runs.crawl import crawl
 from donations.models import Donation
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, selector
 from tests.configs import configured
 from tests.crawlers.scan.test_safe_events import relay
 from tests.rpc_proxy import RpcProxy
-from tests.safe_wallet import execute, install_safe
+from tests.safe_wallet import EXEC_TRANSACTION, ZERO, execute, install_safe
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crawl_config", "eth_prices")]
 
@@ -99,3 +100,37 @@ def test_a_primary_hiding_a_safes_net_zero_pair_with_its_nonce_bent_holds_the_ch
     assert "providers disagree" in result.held
     assert "the Safe's transaction nonce" in result.held
     assert cursor_get(chain=CHAIN, label=FINALIZED).value < int(node.receipt(relayed)["blockNumber"], 16)
+
+
+REWINDER = "0x" + "7e" * 20
+REWIND_NONCE = "0x6001600554036005550" + "0"  # PUSH1 1 PUSH1 5 SLOAD SUB PUSH1 5 SSTORE STOP: slot 5 -= 1
+
+
+def delegate(node, owner: str, to: str) -> str:
+    """The owner has the Safe execTransaction a DELEGATECALL to `to` (its code runs in the Safe's storage)."""
+    signature = bytes.fromhex(owner[2:].rjust(64, "0")) + b"\x00" * 32 + b"\x01"
+    args = [to, 0, b"", 1, 0, 0, 0, ZERO, ZERO, signature]
+    data = "0x" + (selector(EXEC_TRANSACTION[0]) + encode(EXEC_TRANSACTION[1], args)).hex()
+    return node.send({"from": owner, "to": DONATION_ADDRESS, "data": data, "gas": hex(400_000)})
+
+
+def test_an_execution_that_rewinds_the_safes_nonce_is_read_in_full_not_a_disagreement(node, lying, caplog):
+    """The owners' delegatecall sets the Safe's transaction nonce back (its code may write any slot): the
+    nonce no longer counts the executions, so the range is read in full; both providers tell the truth, so
+    nothing may hold the chain as a disagreement between them."""
+    install_safe(node, DONATION_ADDRESS, [OWNER])
+    node.mine(20)
+    assert crawl(FINALIZED).held is None
+    node.set_code(REWINDER, REWIND_NONCE)
+    donated = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    before = int(node.rpc("eth_getStorageAt", DONATION_ADDRESS, NONCE_SLOT, "latest"), 16)
+    delegate(node, OWNER, REWINDER)
+    assert int(node.rpc("eth_getStorageAt", DONATION_ADDRESS, NONCE_SLOT, "latest"), 16) == before
+    node.mine(20)
+
+    with caplog.at_level(logging.WARNING):
+        result = crawl(FINALIZED)
+
+    assert result.held is None
+    assert Donation.objects.get(tx_hash=donated).status == "confirmed"
+    assert any("read in full through call traces" in r.getMessage() for r in caplog.records)
