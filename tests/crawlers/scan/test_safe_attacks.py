@@ -69,8 +69,9 @@ def test_a_primary_hiding_a_safes_net_zero_pair_with_its_nonce_bent_holds_the_ch
     assert crawl(FINALIZED).held is None
     honest = relay(node, ACCOUNTS[2], ETHER)  # told truly: the check provider shows the same reading
     node.mine(5)
-    execute(node, DONATION_ADDRESS, OWNER, PAYEE, ETHER // 2)
-    execute(node, DONATION_ADDRESS, OWNER, PAYEE, 0, safe_tx_gas=50_000)
+    with node.one_block():  # two executions in one block, one of them failed: the nonce moves by two
+        execute(node, DONATION_ADDRESS, OWNER, PAYEE, ETHER // 2)
+        execute(node, DONATION_ADDRESS, OWNER, node.coins["usdt"], 0, b"\xde\xad", safe_tx_gas=50_000)
     node.mine(20)
     assert crawl(FINALIZED).held is None
     assert Donation.objects.get(tx_hash=honest).status == "confirmed"
