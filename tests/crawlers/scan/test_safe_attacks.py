@@ -22,6 +22,7 @@ from donations.models import Donation
 from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, selector
 from tests.configs import configured
 from tests.crawlers.scan.test_safe_events import relay
+from tests.crawlers.scan.test_sparse import crawled
 from tests.rpc_proxy import RpcProxy
 from tests.safe_wallet import EXEC_TRANSACTION, ZERO, execute, install_safe
 
@@ -103,8 +104,11 @@ def test_a_primary_hiding_a_safes_net_zero_pair_with_its_nonce_bent_holds_the_ch
     assert cursor_get(chain=CHAIN, label=FINALIZED).value < int(node.receipt(relayed)["blockNumber"], 16)
 
 
+MASTER_COPY = "0xa619486e"  # masterCopy(): the proxy answers it itself, payable
+
+BURNER = "0x" + "b1" * 20
 REWINDER = "0x" + "7e" * 20
-REWIND_NONCE = "0x6001600554036005550" + "0"  # PUSH1 1 PUSH1 5 SLOAD SUB PUSH1 5 SSTORE STOP: slot 5 -= 1
+REWIND_NONCE = "0x60016005540360055500"  # PUSH1 1 PUSH1 5 SLOAD SUB PUSH1 5 SSTORE STOP: slot 5 -= 1
 
 
 def delegate(node, owner: str, to: str) -> str:
@@ -135,3 +139,28 @@ def test_an_execution_that_rewinds_the_safes_nonce_is_read_in_full_not_a_disagre
     assert result.held is None
     assert Donation.objects.get(tx_hash=donated).status == "confirmed"
     assert any("read in full through call traces" in r.getMessage() for r in caplog.records)
+
+
+def test_eth_the_safes_code_never_sees_is_read_as_the_full_scan_reads_it(node, proxy, settings):
+    """ETH moved with no event of the Safe, inside ranges read by its events: taken by the proxy's payable
+    masterCopy() (the Safe's code never runs: no SafeReceived), and the whole balance sent away by an
+    owners' delegatecall running SELFDESTRUCT in the Safe (no call frame of its own; since Cancun the code
+    stays). Each is the residual of its interval, or inside an execution block read in full and traced."""
+    install_safe(node, DONATION_ADDRESS, [OWNER])
+    node.mine(20)
+    execute(node, DONATION_ADDRESS, OWNER, PAYEE, 0)
+    node.mine(10)
+    quiet = node.send({"from": ACCOUNTS[4], "to": DONATION_ADDRESS, "value": hex(ETHER), "data": MASTER_COPY})
+    node.mine(10)
+    execute(node, DONATION_ADDRESS, OWNER, PAYEE, ETHER)  # the same amount out again
+    node.mine(10)
+    donated = relay(node, ACCOUNTS[3], ETHER)
+    node.mine(5)
+    node.set_code(BURNER, "0x73" + PAYEE[2:] + "ff")  # PUSH20 payee; SELFDESTRUCT
+    delegate(node, OWNER, BURNER)
+    assert node.rpc("eth_getBalance", DONATION_ADDRESS, "latest") == "0x0"
+    node.mine(20)
+
+    by_events = crawled(settings, sparse=True)
+    assert by_events == crawled(settings, sparse=False)
+    assert {quiet, donated} <= {row[0] for row in by_events[0]}
