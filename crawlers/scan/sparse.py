@@ -205,6 +205,9 @@ def scan_sparse(
         )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known, traced=executed)
+    if found_safe is not None and (why := _announced_differs(blocks, changed, moves)) is not None:
+        safe.logged_reason(chain, start, end, why)
+        return None
     if with_code.authorized_in(blocks):
         # The address signed an EIP-7702 authorization inside the range (its nonce moved there): between
         # it and a clear, delegated code can move ETH in and out without a nonce move, unseen by the
@@ -333,6 +336,23 @@ def _bisect(
                 bounds.append(balances_from(chain, point, outcomes[at : at + size]))
             level += list(zip(bounds, [*bounds[1:], high], strict=True))
     return dict(sorted(changed.items()))
+
+
+def _announced_differs(blocks: Sequence[ScannedBlock], changed: dict, moves: dict) -> str | None:
+    """Where a Safe's proven block in a quiet interval (its change taken from its SafeReceived events alone)
+    moved its ETH by other than they announce: the logs were wrong, and so is the verdict on its interval
+    (another block there moved the difference), or None. Its balances pinned by hash show the block's own
+    change; an honest Safe's receive() announces exactly what it takes, and a block where more arrived is
+    in an interval that does not close, bisected to it."""
+    for block in blocks:
+        number = block.header.number
+        if number in changed:
+            continue
+        moved = block.flows.get(ETH, 0) + block.settled.get(ETH, 0)
+        told = moves.get(number, {}).get(ETH, 0)
+        if moved != told:
+            return f"block {number} moved its ETH by {moved} wei, its SafeReceived events say {told}"
+    return None
 
 
 def _only(balances: Balances, keep: Sequence[str]) -> Balances:

@@ -164,3 +164,35 @@ def test_eth_the_safes_code_never_sees_is_read_as_the_full_scan_reads_it(node, p
     by_events = crawled(settings, sparse=True)
     assert by_events == crawled(settings, sparse=False)
     assert {quiet, donated} <= {row[0] for row in by_events[0]}
+
+
+def test_a_primary_moving_one_safereceived_amount_onto_another_costs_no_donation(node, proxy, caplog):
+    """Two donations of 1 ETH in one quiet stretch; the primary (no trace_filter) leaves the first one's
+    SafeReceived out and says the second brought 2 ETH: the interval still closes on what the events
+    announce. The second block's balances show 1 ETH, so the announcement was wrong, and so is the verdict
+    on the interval: another block in it moved the difference."""
+    install_safe(node, DONATION_ADDRESS, [OWNER])
+    node.mine(20)
+    assert crawl(FINALIZED).held is None
+    first = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    node.mine(5)
+    second = node.send_eth(ACCOUNTS[3], DONATION_ADDRESS, ETHER)
+    node.mine(20)
+
+    def moved(logs: Any, _params: list) -> Any:
+        if not isinstance(logs, list):
+            return logs
+        kept = [log for log in logs if log.get("transactionHash") != first]
+        return [
+            {**log, "data": "0x" + format(2 * ETHER, "064x")} if log.get("transactionHash") == second else log
+            for log in kept
+        ]
+
+    proxy.arm("eth_getLogs", "rewrite", count=None, rewrite=moved)
+    proxy.arm("trace_filter", "error", count=None, code=-32601, message="the method trace_filter does not exist")
+
+    with caplog.at_level(logging.INFO):
+        assert crawl(FINALIZED).held is None
+
+    assert {d.tx_hash for d in Donation.objects.filter(status="confirmed")} == {first, second}
+    assert any("its SafeReceived events say" in r.getMessage() for r in caplog.records)
