@@ -22,7 +22,9 @@ asset whose range residual is not zero). Those blocks, the blocks the logs name 
 the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
 transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py), each
 against the change the bisection already holds for it (`_known_changes`: no balance is asked twice; a
-block that does not close on it is asked again pinned by hash, as every suspect block is). A level
+block that does not close on it is asked again pinned by hash, as every suspect block is; the blocks
+proven must add up to the range's change, else a balance asked by number misled the verdict on an
+interval, and the range is read in full). A level
 splits an interval into up to 8 parts, all of the level's in one post. Nothing here writes: the result
 says whether the whole range was proven.
 
@@ -208,6 +210,11 @@ def scan_sparse(
     if found_safe is not None and (why := _announced_differs(blocks, changed, moves)) is not None:
         safe.logged_reason(chain, start, end, why)
         return None
+    if held is None and (why := _unbalanced(before, after, blocks)) is not None:
+        # Balances asked by number (the bisection's, a Safe's points) that the blocks' own, pinned by hash,
+        # contradict: what a quiet interval was judged on was not the chain's. Never a guess.
+        logger.warning("blocks %d..%d of %s are read in full: %s", start, end, chain.name, why)
+        return None
     if with_code.authorized_in(blocks):
         # The address signed an EIP-7702 authorization inside the range (its nonce moved there): between
         # it and a clear, delegated code can move ETH in and out without a nonce move, unseen by the
@@ -352,6 +359,17 @@ def _announced_differs(blocks: Sequence[ScannedBlock], changed: dict, moves: dic
         told = moves.get(number, {}).get(ETH, 0)
         if moved != told:
             return f"block {number} moved its ETH by {moved} wei, its SafeReceived events say {told}"
+    return None
+
+
+def _unbalanced(before: Balances, after: Balances, blocks: Sequence[ScannedBlock]) -> str | None:
+    """Where the proven blocks' changes (each its own balances' or its transactions') do not add up to
+    the range's change between its edges, what differs; None when they do, as they must when every block
+    that moved a balance was read."""
+    for asset, opening in before.values.items():
+        moved = sum(b.flows.get(asset, 0) + b.settled.get(asset, 0) for b in blocks)
+        if after.values[asset] - opening != moved:
+            return f"its {asset} moved by {after.values[asset] - opening}, the blocks read add up to {moved}"
     return None
 
 

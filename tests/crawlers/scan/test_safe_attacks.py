@@ -196,3 +196,37 @@ def test_a_primary_moving_one_safereceived_amount_onto_another_costs_no_donation
 
     assert {d.tx_hash for d in Donation.objects.filter(status="confirmed")} == {first, second}
     assert any("its SafeReceived events say" in r.getMessage() for r in caplog.records)
+
+
+def test_a_primary_bending_the_balance_before_an_execution_costs_no_donation(node, proxy, caplog):
+    """The primary (no trace_filter) leaves a donation's SafeReceived out and bends the Safe's balance asked
+    by number before the next execution by as much: the stretch before it looks quiet, and the execution
+    block, asked again pinned by hash, closes on its true change. The blocks proven no longer add up to
+    the range's change: the range is read in full."""
+    install_safe(node, DONATION_ADDRESS, [OWNER])
+    node.mine(20)
+    assert crawl(FINALIZED).held is None
+    donated = node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)
+    node.mine(5)
+    paid = execute(node, DONATION_ADDRESS, OWNER, PAYEE, ETHER // 2)
+    parent = hex(int(node.receipt(paid)["blockNumber"], 16) - 1)
+    node.mine(20)
+
+    def bent(result: Any, params: list) -> Any:
+        ours = str(params[0]).lower() == DONATION_ADDRESS and params[1] == parent
+        return hex(int(result, 16) - ETHER) if ours and isinstance(result, str) else result
+
+    proxy.arm("eth_getBalance", "rewrite", count=None, rewrite=bent)
+    proxy.arm(
+        "eth_getLogs",
+        "rewrite",
+        count=None,
+        rewrite=lambda logs, _params: [log for log in logs if log.get("transactionHash") != donated],
+    )
+    proxy.arm("trace_filter", "error", count=None, code=-32601, message="the method trace_filter does not exist")
+
+    with caplog.at_level(logging.WARNING):
+        result = crawl(FINALIZED)
+
+    assert result.held is None
+    assert Donation.objects.get(tx_hash=donated).status == "confirmed"
