@@ -219,7 +219,14 @@ def _crawl(job: _Job, client: RpcClient, max_blocks: int | None, check: RpcClien
             if final_check is not None:
                 closing = reach or (blocks[-1].header if blocks else None)
                 claim = RangeClaim(
-                    found.planned.start - 1, blocks, closing, proof, found.codes, job.run, foreign=found.foreign
+                    found.planned.start - 1,
+                    blocks,
+                    closing,
+                    proof,
+                    found.codes,
+                    job.run,
+                    foreign=found.foreign,
+                    safe=found.sparse.safe_claim if found.sparse is not None else None,
                 )
                 if not agreed(final_check, client, job.chain, claim, result):
                     return result

@@ -20,7 +20,9 @@ The range is recorded only when the check provider's answers show the same thing
   left out of a range (dropped from a log answer or from a block body, with its balances bent to match
   after it, or before it: each range's proof asks the primary for its opening afresh) shows here;
 * no code at either edge where the primary proved the range as a plain account (by its balances alone), and
-  the same Safe proxy code where the primary's was one (a Safe may be read by its events);
+  the same Safe proxy code where the primary's was one (a Safe may be read by its events); for a Safe read
+  by its events, its storage at both edges showing that reading (crawlers/scan/safe.py `claim_differs`: an
+  execution left out of the primary's logs, with the Safe's nonce bent to match, shows in the nonce);
 * for ETH paid by an internal call, the check provider's trace of the transaction showing the frame from
   that donor (a balance shows the amount, not whose it is);
 * each crediting block moving the balances as the primary's proof says it did: ETH that never arrived
@@ -71,7 +73,7 @@ from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.receipt_stand_ins import receipt_stand_ins
 from crawlers.scan.register_facts import frame_payouts_shown, register_differs, register_hashes, strays_of
 from crawlers.scan.results import ScannedBlock
-from crawlers.scan.safe import known_proxy
+from crawlers.scan.safe import SafeClaim, claim_differs, known_proxy, storage_at, storage_calls
 from crawlers.scan.second_reading import range_shown, unexplained_shown
 from crawlers.scan.transfer_facts import name, ours_and_theirs, reverted_differs, transfer_differs
 from crawlers.scan.with_code import PLAIN, mode_of
@@ -104,6 +106,7 @@ class RangeClaim:
     codes: Mapping[int, str]  # the donation address's code as the primary gave it, by block
     run: str = ""  # the crawler run asking (crawlers/scan/history.py tells a refusal's first sighting by it)
     foreign: ForeignLogs | None = None  # the range's logs of other tokens (its stray arrivals: refunds owed)
+    safe: SafeClaim | None = None  # a Safe read by its events (crawlers/scan/safe.py): what that rested on
 
     def balances_at(self, number: int) -> dict[str, int] | None:
         """The balances the primary's proof holds at the end of block `number`, or None where it holds none."""
@@ -135,6 +138,7 @@ class _Asked:
     edges: list[int]  # blocks whose code is asked
     receipts: list[str]
     transactions: list[str]
+    safe_edges: list[int]  # blocks whose Safe storage is asked (a range read by the Safe's events)
 
 
 def _asked(chain: ChainSettings, claim: RangeClaim, closing: BlockHeader) -> _Asked:
@@ -158,7 +162,9 @@ def _asked(chain: ChainSettings, claim: RangeClaim, closing: BlockHeader) -> _As
     calls = [header_call(n) for n in headers] + [c for n in balances for c in balance_calls(chain, n)]
     calls += [code_call(chain.donation_address, e) for e in edges] + receipt_calls(receipts)
     calls += transaction_calls(eth_txs)
-    return _Asked(calls, strays, headers, balances, edges, receipts, eth_txs)
+    safe_edges = edges if claim.safe is not None and len(edges) == 2 else []
+    calls += [c for e in safe_edges for c in storage_calls(chain, e)]
+    return _Asked(calls, strays, headers, balances, edges, receipts, eth_txs, safe_edges)
 
 
 def _moved(block: ScannedBlock) -> bool:
@@ -178,6 +184,7 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
     codes = {e: next(outcomes) for e in asked.edges}
     receipts = {h: next(outcomes) for h in asked.receipts}
     transactions = {h: next(outcomes) for h in asked.transactions}
+    storage = {e: [next(outcomes) for _ in storage_calls(chain, e)] for e in asked.safe_edges}
     # The block hashes first: on another history everything else differs too, the hash says why.
     verdict = _headers_differ(claim, headers)
     if verdict is not None:
@@ -208,6 +215,7 @@ def cross_check(check: RpcClient, chain: ChainSettings, claim: RangeClaim) -> Ve
         _edge_differs(claim, claim.opening, theirs.get(claim.opening), check)
         or _edge_differs(claim, closing.number, theirs.get(closing.number), check)
         or _code_differs(claim, codes)
+        or _safe_differs(check, chain, claim, storage)
     )
     if verdict is not None:
         return verdict
@@ -391,6 +399,26 @@ def _code_differs(claim: RangeClaim, codes: Mapping[int, RpcOutcome]) -> Disagre
                 f"the check provider says it is {address_mode(code)} ({code[:50]})",
             )
     return None
+
+
+def _safe_differs(
+    check: RpcClient, chain: ChainSettings, claim: RangeClaim, storage: Mapping[int, list[RpcOutcome]]
+) -> Verdict:
+    """A Safe read by its events: the check provider's storage of it at both edges shows that reading (an
+    edge it keeps no state for is not compared, as its code there is not)."""
+    if claim.safe is None or len(storage) != 2:
+        return None
+    found = []
+    for number, outcomes in sorted(storage.items()):
+        refused = _missing(outcomes)
+        if refused is not None:
+            return None if _stateless(check, chain, number, refused, claim.run) else refused
+        found.append(storage_at(number, outcomes))
+    opening, closing = found
+    if opening is None or closing is None:
+        return NoEvidence("eth_getStorageAt", "malformed", "the check provider's Safe storage is no storage word")
+    differs = claim_differs(claim.safe, opening, closing)
+    return Disagreement(closing.block, differs) if differs is not None else None
 
 
 def _signed(raw: int) -> str:

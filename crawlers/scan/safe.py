@@ -194,7 +194,8 @@ def executions_proven(safe: SafeRange, opaque: Sequence[int]) -> str | None:
     """Why the Safe's executions are not all among `opaque` (its execution blocks, read in full), or None.
 
     Between the points around them (the range's edges and each execution block's parent and itself), the
-    storage nonce must stand still (no execTransaction the logs left out), the singleton stay the one we
+    storage nonce must stand still (no execTransaction the logs left out) and move by one for each
+    execTransaction event across an execution block, the singleton stay the one we
     checked, and no module may be enabled unless trace_filter answered and saw no value leave the Safe
     outside an execution block."""
     points = {safe.before.block: safe.before, safe.after.block: safe.after, **safe.points}
@@ -208,6 +209,11 @@ def executions_proven(safe: SafeRange, opaque: Sequence[int]) -> str | None:
         inside = [n for n in executed if low < n <= high]
         if not inside and points[low].nonce != points[high].nonce:
             return f"its transaction nonce moved in blocks {low + 1}..{high} with no execution event there"
+        # Each execTransaction moves it by exactly one, failed or not; a delegatecall can write it (and log
+        # anything): then it no longer counts the executions, here or for a check provider.
+        told, moved = sum(safe.events.executions.get(n, 0) for n in inside), points[high].nonce - points[low].nonce
+        if inside and moved != told:
+            return f"its transaction nonce moved by {moved} in blocks {low + 1}..{high}, which log {told} execution(s)"
     if safe.value_out is not None and (left := sorted(safe.value_out - executed)):
         return f"trace_filter shows value leaving it in block {left[0]}, which has no execution event"
     if any(p.modules for p in points.values()) and safe.value_out is None:
@@ -275,3 +281,38 @@ def reading_of(chain: ChainSettings) -> str | None:
     singleton = _believed.get(chain.name)
     version = _singletons.get((chain.name, singleton)) if singleton else None
     return f"Safe {version}: read by its events" if version else None
+
+
+@dataclass(frozen=True)
+class SafeClaim:
+    """What a range read by the Safe's events rests on (the primary's word), for a check provider to show
+    (crawlers/scan/agreement.py): a primary that left an execution out of its logs and bent the Safe's
+    storage to match, as a dropped transfer with the balances bent is shown by the balances."""
+
+    singleton: str
+    executions: dict[int, int]  # block -> execTransaction events in the primary's logs
+    modules: bool  # a module was enabled at a point the primary read (then trace_filter spoke for them)
+
+
+def claim_of(found: SafeRange) -> SafeClaim:
+    points = [found.before, found.after, *found.points.values()]
+    return SafeClaim(found.singleton, dict(found.events.executions), any(p.modules for p in points))
+
+
+def claim_differs(claim: SafeClaim, opening: SafeStorage, closing: SafeStorage) -> str | None:
+    """Where the check provider's storage of the Safe at the recorded stretch's edges does not show the
+    primary's reading, what differs: the same singleton, no module where the primary saw none, and its
+    transaction nonce grown by exactly the execTransaction events the primary's logs gave in between (each
+    one, failed or not, moves it by one)."""
+    for edge in (opening, closing):
+        if edge.singleton != claim.singleton:
+            return f"the Safe's singleton at block {edge.block}: ours says {claim.singleton}, theirs {edge.singleton}"
+        if edge.modules and not claim.modules:
+            return f"a module of the Safe at block {edge.block}: ours says none is enabled, theirs one is"
+    ours = sum(n for block, n in claim.executions.items() if opening.block < block <= closing.block)
+    if closing.nonce - opening.nonce != ours:
+        return (
+            f"the Safe's transaction nonce over blocks {opening.block + 1}..{closing.block}: ours says {ours} "
+            f"execution(s), theirs moved it by {closing.nonce - opening.nonce}"
+        )
+    return None

@@ -22,7 +22,9 @@ asset whose range residual is not zero). Those blocks, the blocks the logs name 
 the blocks our own rows name (for a final read: the caller's `recorded_blocks`, since a reverted
 transfer changes no balance) are read in full and proven one by one (crawlers/scan/proof.py), each
 against the change the bisection already holds for it (`_known_changes`: no balance is asked twice; a
-block that does not close on it is asked again pinned by hash, as every suspect block is). A level
+block that does not close on it is asked again pinned by hash, as every suspect block is; the blocks
+proven must add up to the range's change, else a balance asked by number misled the verdict on an
+interval, and the range is read in full). A level
 splits an interval into up to 8 parts, all of the level's in one post. Nothing here writes: the result
 says whether the whole range was proven.
 
@@ -94,6 +96,7 @@ class SparseScan:
     ledger: SpanLedger | None = None  # what a final read publishes (crawlers/record/proof_ranges.py)
     foreign: ForeignLogs = field(default_factory=ForeignLogs)  # the range's logs of coins the sale does not take
     codes: dict[int, str] = field(default_factory=dict)  # the address's code as read, by block (none: plain)
+    safe_claim: safe.SafeClaim | None = None  # a Safe read by its events: what the check provider must show
 
 
 TOO_BUSY = SparseScan([], None, "", None)  # a range too busy to bisect: the caller reads it in full
@@ -188,6 +191,7 @@ def scan_sparse(
     # plain at both edges, or a Safe's proxy (read through the sparse path only then): what a check provider
     # must show
     codes = {c_block: c.value for c_block, c in ((start - 1, code_before), (end, code)) if isinstance(c, Answer)}
+    claim = safe.claim_of(found_safe) if found_safe is not None else None
     if not wanted:
         ledger = ledger_from_blocks(start, before.values, [], end, after.values)
         return SparseScan(
@@ -199,9 +203,18 @@ def scan_sparse(
             ledger=ledger,
             foreign=logs.foreign,
             codes=codes,
+            safe_claim=claim,
         )
     known = _known_changes(chain, wanted, changed, moves, coins_too=coins_too)
     blocks, held = _read_proven(client, chain, start, end, mode, wanted, logs, known, traced=executed)
+    if found_safe is not None and (why := _announced_differs(blocks, changed, moves)) is not None:
+        safe.logged_reason(chain, start, end, why)
+        return None
+    if held is None and (why := _unbalanced(before, after, blocks)) is not None:
+        # Balances asked by number (the bisection's, a Safe's points) that the blocks' own, pinned by hash,
+        # contradict: what a quiet interval was judged on was not the chain's. Never a guess.
+        logger.warning("blocks %d..%d of %s are read in full: %s", start, end, chain.name, why)
+        return None
     if with_code.authorized_in(blocks):
         # The address signed an EIP-7702 authorization inside the range (its nonce moved there): between
         # it and a clear, delegated code can move ETH in and out without a nonce move, unseen by the
@@ -220,6 +233,7 @@ def scan_sparse(
         ledger=ledger,
         foreign=logs.foreign,
         codes=codes,
+        safe_claim=claim,
     )
 
 
@@ -331,6 +345,34 @@ def _bisect(
     return dict(sorted(changed.items()))
 
 
+def _announced_differs(blocks: Sequence[ScannedBlock], changed: dict, moves: dict) -> str | None:
+    """Where a Safe's proven block in a quiet interval (its change taken from its SafeReceived events alone)
+    moved its ETH by other than they announce: the logs were wrong, and so is the verdict on its interval
+    (another block there moved the difference), or None. Its balances pinned by hash show the block's own
+    change; an honest Safe's receive() announces exactly what it takes, and a block where more arrived is
+    in an interval that does not close, bisected to it."""
+    for block in blocks:
+        number = block.header.number
+        if number in changed:
+            continue
+        moved = block.flows.get(ETH, 0) + block.settled.get(ETH, 0)
+        told = moves.get(number, {}).get(ETH, 0)
+        if moved != told:
+            return f"block {number} moved its ETH by {moved} wei, its SafeReceived events say {told}"
+    return None
+
+
+def _unbalanced(before: Balances, after: Balances, blocks: Sequence[ScannedBlock]) -> str | None:
+    """Where the proven blocks' changes (each its own balances' or its transactions') do not add up to
+    the range's change between its edges, what differs; None when they do, as they must when every block
+    that moved a balance was read."""
+    for asset, opening in before.values.items():
+        moved = sum(b.flows.get(asset, 0) + b.settled.get(asset, 0) for b in blocks)
+        if after.values[asset] - opening != moved:
+            return f"its {asset} moved by {after.values[asset] - opening}, the blocks read add up to {moved}"
+    return None
+
+
 def _only(balances: Balances, keep: Sequence[str]) -> Balances:
     return Balances(balances.block, {k: balances.values[k] for k in keep})
 
@@ -388,15 +430,14 @@ def _read_proven(
     asked = [n for n in wanted if n not in known]
     extra = [call for n in asked for call in edge_calls(chain, n, n)]
     read = read_range(client, chain, start, end, mode, extra=extra, numbers=wanted, logs=logs)
-    if traced:
-        untraced = with_code.trace_blocks(client, chain, [b for b in read.blocks if b.header.number in traced])
-        if untraced is not None:
-            return [b for b in read.blocks if b.header.number < untraced.number], untraced
+    untraced = with_code.trace_blocks(client, chain, [b for b in read.blocks if b.header.number in traced])
     size = 2 * balances_in_batch(chain)
     pairs = {n: read.extra[i * size : (i + 1) * size] for i, n in enumerate(asked)}
     proven: list[ScannedBlock] = []
     for block in read.blocks:
         number = block.header.number
+        if untraced is not None and number >= untraced.number:
+            return proven, untraced  # the blocks before it are recorded proven, as any hold's are
         try:
             if number in known:
                 broken = unexplained([block], known[number])
