@@ -57,13 +57,23 @@ def selector(signature: str) -> bytes:
     return keccak(text=signature)[:4]
 
 
+_last_port: dict[tuple[int, int], int] = {}  # per range asked: the index of the port given last
+
+
 def free_port(ports: Sequence[int] = PORT_RANGE) -> int:
-    for port in ports:
+    """A port of `ports` nothing listens on, taken in turn after the one this process gave last: a port just
+    given up (a server of the previous test still shutting down, or one about to bind it) is the last to be
+    given again (once, a gunicorn found the port it was given taken, and the test asked another server)."""
+    key = (ports[0], len(ports))
+    after = _last_port.get(key, -1) + 1
+    for index in [*range(after, len(ports)), *range(after)]:
+        port = ports[index]
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _last_port[key] = index
             return port
     raise RuntimeError(f"no free port in {ports[0]}..{ports[-1]}")
 
