@@ -80,6 +80,22 @@ class FinalizedRows:
     result: FinalizedBlockResult = field(default_factory=FinalizedBlockResult)
 
 
+class _Provisional:
+    """The token price at the confirmed total as last committed, read once and only when a row is priced:
+    the rows are priced again under the campaign lock where the tier has moved since (another chain's
+    block committed in between)."""
+
+    def __init__(self, tiers: Sequence[SaleTier]) -> None:
+        self.tiers = tiers
+        self.price: Decimal | None = None
+
+    def __call__(self) -> Decimal:
+        if self.price is None:
+            tokens = DonationStats.objects.values_list("tokens", flat=True).get()
+            self.price = sale_state(tokens, self.tiers).token_price
+        return self.price
+
+
 def finalized_block_rows(
     *, chain: str, sightings: Sequence[Sighting], reverted_tx_hashes: Sequence[str], tiers: Sequence[SaleTier]
 ) -> FinalizedRows:
@@ -91,9 +107,7 @@ def finalized_block_rows(
     if not sightings and not reverted_tx_hashes:
         return written
     chain_donations_lock(chain)
-    # The confirmed total as last committed: the rows are priced again under the campaign lock where the
-    # tier has moved since (another chain's block committed in between).
-    provisional = sale_state(DonationStats.objects.values_list("tokens", flat=True).get(), tiers).token_price
+    provisional = _Provisional(tiers)
     rows = block_rows(chain, sightings)
     for sighting in sightings:
         donation, outcome = sighting_record(
@@ -123,7 +137,7 @@ def finalized_block_rows(
                 sighting.transfer.donor,
                 sighting.block_time.isoformat(),
             )
-            donation_record_as_seen(donation, sighting, sighting_priced(sighting, provisional))
+            donation_record_as_seen(donation, sighting, sighting_priced(sighting, provisional()))
             priced_here = True
         if donation.status == DonationStatus.FAILED:
             # Positive evidence (the transfer in a finalized block) outweighs an earlier absence; the row
@@ -133,7 +147,7 @@ def finalized_block_rows(
                 donation.tx_hash,
                 sighting.transfer.block_number,
             )
-            donation_move_to(donation, sighting, sighting_priced(sighting, provisional))
+            donation_move_to(donation, sighting, sighting_priced(sighting, provisional()))
             donation.status = DonationStatus.UNCONFIRMED  # confirmed below, or held by a pause as unconfirmed
             donation.failed_reason = ""
             donation.save(update_fields=["status", "failed_reason", "modified_at"])

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -160,9 +160,8 @@ def donation_record_unconfirmed(
     """
     if confirmed_tokens is None:
         confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
-    row, outcome = sighting_record(
-        sighting=sighting, token_price=sale_state(confirmed_tokens, tiers).token_price, rows=rows
-    )
+    token_price = sale_state(confirmed_tokens, tiers).token_price
+    row, outcome = sighting_record(sighting=sighting, token_price=lambda: token_price, rows=rows)
     sighting_announce(row, outcome)
     return row, outcome
 
@@ -175,10 +174,12 @@ def sighting_announce(row: Donation, outcome: str) -> None:
         webhook_donation_event(row, "donation.moved")
 
 
-def sighting_record(*, sighting: Sighting, token_price: Decimal, rows: list[Donation] | None) -> tuple[Donation, str]:
-    """`donation_record_unconfirmed`'s write, priced at `token_price`, without its webhook event: the
-    finalized crawler's write prices it again at the tier of the confirmed total under the campaign lock
-    (donations/finalized.py) and announces it after that."""
+def sighting_record(
+    *, sighting: Sighting, token_price: Callable[[], Decimal], rows: list[Donation] | None
+) -> tuple[Donation, str]:
+    """`donation_record_unconfirmed`'s write, priced at `token_price()` (asked only when the row is priced),
+    without its webhook event: the finalized crawler's write prices it again at the tier of the confirmed
+    total under the campaign lock (donations/finalized.py) and announces it after that."""
     # No savepoint of its own: whatever fails here fails the caller's whole block, which is retried.
     with transaction.atomic(savepoint=False):
         match = sighting_match(sighting.chain, sighting.transfer, rows)
@@ -187,13 +188,13 @@ def sighting_record(*, sighting: Sighting, token_price: Decimal, rows: list[Dona
             # ETH price and the tier of the confirmed total now, as a first sighting there would be.
             moved = match.row
             assert moved is not None  # sighting_match moves only a row it found
-            donation_move_to(moved, sighting, sighting_priced(sighting, token_price))
+            donation_move_to(moved, sighting, sighting_priced(sighting, token_price()))
             return moved, DonationOutcome.MOVED
         if match.row is not None:
             return match.row, DonationOutcome.UNCHANGED
         try:
             with transaction.atomic():
-                row = _new_row(sighting, sighting_priced(sighting, token_price))
+                row = _new_row(sighting, sighting_priced(sighting, token_price()))
                 row.save(force_insert=True)
                 return row, DonationOutcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
