@@ -76,16 +76,22 @@ def on_thread(work: Callable[[], Any]) -> Iterator[dict[str, Any]]:
         assert not thread.is_alive(), "a crawler thread never finished"
 
 
-def blocked_by(probe: Any, pid: int, count: int) -> list[int]:
-    """The sessions waiting on a lock `pid` holds, once there are `count` of them."""
+def waiting(probe: Any, count: int, *, on: int | None = None, table: str | None = None) -> list[int]:
+    """The sessions waiting on a lock, once there are `count` of them: on a lock session `on` holds, or (`table`)
+    in a statement naming that table (a second waiter for one row queues behind the first, not its holder)."""
     ends = time.monotonic() + WAIT
     while True:
         with probe.cursor() as cursor:
-            cursor.execute("SELECT pid FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))", [pid])
-            waiting = sorted(row[0] for row in cursor.fetchall())
-        if len(waiting) >= count or time.monotonic() > ends:
-            assert len(waiting) == count, f"{len(waiting)} session(s) waiting on session {pid}, not {count}"
-            return waiting
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+                "AND (%(on)s::int IS NULL OR %(on)s = ANY(pg_blocking_pids(pid))) "
+                "AND (%(table)s::text IS NULL OR query LIKE '%%' || %(table)s || '%%')",
+                {"on": on, "table": table},
+            )
+            pids = sorted(row[0] for row in cursor.fetchall())
+        if len(pids) >= count or time.monotonic() > ends:
+            assert len(pids) == count, f"{len(pids)} session(s) waiting, not {count}"
+            return pids
         time.sleep(0.05)
 
 
@@ -138,7 +144,7 @@ def test_two_chains_write_their_blocks_while_the_campaign_row_is_held_and_are_cr
             on_thread(lambda: crawl(FINALIZED, chain=ROLLUP)) as on_rollup,
         ):
             try:
-                crawlers = blocked_by(probe, holder.get_backend_pid(), 2)
+                crawlers = waiting(probe, 2, table="donation_stats")
                 # Both blocks are written, each chain's cursor moved over it: only the crediting waits.
                 assert {chain: cursor_row_locked(probe, chain) for chain in sent} == {"eth": True, ROLLUP: True}
                 for pid in crawlers:
@@ -192,10 +198,10 @@ def test_the_judge_confirming_a_row_while_its_finalized_block_is_written_waits_a
             held.execute("SELECT value FROM last_block WHERE chain = 'eth' AND label = %s FOR UPDATE", [FINALIZED])
         with on_thread(lambda: crawl(FINALIZED, chain="eth")) as finalized:
             try:
-                (block_writer,) = blocked_by(probe, holder.get_backend_pid(), 1)
+                (block_writer,) = waiting(probe, 1, on=holder.get_backend_pid())
                 assert row_locked(probe, row.id)  # the block holds the row it confirms
                 with on_thread(lambda: donations_confirm(donation_ids=[row.id], tiers=tiers)) as judged:
-                    blocked_by(probe, block_writer, 1)  # the judge waits for the block
+                    waiting(probe, 1, on=block_writer)  # the judge waits for the block
                     holder.rollback()
             finally:
                 holder.rollback()
