@@ -46,7 +46,7 @@ from donations.services import (
 )
 from donations.sightings import Sighting
 from donations.totals import Deltas, stats_save
-from donations.webhooks import webhook_donation_event, webhook_endpoints_once
+from donations.webhooks import webhook_donation_event, webhook_endpoints_once, webhook_endpoints_read
 from dws_project.config_values import SaleTier
 from dws_project.locks import chain_donations_lock
 
@@ -107,6 +107,8 @@ def finalized_block_rows(
     if not sightings and not reverted_tx_hashes:
         return written
     chain_donations_lock(chain)
+    if sightings:
+        webhook_endpoints_read()  # each is announced or confirmed under the campaign lock: read them before it
     provisional = _Provisional(tiers)
     rows = block_rows(chain, sightings)
     for sighting in sightings:
