@@ -193,8 +193,9 @@ def clear_redis() -> None:
     redis.delete("crawlers", "celery")
 
 
-def run_pass(chains: list[Chain], log: Path, dbname: str) -> dict:
-    """Catch every chain of `chains` up with one worker of a process per chain; returns the measurements."""
+def run_pass(chains: list[Chain], log: Path, dbname: str, tree: Path = ROOT) -> dict:
+    """Catch every chain of `chains` up with one worker of a process per chain, the worker running the code of
+    `tree` (this checkout, or --before's); returns the measurements."""
     from crawlers.tasks import crawl_finalized
     from donations.models import Donation
 
@@ -206,7 +207,7 @@ def run_pass(chains: list[Chain], log: Path, dbname: str) -> dict:
     command = celery_worker_command("crawlers@bench", "crawlers,celery", concurrency=len(chains))
     with log.open("ab") as out:
         mark = log.stat().st_size
-        worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True)
+        worker = subprocess.Popen(command, cwd=tree, env=env, stdout=out, stderr=out, start_new_session=True)
         try:
             while b" ready." not in log.read_bytes()[mark:]:
                 if worker.poll() is not None:
@@ -292,6 +293,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--replay", action="store_true", help="both passes again, answered from the proxies' memory")
     parser.add_argument("--rounds", type=int, default=1, help="how many times to run each pass")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="another checkout (e.g. a worktree of main): each round runs both passes with its code first, then "
+        "with this one's, on the same chains (the database schema is this checkout's: same migrations needed)",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))  # the clean-up below runs (anvils, database)
     needed, free = args.chains * args.blocks * STATE_BYTES_PER_BLOCK, shutil.disk_usage(tempfile.gettempdir()).free
@@ -332,19 +340,21 @@ def main() -> None:
         add_prices(anvils, min(c.start for c in chains))
 
         providers = ("anvil", "replay") if args.replay else ("anvil",)
+        trees = [("before ", args.before.resolve()), ("after  ", ROOT)] if args.before else [("", ROOT)]
         for provider in providers:
             for rounds in range(args.rounds):
-                forget(proxies, provider)
-                alone = run_pass(chains[:1], log, dbname)
-                report(f"alone {provider:6} round {rounds + 1}", alone)
-                forget(proxies, provider)
-                together = run_pass(chains, log, dbname)
-                report(f"all {len(chains)}  {provider:6} round {rounds + 1}", together)
-                print(
-                    f"    {len(chains)} chains / one alone: {together['wall'] / alone['wall']:.2f}x wall "
-                    f"(target <= 1.5x)",
-                    flush=True,
-                )
+                for which, tree in trees:
+                    forget(proxies, provider)
+                    alone = run_pass(chains[:1], log, dbname, tree)
+                    report(f"{which}alone {provider:6} round {rounds + 1}", alone)
+                    forget(proxies, provider)
+                    together = run_pass(chains, log, dbname, tree)
+                    report(f"{which}all {len(chains)}  {provider:6} round {rounds + 1}", together)
+                    print(
+                        f"    {len(chains)} chains / one alone: {together['wall'] / alone['wall']:.2f}x wall "
+                        f"(target <= 1.5x); uptime: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}",
+                        flush=True,
+                    )
     finally:
         for proxy in proxies:
             proxy.stop()

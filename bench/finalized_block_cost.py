@@ -37,9 +37,10 @@ from django.db import connection, transaction  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from donations.finalized import finalized_block_record  # noqa: E402
 from donations.ledger import ledger_discrepancies  # noqa: E402
 from donations.models import Donation, DonationStats  # noqa: E402
-from donations.services import finalized_block_record, stats_lock  # noqa: E402
+from donations.services import stats_lock  # noqa: E402
 from donations.sightings import Sighting, Transfer  # noqa: E402
 from donations.totals import stats_recompute, user_data_refresh  # noqa: E402
 from dws_project.config_values import SaleTier  # noqa: E402

@@ -1,8 +1,11 @@
 """The old-unconfirmed crawler's writes (crawlers/runs/old_unconfirmed.py): confirm rows it found in finalized
 blocks, fail rows it proved gone, count absences and schedule the next look.
 
-The same crediting rule, lock order and deltas as the crawlers' block writes (donations/services.py):
-every write here takes the campaign lock first.
+The same crediting rule and deltas as the crawlers' block writes (donations/services.py). Every write here
+takes the lock on its rows' chains' donation rows first (dws_project/locks.py `chain_donations_lock`, the
+lock the finalized crawler's block write takes before its rows, and the campaign row only after them),
+then the campaign lock, then the rows: never the campaign row while a finalized block of the same chain
+holds rows and waits for it.
 """
 
 from __future__ import annotations
@@ -22,8 +25,15 @@ from donations.services import DonationOutcome, donation_confirm, stats_lock
 from donations.totals import Deltas, stats_save
 from donations.webhooks import webhook_donation_event
 from dws_project.config_values import SaleTier
+from dws_project.locks import chain_donations_lock
 
 logger = logging.getLogger("dws.donations")
+
+
+def _rows_lock(donation_ids: Sequence[int]) -> None:
+    """The donation rows lock of every chain these rows are on, before the campaign lock."""
+    chains = Donation.objects.filter(id__in=donation_ids).order_by().values_list("chain", flat=True).distinct()
+    chain_donations_lock(*chains)
 
 
 @transaction.atomic
@@ -34,6 +44,7 @@ def donations_confirm(*, donation_ids: Sequence[int], tiers: Sequence[SaleTier])
     same deltas as the finalized crawler; returns each donation's outcome (a failed row is left out:
     only the finalized path records it anew from the block that proves it).
     """
+    _rows_lock(donation_ids)
     stats = stats_lock()
     rows = list(
         Donation.objects.select_for_update()
@@ -60,6 +71,7 @@ def donations_fail_unconfirmed(*, donation_ids: Sequence[int], reason: str, tier
     Under the campaign lock like every crediting write; the rows are kept, only their status changes.
     No total moves: unconfirmed rows were never in them.
     """
+    _rows_lock(donation_ids)
     stats_lock()
     rows = list(
         Donation.objects.select_for_update()
@@ -85,6 +97,7 @@ def donations_absence_record(*, absent_ids: Sequence[int], seen_ids: Sequence[in
     locks with a crawler's (which could deadlock).
     """
     with transaction.atomic():
+        _rows_lock([*absent_ids, *seen_ids])
         stats_lock()
         if absent_ids:
             Donation.objects.filter(id__in=absent_ids, status=DonationStatus.UNCONFIRMED).update(
@@ -124,6 +137,7 @@ def donations_look_later(
     if not donation_ids:
         return
     with transaction.atomic():
+        _rows_lock(donation_ids)
         stats_lock()
         # psycopg2 sends a timedelta as an interval; django-stubs' parameter type leaves timedelta out.
         params: dict[str, Any] = {

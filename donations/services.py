@@ -1,10 +1,12 @@
 """The crediting writes: record a sighting, confirm, fail a revert, recompute the campaign and per-donor totals.
 
-Every rule here exists once and is shared by the latest crawler, the finalized crawler and the
-old-unconfirmed crawler (issue #4; its batch writes are in donations/judging.py). Confirmation and the
-campaign totals change only under the donation_stats row lock, taken first and always in the same
-order (campaign row, then donation rows, then user_data rows by address), so two writers can never
-interleave a crediting decision.
+Every rule here exists once and is shared by the latest crawler, the finalized crawler (its block write
+is donations/finalized.py) and the old-unconfirmed crawler (issue #4; its batch writes are in
+donations/judging.py). Confirmation and the campaign totals change only under the donation_stats row
+lock, so two writers can never interleave a crediting decision. Lock order: a chain's donation rows
+lock (dws_project/locks.py `chain_donations_lock`) first; then the finalized crawler locks its block's
+rows and takes the campaign row last, the judge takes the campaign row and then its rows; the donors'
+user_data rows (by address) always after the campaign row.
 
 Token counts (docs/detection.md, "Crediting"): a donation is priced once, when it is first recorded, by
 `rules.donation_tokens` at the tier of the confirmed total at that moment. Confirmation never re-prices:
@@ -20,19 +22,19 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from donations.identity import find_at_identity, records_as_seen, sighting_match, transactions_rows
+from donations.identity import find_at_identity, sighting_match, transactions_rows
 from donations.models import CampaignStatus, Donation, DonationStats, DonationStatus
-from donations.refunds import refund_cancel_for_failed, refund_owe_donation
+from donations.refunds import refund_owe_donation
 from donations.rules import donation_tokens, sale_state
 from donations.sightings import Sighting
-from donations.totals import Deltas, stats_recompute, stats_save
+from donations.totals import stats_recompute
 from donations.webhooks import webhook_campaign_status, webhook_donation_event, webhook_endpoints_once
 from dws_project.config_values import SaleTier
 
@@ -66,7 +68,7 @@ class Priced:
     tokens: int
 
 
-def _priced(sighting: Sighting, token_price: Decimal) -> Priced:
+def sighting_priced(sighting: Sighting, token_price: Decimal) -> Priced:
     t = sighting.transfer
     eth_price = sighting.eth_price if t.asset == "eth" else None
     return Priced(
@@ -98,17 +100,17 @@ def _new_row(sighting: Sighting, priced: Priced) -> Donation:
     )
 
 
-def _record_as_seen(donation: Donation, sighting: Sighting, priced: Priced) -> None:
+def donation_record_as_seen(donation: Donation, sighting: Sighting, priced: Priced) -> None:
     """A row recorded anew from a sighting of its identity that shows another transfer (donor, asset, amount)
     or another time: it takes the sighting's transfer, block, minute's ETH price and `priced` tokens."""
     donation.address = sighting.transfer.donor
     donation.asset = sighting.transfer.asset
     donation.amount = sighting.transfer.amount
     donation.save(update_fields=["address", "asset", "amount", "modified_at"])
-    _move_to(donation, sighting, priced)
+    donation_move_to(donation, sighting, priced)
 
 
-def _move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
+def donation_move_to(donation: Donation, sighting: Sighting, priced: Priced) -> None:
     """A row recorded anew from another sighting of this very transfer (`sighting_match`): an unconfirmed
     row whose block was re-orged away, or a failed one found in a finalized block. It takes that block,
     its minute's ETH price and the `priced` tokens the caller derived for it."""
@@ -158,7 +160,26 @@ def donation_record_unconfirmed(
     """
     if confirmed_tokens is None:
         confirmed_tokens = DonationStats.objects.values_list("tokens", flat=True).get()
-    state = sale_state(confirmed_tokens, tiers)
+    token_price = sale_state(confirmed_tokens, tiers).token_price
+    row, outcome = sighting_record(sighting=sighting, token_price=lambda: token_price, rows=rows)
+    sighting_announce(row, outcome)
+    return row, outcome
+
+
+def sighting_announce(row: Donation, outcome: str) -> None:
+    """The webhook event of what `sighting_record` did to a row (none when it left it as it was)."""
+    if outcome == DonationOutcome.INSERTED:
+        webhook_donation_event(row, "donation.seen")
+    elif outcome == DonationOutcome.MOVED:
+        webhook_donation_event(row, "donation.moved")
+
+
+def sighting_record(
+    *, sighting: Sighting, token_price: Callable[[], Decimal], rows: list[Donation] | None
+) -> tuple[Donation, str]:
+    """`donation_record_unconfirmed`'s write, priced at `token_price()` (asked only when the row is priced),
+    without its webhook event: the finalized crawler's write prices it again at the tier of the confirmed
+    total under the campaign lock (donations/finalized.py) and announces it after that."""
     # No savepoint of its own: whatever fails here fails the caller's whole block, which is retried.
     with transaction.atomic(savepoint=False):
         match = sighting_match(sighting.chain, sighting.transfer, rows)
@@ -167,16 +188,14 @@ def donation_record_unconfirmed(
             # ETH price and the tier of the confirmed total now, as a first sighting there would be.
             moved = match.row
             assert moved is not None  # sighting_match moves only a row it found
-            _move_to(moved, sighting, _priced(sighting, state.token_price))
-            webhook_donation_event(moved, "donation.moved")
+            donation_move_to(moved, sighting, sighting_priced(sighting, token_price()))
             return moved, DonationOutcome.MOVED
         if match.row is not None:
             return match.row, DonationOutcome.UNCHANGED
         try:
             with transaction.atomic():
-                row = _new_row(sighting, _priced(sighting, state.token_price))
+                row = _new_row(sighting, sighting_priced(sighting, token_price()))
                 row.save(force_insert=True)
-                webhook_donation_event(row, "donation.seen")
                 return row, DonationOutcome.INSERTED
         except IntegrityError:  # another writer inserted it first: theirs stands
             theirs = find_at_identity(sighting.chain, sighting.transfer, lock=True)
@@ -251,121 +270,6 @@ def donation_confirm(*, stats: DonationStats, donation: Donation, tiers: Sequenc
     if closed:  # the money arrived and buys nothing: owed back (the refund register), in this transaction
         refund_owe_donation(donation)
     return DonationOutcome.CONFIRMED
-
-
-def donation_fail_reverted(*, donation: Donation) -> bool:
-    """A finalized receipt reports the transaction reverted: no money moved. Caller holds the stats lock
-    and subtracts a confirmed row's deltas (see `Deltas`)."""
-    if donation.status == DonationStatus.FAILED:
-        return False
-    logger.warning(
-        "donation %s (%s) reverted on chain per its finalized receipt; %s -> failed",
-        donation.tx_hash,
-        donation.asset,
-        donation.status,
-    )
-    donation.status = DonationStatus.FAILED
-    donation.failed_reason = "its finalized receipt reports a revert"
-    donation.save(update_fields=["status", "failed_reason", "modified_at"])
-    webhook_donation_event(donation, "donation.failed", reason="reverted", detail=donation.failed_reason)
-    return True
-
-
-def _revert(stats: DonationStats, donation: Donation, deltas: Deltas) -> bool:
-    """Fail a reverted row; a confirmed one takes its USD and tokens back out of the totals."""
-    was_confirmed = donation.status == DonationStatus.CONFIRMED
-    if not donation_fail_reverted(donation=donation):
-        return False
-    refund_cancel_for_failed(donation)
-    if was_confirmed:
-        stats.total -= donation.usd_amount
-        stats.tokens -= donation.tokens
-        deltas.add(donation, -1)
-    return True
-
-
-@dataclass
-class FinalizedBlockResult:
-    confirmed: int = 0
-    inserted: int = 0
-    held_paused: int = 0
-    failed: int = 0
-
-
-@transaction.atomic
-@webhook_endpoints_once()
-def finalized_block_record(
-    *, chain: str, sightings: Sequence[Sighting], reverted_tx_hashes: Sequence[str], tiers: Sequence[SaleTier]
-) -> FinalizedBlockResult:
-    """Everything the finalized crawler writes for one block of `chain`, under the campaign lock (one for
-    every chain: the tiers and the cap are the campaign's), in one transaction.
-
-    Each sighting is inserted (and priced) if the latest crawler missed it, recorded anew from this
-    block if it had been failed, and then confirmed by the crediting rule; each native ETH transaction
-    whose finalized receipt reports a revert fails its row (a confirmed one leaves the totals, so the
-    sale may reopen). The campaign row and the touched donors' rows move by the deltas: the cost of a
-    block does not grow with the donations on record.
-    """
-    result = FinalizedBlockResult()
-    stats = stats_lock()
-    before = sale_state(stats.tokens, tiers)
-    deltas = Deltas()
-    rows = block_rows(chain, sightings)
-    for sighting in sightings:
-        donation, outcome = donation_record_unconfirmed(
-            sighting=sighting, tiers=tiers, confirmed_tokens=stats.tokens, rows=rows.get(sighting.transfer.tx_hash)
-        )
-        if outcome == DonationOutcome.INSERTED:
-            result.inserted += 1
-        if (
-            donation.status == DonationStatus.UNCONFIRMED
-            and donation.block_hash == sighting.transfer.block_hash
-            and not records_as_seen(donation, sighting.transfer, sighting.block_time)
-        ):
-            # The latest crawler's row says otherwise than the finalized block (its provider alone told it):
-            # what is confirmed is the transfer as the finalized block shows it, priced from that block.
-            logger.warning(
-                "donation %s as recorded from the latest block (%s %s from %s at %s) is not what finalized block "
-                "%d shows (%s %s from %s at %s); recorded from the finalized block",
-                donation.tx_hash,
-                donation.amount,
-                donation.asset,
-                donation.address,
-                donation.block_time.isoformat(),
-                sighting.transfer.block_number,
-                sighting.transfer.amount,
-                sighting.transfer.asset,
-                sighting.transfer.donor,
-                sighting.block_time.isoformat(),
-            )
-            _record_as_seen(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers).token_price))
-        if donation.status == DonationStatus.FAILED:
-            # Positive evidence (the transfer in a finalized block) outweighs an earlier absence; the row
-            # is recorded from this sighting (its block, that minute's price, the tier now), not its old one.
-            logger.warning(
-                "donation %s was failed but is in finalized block %d; recorded from it and confirmed",
-                donation.tx_hash,
-                sighting.transfer.block_number,
-            )
-            _move_to(donation, sighting, _priced(sighting, sale_state(stats.tokens, tiers).token_price))
-            donation.status = DonationStatus.UNCONFIRMED  # confirmed below, or held by a pause as unconfirmed
-            donation.failed_reason = ""
-            donation.save(update_fields=["status", "failed_reason", "modified_at"])
-        decision = donation_confirm(stats=stats, donation=donation, tiers=tiers)
-        if decision == DonationOutcome.CONFIRMED:
-            result.confirmed += 1
-            deltas.add(donation, +1)
-        elif decision == DonationOutcome.HELD_PAUSED:
-            result.held_paused += 1
-    for tx_hash in reverted_tx_hashes:
-        for donation in Donation.objects.select_for_update().filter(
-            chain=chain, tx_hash=tx_hash, log_index__isnull=True
-        ):
-            result.failed += _revert(stats, donation, deltas)
-    if result.confirmed or result.failed:
-        stats_save(stats=stats, tiers=tiers, before=before, chain=chain)
-        deltas.apply()
-    return result
 
 
 # --- the operator's lever: pause and resume -------------------------------------------------------

@@ -69,6 +69,12 @@ def webhook_endpoints_once() -> Iterator[None]:
         _endpoints_scope.reset(token)
 
 
+def webhook_endpoints_read() -> None:
+    """Within `webhook_endpoints_once`: read the active endpoints now, so that the events written later in the
+    block (under the campaign lock) do not wait for that read."""
+    _active_endpoints()
+
+
 def _active_endpoints() -> list[WebhookEndpoint]:
     scope = _endpoints_scope.get()
     if scope is not None and "active" in scope:

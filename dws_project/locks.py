@@ -271,3 +271,19 @@ def chain_writer_check(chain: str, job: str) -> None:
     while another session does; held to the transaction's end, so no run takes the lock mid-write."""
     if not _advisory("pg_try_advisory_xact_lock", chain, job):
         raise ChainWriterBusy(f"another session holds the PostgreSQL lock of {job} ({chain})")
+
+
+def chain_donations_lock(*chains: str) -> None:
+    """Inside a write transaction: wait for, and hold to its end, the lock on the donation rows of `chains`
+    (taken in name order), before any of those rows or the campaign row is locked.
+
+    The finalized crawler's block write locks its chain's rows first and the campaign row last
+    (donations/finalized.py); the old-unconfirmed judge locks the campaign row, then rows of the same chain
+    (donations/judging.py). Both take this lock first, so the two orders never meet: one waits here for the
+    other's whole transaction instead of each holding what the other waits for (a deadlock). The latest
+    crawler, which never takes the campaign row, does not need it."""
+    with connection.cursor() as cursor:
+        for chain in sorted(set(chains)):
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s, %s)", [ADVISORY_NAMESPACE, _advisory_key(chain, "donation-rows")]
+            )

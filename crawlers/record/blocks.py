@@ -1,6 +1,10 @@
 """Recording scanned blocks: their new transfers priced and written (unconfirmed from the head, confirmed
 from a final block), a final block's unexplained inflows, and the cursor moved in the same transaction.
 
+A final block's transaction writes its donation rows, inflows, cursor and proof publication first and
+takes the campaign row (`donation_stats`, one for every chain) last, only to price at the confirmed total
+and credit (donations/finalized.py): the chains' blocks queue on that lock for their crediting only.
+
 The only writer of a scanned block's rows. Prices are looked up by the caller's `price_at` (the run
 passes the price service's lookup); a block whose ETH transfer has no price yet is rolled back and
 reported as `PriceMissing`, so the run can file a price request and wait.
@@ -27,12 +31,14 @@ from crawlers.record.strays import foreign_counts_record, strays_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from crawlers.scan.own import open_mints
 from crawlers.scan.results import BlockHeld, ScannedBlock
+from donations.finalized import FinalizedRows, finalized_block_credit, finalized_block_rows
 from donations.identity import records_as_seen
 from donations.models import Donation, DonationStatus
 from donations.refunds import refund_payouts_record
 from donations.replaced import donations_mark_block_replaced
-from donations.services import DonationOutcome, block_record_unconfirmed, finalized_block_record
+from donations.services import DonationOutcome, block_record_unconfirmed
 from donations.sightings import DonationKey, Sighting, Transfer, donation_key, donation_unholdable
+from donations.webhooks import webhook_endpoints_once
 from dws_project import shutdown
 from dws_project.chain_settings import ChainSettings
 from dws_project.config_values import SaleTier
@@ -196,9 +202,10 @@ def _write_latest(writer: _Writer, block: ScannedBlock) -> int:
     return inserted
 
 
-def _write_final(writer: _Writer, block: ScannedBlock) -> tuple[int, int, int]:
+def _write_final(writer: _Writer, block: ScannedBlock) -> FinalizedRows | None:
+    """A final block's donation rows, written and locked; credited by `_credit_final` at the transaction's end."""
     if not block.transfers and not block.reverted:
-        return 0, 0, 0
+        return None
     # Rows already seen in this block keep how they were priced; only new sightings need a price.
     recorded = _recorded_here(writer.chain.name, block.transfers, final_at=block.header.time)
     new = [t for t in block.transfers if donation_key(t) not in recorded]
@@ -214,27 +221,41 @@ def _write_final(writer: _Writer, block: ScannedBlock) -> tuple[int, int, int]:
         for t in block.transfers
         if donation_key(t) in priced or donation_key(t) in recorded
     ]
-    result = finalized_block_record(
+    return finalized_block_rows(
         chain=writer.chain.name, sightings=sightings, reverted_tx_hashes=block.reverted, tiers=writer.tiers
     )
-    if sightings or result.failed:
-        logger.info(
-            "finalized: block %d of %s: %d confirmed, %d inserted, %d held (paused), %d failed (reverted)",
-            block.header.number,
-            writer.chain.name,
-            result.confirmed,
-            result.inserted,
-            result.held_paused,
-            result.failed,
-        )
-    return result.inserted, result.confirmed, result.failed
 
 
-def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> None:
+def _credit_final(writer: _Writer, block: ScannedBlock, rows: FinalizedRows | None, tally: BlockTally) -> None:
+    """The end of a final block's transaction: its donations credited under the campaign lock (held from here
+    to the commit only), then the payouts matched against the refunds owed (a donation credited here may
+    owe one)."""
+    if rows is not None:
+        result = finalized_block_credit(rows)
+        if rows.written or result.failed:
+            logger.info(
+                "finalized: block %d of %s: %d confirmed, %d inserted, %d held (paused), %d failed (reverted)",
+                block.header.number,
+                writer.chain.name,
+                result.confirmed,
+                result.inserted,
+                result.held_paused,
+                result.failed,
+            )
+        tally.inserted += result.inserted
+        tally.confirmed += result.confirmed
+        tally.failed += result.failed
+    if block.payouts:  # what left the address may pay owed refunds (the refund register matches it)
+        refund_payouts_record(chain=writer.chain.name, payouts=block.payouts)
+
+
+def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Callable[[], None] | None:
+    """Write a block's rows; for a final block, return what ends its transaction (`_credit_final`: the
+    campaign lock, taken after the caller has moved the cursor and published the proof)."""
     if not writer.final:
         tally.inserted += _write_latest(writer, block)
-        return
-    inserted, confirmed, failed = _write_final(writer, block)
+        return None
+    rows = _write_final(writer, block)
     open_mints(block)  # a coin minted to the address that nobody is named for waits for the operator
     # After the block's donations: a block rolled back for a missing price records nothing, logs nothing.
     for asset, raw in block.unexplained:
@@ -243,11 +264,7 @@ def _write_block(writer: _Writer, block: ScannedBlock, tally: BlockTally) -> Non
         movements_record(writer.chain, block=block.header, movements=block.own)
     if block.strays:  # owed before the payouts are matched: a refund paid later in the range finds its row
         strays_record(writer.chain, block=block.header, strays=block.strays)
-    if block.payouts:  # what left the address may pay owed refunds (the refund register matches it)
-        refund_payouts_record(chain=writer.chain.name, payouts=block.payouts)
-    tally.inserted += inserted
-    tally.confirmed += confirmed
-    tally.failed += failed
+    return lambda: _credit_final(writer, block, rows, tally)
 
 
 def record_blocks(
@@ -290,11 +307,13 @@ def record_blocks(
                 continue
             written = BlockTally()
             try:
-                with transaction.atomic():
+                with transaction.atomic(), webhook_endpoints_once():
                     chain_writer_check(chain.name, cursor)
-                    _write_block(writer, block, written)
+                    credit = _write_block(writer, block, written)
                     if move_cursor:
                         _move_cursor(chain, cursor, block.header, proof, foreign)
+                    if credit is not None:
+                        credit()  # the campaign lock, last: held from here to the commit
             except (PriceMissing, OperationalError, InterfaceError):
                 raise  # a missing price ends the recording below; a lost database ends the run
             except ChainWriterBusy as exc:  # this session lost the run's lock, and another run holds it

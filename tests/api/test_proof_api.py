@@ -18,9 +18,9 @@ from crawlers.proof_report import MAX_RANGES
 from crawlers.record.proof_ranges import proof_range_record
 from crawlers.scan.ledger import SpanLedger, UnprovenSpan
 from donations.export import confirmed_donation_lines, proof_csv_refresh
+from donations.finalized import finalized_block_record
 from donations.judging import donations_confirm
 from donations.models import Donation, DonationStatus
-from donations.services import finalized_block_record
 from dws_project.redis_client import get_redis
 from tests.api.support import make_donation
 

@@ -11,6 +11,7 @@ from decimal import Decimal
 import pytest
 from django.conf import settings
 
+from donations.finalized import finalized_block_record
 from donations.judging import donations_confirm
 from donations.models import Donation
 from donations.refund_export import batch_transaction
@@ -25,7 +26,6 @@ from donations.refunds import (
     refunds_mark_exported,
     unmatched_payout_dismiss,
 )
-from donations.services import finalized_block_record
 from donations.sightings import Sighting, Transfer
 from donations.webhook_models import WebhookEndpoint, WebhookEvent
 from donations.wire import refund_public

@@ -18,9 +18,9 @@ from django.db import connection
 from crawlers.models import FINALIZED, LATEST, ReconcileRun
 from crawlers.runs.crawl import crawl
 from crawlers.runs.reconcile import reconcile
+from donations.finalized import finalized_block_record
 from donations.ledger import ledger_discrepancies
 from donations.models import DonationStats
-from donations.services import finalized_block_record
 from donations.sightings import Sighting, Transfer
 from tests.chain import ACCOUNTS, DONATION_ADDRESS
 

@@ -10,8 +10,9 @@ from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from donations.finalized import finalized_block_record
 from donations.models import Donation, DonationStats, UserData
-from donations.services import block_record_unconfirmed, finalized_block_record
+from donations.services import block_record_unconfirmed
 from donations.sightings import Sighting, Transfer
 from donations.webhook_models import WebhookEvent
 from tests.webhook_receiver import registered_endpoint

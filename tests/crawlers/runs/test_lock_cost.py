@@ -1,7 +1,8 @@
 """What the PostgreSQL run lock costs (dws_project/locks.py): a finalized run takes and releases its
 session lock (2 statements) and checks it again inside each write transaction (1 statement per block
-written, plus one for the closing cursor move over quiet blocks) -- counted on a real run, not read off
-the code (docs/BENCHMARKS.md)."""
+written, plus one for the closing cursor move over quiet blocks); a block with donations also takes its
+chain's donation-rows lock (1 statement, before its rows: donations/finalized.py) -- counted on a real
+run, not read off the code (docs/BENCHMARKS.md)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def test_a_finalized_run_pays_two_lock_statements_plus_one_per_written_block(nod
     assert result.confirmed == donation_blocks
     statements = advisory(queries)
     session = [s for s in statements if "xact" not in s]
-    per_block = [s for s in statements if "xact" in s]
+    per_block = [s for s in statements if "pg_try_advisory_xact_lock" in s]
+    donation_rows = [s for s in statements if "pg_advisory_xact_lock" in s]
     assert len(session) == 2  # pg_try_advisory_lock at the start, pg_advisory_unlock at the end
     assert len(per_block) == donation_blocks + 1  # each written block, and the closing cursor move
+    assert len(donation_rows) == donation_blocks  # each block with donations, before its rows
+    assert len(statements) == len(session) + len(per_block) + len(donation_rows)
