@@ -109,6 +109,10 @@ class Anvil:
             "--silent",
             "--cache-path",
             self._states,
+            # anvil keeps only so many old blocks' states on disk by default: a test that mined ~500 blocks
+            # found its first blocks' state gone ("block height is 504 but requested was 2"), and a session
+            # node reverted after such a test had none below its head
+            *([] if "--max-persisted-states" in extra_args else ["--max-persisted-states", "20000"]),
             *extra_args,
         ]
         self._process: subprocess.Popen | None = None
