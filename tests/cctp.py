@@ -28,17 +28,17 @@ def install_transmitters(anvil: Anvil, coin: str) -> None:
         anvil.rpc("anvil_setStorageAt", address, "0x0", "0x" + coin[2:].rjust(64, "0"))
 
 
-def _word(value: int | str) -> bytes:
+def word(value: int | str) -> bytes:
     if isinstance(value, str):
         return bytes.fromhex(value[2:].rjust(64, "0"))
     return value.to_bytes(32, "big")
 
 
 def burn_message(*, v2: bool, recipient: str, amount: int, depositor: str, fee: int = 0) -> bytes:
-    body = (1 if v2 else 0).to_bytes(4, "big") + _word("0x" + "ab" * 20) + _word(recipient) + _word(amount)
-    body += _word(depositor)
+    body = (1 if v2 else 0).to_bytes(4, "big") + word("0x" + "ab" * 20) + word(recipient) + word(amount)
+    body += word(depositor)
     if v2:
-        body += _word(fee + 1) + _word(fee) + _word(0)  # maxFee, feeExecuted, expirationBlock; no hook data
+        body += word(fee + 1) + word(fee) + word(0)  # maxFee, feeExecuted, expirationBlock; no hook data
     return body
 
 
@@ -47,8 +47,8 @@ def message(body: bytes, *, v2: bool, nonce: int = 7, sender: str | None = None)
     names another (a message anyone sends, whatever its body says)."""
     sender = sender or (V2_TOKEN_MESSENGER if v2 else V1_TOKEN_MESSENGER)
     head = (1 if v2 else 0).to_bytes(4, "big") + SOURCE_DOMAIN.to_bytes(4, "big") + (0).to_bytes(4, "big")
-    head += _word(nonce) if v2 else nonce.to_bytes(8, "big")
-    head += _word(sender) + _word("0x" + "ef" * 20) + _word(0)  # sender, recipient, destinationCaller
+    head += word(nonce) if v2 else nonce.to_bytes(8, "big")
+    head += word(sender) + word("0x" + "ef" * 20) + word(0)  # sender, recipient, destinationCaller
     if v2:
         head += (1000).to_bytes(4, "big") + (2000).to_bytes(4, "big")  # finality thresholds
     return head + body

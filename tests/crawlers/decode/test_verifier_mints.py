@@ -11,6 +11,7 @@ from eth_abi import encode
 from eth_utils import keccak
 
 from crawlers.decode import mints
+from tests.cctp import burn_message, word
 from tests.hostile_site import verifier_module
 
 US, DEPOSITOR, TX = "0x" + "11" * 20, "0x" + "22" * 20, "0x" + "aa" * 32
@@ -22,18 +23,6 @@ TRANSFER = "0x" + keccak(text="Transfer(address,address,uint256)").hex()
 
 
 VERIFIER = verifier_module("verify_proof_mints_under_test")
-
-
-def word(value: int | str) -> bytes:
-    return bytes.fromhex(value[2:].rjust(64, "0")) if isinstance(value, str) else value.to_bytes(32, "big")
-
-
-def burn_body(*, v2: bool, recipient: str, amount: int, depositor: str, fee: int = 0) -> bytes:
-    body = (1 if v2 else 0).to_bytes(4, "big") + word("0x" + "ab" * 20) + word(recipient) + word(amount)
-    body += word(depositor)
-    if v2:
-        body += word(fee + 1) + word(fee) + word(0)  # maxFee, feeExecuted, expirationBlock; no hook data
-    return body
 
 
 def mint(index: int, amount: int) -> dict:
@@ -55,7 +44,7 @@ def received(
     fee: int = 0,
     sender: str | None = None,
 ) -> dict:
-    body = burn_body(v2=v2, recipient=recipient, amount=amount, depositor=DEPOSITOR, fee=fee)
+    body = burn_message(v2=v2, recipient=recipient, amount=amount, depositor=DEPOSITOR, fee=fee)
     default_sender = V2_TOKEN_MESSENGER if v2 else V1_TOKEN_MESSENGER
     signature = (
         "MessageReceived(address,uint32,bytes32,bytes32,uint32,bytes)"
@@ -129,10 +118,10 @@ def test_a_mint_is_the_depositors_only_when_the_message_after_it_names_it(minted
 
 
 def test_a_burn_message_with_an_address_word_not_an_address_names_nobody():
-    body = bytearray(burn_body(v2=False, recipient=US, amount=9, depositor=DEPOSITOR))
+    body = bytearray(burn_message(v2=False, recipient=US, amount=9, depositor=DEPOSITOR))
     body[100] = 1
     assert VERIFIER._burn_message(bytes(body), False) is None
-    assert VERIFIER._burn_message(burn_body(v2=False, recipient=US, amount=9, depositor=DEPOSITOR), True) is None
+    assert VERIFIER._burn_message(burn_message(v2=False, recipient=US, amount=9, depositor=DEPOSITOR), True) is None
 
 
 @pytest.mark.parametrize(("minted", "logs", "depositor"), CASES)

@@ -13,11 +13,10 @@ from decimal import Decimal
 import pytest
 import requests
 from django.core.management import call_command
-from eth_account import Account
 
 from donations.export import proof_csv_refresh
 from donations.models import DonationStats
-from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER
+from tests.chain import ACCOUNTS, DONATION_ADDRESS, ETHER, authorize_7702
 from tests.hostile_site import TamperingSite, verify_site
 from tests.rpc_proxy import RpcProxy
 
@@ -28,7 +27,6 @@ pytestmark = [
 
 OWNER, PAYEE = ACCOUNTS[1], ACCOUNTS[6]
 # anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
-DONATION_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
 NOBODY = "0x" + "00" * 20  # an authorization to it clears the delegation
 
 
@@ -37,23 +35,6 @@ def campaign_row() -> None:
     """The campaign row a migration makes; a transactional test before this one flushed it."""
     if not DonationStats.objects.exists():
         DonationStats.objects.create()
-
-
-def delegate(node, target: str) -> str:
-    """The donation address signs an EIP-7702 authorization to `target`'s code (NOBODY: none); a sponsor sends
-    the type-4 transaction, so the address's nonce moves and no transaction is from it."""
-    nonce = int(node.rpc("eth_getTransactionCount", DONATION_ADDRESS, "latest"), 16)
-    chain_id = int(node.rpc("eth_chainId"), 16)
-    signed = Account.sign_authorization({"chainId": chain_id, "address": target, "nonce": nonce}, DONATION_KEY)
-    entry = {
-        "chainId": hex(chain_id),
-        "address": target,
-        "nonce": hex(nonce),
-        "yParity": hex(signed.y_parity),
-        "r": hex(signed.r),
-        "s": hex(signed.s),
-    }
-    return node.send({"from": ACCOUNTS[0], "to": ACCOUNTS[0], "value": "0x0", "authorizationList": [entry]})
 
 
 def pay_out(node, wei: int) -> str:
@@ -69,11 +50,11 @@ def test_a_delegation_set_and_cleared_inside_a_range_with_eth_in_and_out_does_no
     node.send_eth(ACCOUNTS[2], DONATION_ADDRESS, ETHER)  # a range before, with the address's balance on record
     node.mine(3)
     call_command("crawl", "finalized", "--once")
-    delegate(node, wallet)
+    authorize_7702(node, wallet, sponsor=ACCOUNTS[0])
     with node.one_block():  # in and out in one block: neither its balance nor its nonce moves
         donated = node.send({"from": ACCOUNTS[3], "to": DONATION_ADDRESS, "value": hex(ETHER), "gas": hex(100_000)})
         pay_out(node, ETHER)
-    delegate(node, NOBODY)
+    authorize_7702(node, NOBODY, sponsor=ACCOUNTS[0])
     assert node.rpc("eth_getCode", DONATION_ADDRESS, "latest") == "0x"
     node.mine(3)
     call_command("crawl", "finalized", "--once")
