@@ -26,7 +26,6 @@ pytestmark = [
 ]
 
 OWNER, PAYEE = ACCOUNTS[1], ACCOUNTS[6]
-# anvil's tenth development key (the donation address's): published in anvil's banner, worthless elsewhere
 NOBODY = "0x" + "00" * 20  # an authorization to it clears the delegation
 
 
